@@ -1,0 +1,3 @@
+from clustersim.cli import main
+
+main()

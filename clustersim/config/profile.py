@@ -1,0 +1,142 @@
+"""The calibration profile: the contract between collectives, training and calibration.
+
+A profile says how fast the hardware really is: per link class (nvlink, pcie,
+network) a latency and an effective per-direction bandwidth; collective entries
+(per operation, algorithm, protocol, rank count, scope and size regime) with
+alpha, bandwidth and their confidence intervals; host-side overheads; compute
+(GEMM efficiency, HBM bandwidth, kernel launch).
+
+Lookup (in ``clustersim.collectives.formulas``) takes the most specific matching
+collective entry and falls back to the link-class model.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from clustersim.config.base import StrictModel
+
+Pos = Annotated[float, Field(gt=0)]
+NonNeg = Annotated[float, Field(ge=0)]
+Interval = tuple[float, float]
+
+OP_NAMES = ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+            "scatter", "gather", "send_recv", "barrier")
+Op = Literal["broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+             "scatter", "gather", "send_recv", "barrier"]
+LinkClass = Literal["nvlink", "pcie", "network"]
+
+
+class Source(StrictModel):
+    """Where the numbers came from."""
+
+    gpu: str | None = Field(None, description="GPU model, e.g. 'NVIDIA H200'.")
+    host: str | None = Field(None, description="Host name(s) or system name.")
+    driver: str | None = None
+    nccl_version: str | None = None
+    torch_version: str | None = None
+    date: str | None = Field(None, description="ISO date of the measurement.")
+    nvls: bool | None = Field(None, description="Whether NVLink multicast (NVLS) was enabled while measuring.")
+    measured: bool = Field(False, description="True when fitted from measurements on this hardware; false for published/derived values.")
+    files: list[str] = Field(default_factory=list, description="Raw measurement files the fit used (relative to calibrate/).")
+    notes: str | None = None
+
+
+class LinkParams(StrictModel):
+    """Effective parameters of one link class, per direction."""
+
+    latency_us: NonNeg = Field(description="Per-hop latency seen by a collective step (protocol sync included).")
+    bandwidth_GBps: Pos = Field(description="Effective per-direction bandwidth per GPU (what NCCL reaches, not line rate).")
+    latency_ci_us: Interval | None = Field(None, description="95% confidence interval of latency_us.")
+    bandwidth_ci_GBps: Interval | None = Field(None, description="95% confidence interval of bandwidth_GBps.")
+
+
+class Segment(StrictModel):
+    """One size regime of a piecewise alpha-beta fit: t = alpha + S / algbw on [size_min, size_max)."""
+
+    size_min_bytes: NonNeg = 0
+    size_max_bytes: float | None = Field(None, description="Exclusive upper bound; null = unbounded.")
+    alpha_us: NonNeg = Field(description="Fixed cost of one call in this regime (microseconds).")
+    algbw_GBps: Pos = Field(description="Algorithm bandwidth (size / time slope), GB/s.")
+    alpha_ci_us: Interval | None = None
+    algbw_ci_GBps: Interval | None = None
+    points: int | None = Field(None, description="Measurements the fit used.")
+
+
+class CollectiveEntry(StrictModel):
+    """Calibrated cost of one operation in a context. ``null`` keys match anything."""
+
+    op: Op
+    algorithm: str | None = Field(None, description="ring, tree, nvls, ... or null for 'whatever NCCL chose'.")
+    protocol: Literal["ll", "ll128", "simple"] | None = None
+    ranks: int | None = Field(None, gt=0, description="Rank count; null matches any.")
+    scope: Literal["intra", "inter"] | None = Field(None, description="intra: one node; inter: several nodes.")
+    mode: Literal["nccl", "framework"] = Field("nccl", description="nccl: NCCL-level time (nccl-tests); framework: one torch.distributed call.")
+    segments: list[Segment] = Field(min_length=1)
+    extrapolated: bool = Field(False, description="Fitted on fewer ranks/sizes than it is applied to.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "CollectiveEntry":
+        lo = -1.0
+        for s in self.segments:
+            if s.size_min_bytes < lo:
+                raise ValueError("segments must be sorted by size_min_bytes")
+            if s.size_max_bytes is not None and s.size_max_bytes <= s.size_min_bytes:
+                raise ValueError("segment size_max_bytes must exceed size_min_bytes")
+            lo = s.size_min_bytes
+        return self
+
+
+class CommInit(StrictModel):
+    """Communicator start-up: time = base_s + per_rank_s * ranks (+ per_node_s * nodes)."""
+
+    base_s: NonNeg = 0.0
+    per_rank_s: NonNeg = 0.0
+    per_node_s: NonNeg = 0.0
+    extrapolated: bool = Field(True, description="True when measured on fewer ranks than it is applied to.")
+    measured_ranks: list[int] = Field(default_factory=list)
+
+
+class HostParams(StrictModel):
+    """Host-side costs the GPU may wait for."""
+
+    per_call_overhead_us: NonNeg = Field(8.0, description="CPU time to issue one collective/kernel through the framework (torch.distributed).")
+    framework_call_us: NonNeg | None = Field(None, description="Measured framework-level time of one small collective on an idle GPU (launch included).")
+    comm_init: CommInit = Field(default_factory=CommInit)
+
+
+class GemmPoint(StrictModel):
+    """Measured GEMM efficiency at one problem size."""
+
+    m: int = Field(gt=0)
+    n: int = Field(gt=0)
+    k: int = Field(gt=0)
+    efficiency: Pos = Field(description="Achieved / peak dense FLOP/s of the dtype.")
+
+
+class ComputeParams(StrictModel):
+    """GPU compute model."""
+
+    dtype: Literal["bf16", "fp16", "fp8", "fp32"] = "bf16"
+    peak_tflops: Pos | None = Field(None, description="Override the GPU spec's dense peak of dtype.")
+    gemm_efficiency: Pos = Field(0.75, le=1.0, description="Large-GEMM efficiency (fraction of peak) when no table point applies.")
+    gemm_half_flops: NonNeg = Field(2.0e9, description="GEMM FLOPs at which efficiency falls to half the large-GEMM value (small-GEMM roll-off).")
+    gemm_table: list[GemmPoint] = Field(default_factory=list, description="Measured points; the model interpolates by log(FLOPs) and shape.")
+    hbm_bandwidth_GBps: Pos | None = Field(None, description="Achievable HBM bandwidth (read + write counted); default: 0.9 x spec.")
+    kernel_launch_us: NonNeg = Field(4.0, description="GPU-side gap between dependent kernels.")
+    attention_efficiency: Pos = Field(0.55, le=1.0, description="Flash-attention efficiency relative to dense peak.")
+
+
+class Profile(StrictModel):
+    """A calibration profile file."""
+
+    name: str
+    description: str | None = None
+    source: Source = Field(default_factory=Source)
+    links: dict[LinkClass, LinkParams] = Field(default_factory=dict, description="Effective link-class parameters.")
+    nvls: bool = Field(False, description="Default for in-network reduction when the scenario leaves nvls null.")
+    collectives: list[CollectiveEntry] = Field(default_factory=list)
+    host: HostParams = Field(default_factory=HostParams)
+    compute: ComputeParams = Field(default_factory=ComputeParams)

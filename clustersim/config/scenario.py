@@ -1,0 +1,256 @@
+"""The scenario file: cluster + model (or a generic job) + training + parallelism.
+
+This is the contract that ``clustersim run`` simulates and that the reference
+training script in ``calibrate/`` executes on real GPUs. Every field carries its
+default and meaning; ``clustersim schema scenario`` exports the JSON Schema.
+
+Cross-field rules live in one place: :meth:`Scenario._rules` (rules that need
+only the file) and :func:`check_world_size` (the rule that needs the GPU count
+of the resolved topology).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from clustersim.config.base import StrictModel
+from clustersim.errors import ClusterSimError
+
+PosInt = Annotated[int, Field(gt=0)]
+Dtype = Literal["fp32", "bf16", "fp16", "fp8"]
+
+
+class ClusterSection(StrictModel):
+    """Which hardware the scenario runs on."""
+
+    topology: str = Field(description="Shipped topology name (hgx-h200) or a path, resolved against the scenario's folder, then the cwd.")
+    gpus: PosInt | None = Field(None, description="Use the first N GPUs of the topology (default: all).")
+    nodes: PosInt | None = Field(None, description="Replicate the node preset N times on the topology's fabric (clusters).")
+    profile: str | None = Field(None, description="Calibration profile file or shipped name; default: the topology's default profile.")
+    nvls: bool | None = Field(None, description="In-network reduction on NVSwitch/SHARP: true, false, or null (the profile decides).")
+    p2p: bool = Field(True, description="GPU peer-to-peer over NVLink/PCIe; false stages through host memory.")
+    gpudirect_rdma: bool = Field(True, description="NIC reads/writes GPU memory directly; false stages through host memory.")
+
+
+class ModelSection(StrictModel):
+    """A decoder-only transformer. ``preset`` fills every field; explicit fields override it."""
+
+    preset: str | None = Field(None, description="gpt3-175b | llama3-8b | llama3-70b | llama3-405b | gpt-1b | ... (see clustersim.config.presets).")
+    layers: PosInt | None = Field(None, description="Transformer layers.")
+    hidden: PosInt | None = Field(None, description="Model width h.")
+    heads: PosInt | None = Field(None, description="Attention (query) heads.")
+    kv_heads: PosInt | None = Field(None, description="Key/value heads (GQA); default = heads.")
+    ffn_hidden: PosInt | None = Field(None, description="MLP inner width; default 4*hidden.")
+    vocab: PosInt | None = Field(None, description="Vocabulary size.")
+    seq_len: PosInt | None = Field(None, description="Sequence length in tokens.")
+    mlp: Literal["gelu", "swiglu"] | None = Field(None, description="gelu: two matrices; swiglu: three.")
+    norm: Literal["layernorm", "rmsnorm"] | None = Field(None, description="Normalisation layers.")
+    bias: bool | None = Field(None, description="Linear layers carry biases.")
+    tied_embeddings: bool | None = Field(None, description="LM head shares the input embedding matrix.")
+    position_embedding: Literal["learned", "rope", "none"] | None = Field(None, description="learned adds a seq_len x hidden table.")
+    attention: Literal["flash", "eager"] | None = Field(None, description="flash: fused, no s^2 scores stored; eager: materialised scores.")
+
+    @model_validator(mode="after")
+    def _fill(self) -> "ModelSection":
+        from clustersim.config.presets import MODEL_DEFAULTS, MODEL_PRESETS
+
+        base: dict[str, Any] = dict(MODEL_DEFAULTS)
+        if self.preset is not None:
+            if self.preset not in MODEL_PRESETS:
+                raise ValueError(f"unknown model preset {self.preset!r} (known: {', '.join(sorted(MODEL_PRESETS))})")
+            base.update(MODEL_PRESETS[self.preset])
+        explicit = {k: v for k, v in self.__dict__.items() if v is not None}
+        base.update(explicit)
+        for key in ("layers", "hidden", "heads", "vocab", "seq_len"):
+            if base.get(key) is None:
+                raise ValueError(f"model.{key} is required (give it or a preset)")
+        if base.get("kv_heads") is None:
+            base["kv_heads"] = base["heads"]
+        if base.get("ffn_hidden") is None:
+            base["ffn_hidden"] = 4 * base["hidden"]
+        if base["hidden"] % base["heads"]:
+            raise ValueError(f"hidden ({base['hidden']}) must be divisible by heads ({base['heads']})")
+        if base["heads"] % base["kv_heads"]:
+            raise ValueError(f"heads ({base['heads']}) must be divisible by kv_heads ({base['kv_heads']})")
+        for k, v in base.items():
+            object.__setattr__(self, k, v)
+        return self
+
+
+class PrecisionSection(StrictModel):
+    """Number formats of model state. Pure bf16: params bf16, grads bf16, optimizer_states bf16, master_weights false."""
+
+    params: Dtype = Field("bf16", description="Working copy of the weights used in forward/backward.")
+    grads: Dtype = Field("fp32", description="Gradient accumulation buffer (Megatron main grads are fp32).")
+    optimizer_states: Dtype = Field("fp32", description="AdamW moments (m, v).")
+    master_weights: bool = Field(True, description="Keep an fp32 master copy of the weights for the update.")
+
+
+class TrainingSection(StrictModel):
+    """Batch, optimizer and memory-saving settings."""
+
+    global_batch: PosInt = Field(8, description="Sequences per optimizer step (all DP replicas together).")
+    micro_batch: PosInt = Field(1, description="Sequences per forward/backward pass on one rank.")
+    optimizer: Literal["adamw", "sgd"] = Field("adamw", description="adamw keeps two moments per parameter; sgd none (no momentum).")
+    recompute: Literal["none", "selective", "full"] = Field("none", description="Activation recomputation.")
+    precision: PrecisionSection = Field(default_factory=PrecisionSection)
+    steps: PosInt = Field(1, description="Optimizer steps to simulate (the report is per step).")
+
+
+class ParallelismSection(StrictModel):
+    """Degrees of parallelism and how they are scheduled (dp*tp*pp*ep*cp = GPUs)."""
+
+    dp: PosInt = Field(1, description="Data-parallel replicas.")
+    tp: PosInt = Field(1, description="Tensor-parallel degree (Megatron column/row split).")
+    pp: PosInt = Field(1, description="Pipeline stages.")
+    ep: PosInt = Field(1, description="Expert parallelism (MoE; not yet simulated).")
+    cp: PosInt = Field(1, description="Context parallelism (not yet simulated).")
+    sequence_parallel: bool = Field(False, description="With tp > 1: norms/dropout split along the sequence (RS/AG instead of AR).")
+    vocab_parallel: bool = Field(True, description="With tp > 1: embedding and LM head split across TP ranks; false replicates them.")
+    zero: Literal[0, 1, 2, 3] = Field(0, description="0 = DDP, 1 = shard optimizer states, 2 = + gradients, 3 = + parameters (FSDP).")
+    schedule: Literal["gpipe", "1f1b", "interleaved"] = Field("1f1b", description="Pipeline schedule.")
+    virtual_stages: PosInt = Field(1, description="Model chunks per pipeline rank (interleaved schedule).")
+    ddp_bucket_mb: float = Field(25.0, gt=0, description="DDP gradient bucket size in MB (PyTorch default 25).")
+    order: str = Field("tp-cp-ep-dp-pp", description="Rank layout, innermost first: tp ranks are adjacent (same node), pp outermost.")
+
+    @field_validator("order")
+    @classmethod
+    def _order(cls, v: str) -> str:
+        parts = v.split("-")
+        if sorted(parts) != sorted(["tp", "cp", "ep", "dp", "pp"]):
+            raise ValueError("order must be a permutation of tp-cp-ep-dp-pp")
+        return v
+
+
+class ComputePhase(StrictModel):
+    """Work on each rank's GPU: by FLOPs and bytes (roofline with the profile) or by seconds."""
+
+    flops: float | None = Field(None, ge=0, description="Floating-point operations per rank (after divide_among_ranks).")
+    bytes: float | None = Field(None, ge=0, description="HBM bytes moved per rank.")
+    seconds: float | None = Field(None, ge=0, description="Fixed duration; overrides flops/bytes.")
+    dtype: Dtype = Field("bf16", description="Arithmetic type: selects the peak FLOP/s of the GPU.")
+    efficiency: float | None = Field(None, gt=0, le=1, description="Fraction of peak reached; default: the profile's GEMM efficiency.")
+    divide_among_ranks: bool = Field(False, description="Strong scaling: flops/bytes are job totals split evenly over the ranks.")
+
+    @model_validator(mode="after")
+    def _some(self) -> "ComputePhase":
+        if self.flops is None and self.bytes is None and self.seconds is None:
+            raise ValueError("compute needs flops, bytes or seconds")
+        return self
+
+
+class CollectivePhase(StrictModel):
+    """A collective among a group of ranks (nccl-tests size conventions)."""
+
+    op: Literal["broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+                "scatter", "gather", "send_recv", "barrier"]
+    size: str | int = Field(0, description="Bytes (4096, '8B', '256MiB'); nccl-tests convention per op.")
+    group: Literal["all", "node", "dp", "tp", "pp"] | list[int] = Field("all", description="all ranks, the ranks of each node, or explicit ranks.")
+    algorithm: str = Field("auto")
+    protocol: str = Field("auto")
+
+
+class Phase(StrictModel):
+    """One step of a generic job; runs on every rank (or on ``ranks``) ``repeat`` times."""
+
+    name: str
+    compute: ComputePhase | None = None
+    collective: CollectivePhase | None = None
+    host_seconds: float | None = Field(None, ge=0, description="Host-side time (launch, init, I/O) during which the GPU idles.")
+    repeat: PosInt = 1
+    ranks: list[int] | None = Field(None, description="Ranks that run this phase (default: all).")
+
+    @model_validator(mode="after")
+    def _one(self) -> "Phase":
+        n = sum(x is not None for x in (self.compute, self.collective, self.host_seconds))
+        if n != 1:
+            raise ValueError("a phase has exactly one of compute, collective, host_seconds")
+        return self
+
+
+class JobSection(StrictModel):
+    """A generic job: per-rank phases instead of a transformer model."""
+
+    ranks: PosInt | None = Field(None, description="Ranks (GPUs) taking part; default: all GPUs of the cluster.")
+    iterations: PosInt = Field(1, description="Times the whole phase list runs.")
+    samples_per_iteration: float | None = Field(None, gt=0, description="For throughput reporting (samples/s).")
+    phases: list[Phase] = Field(min_length=1)
+
+
+class SimulationSection(StrictModel):
+    """How to simulate."""
+
+    fidelity: Literal["flow", "analytical"] = Field("flow", description="flow: discrete-event with link sharing; analytical: closed forms.")
+    seed: int = Field(0, description="Seed for any randomness (none in the default models).")
+
+
+class Scenario(StrictModel):
+    """A complete scenario file."""
+
+    name: str = Field(description="Short identifier of the scenario.")
+    description: str | None = None
+    cluster: ClusterSection
+    model: ModelSection | None = None
+    job: JobSection | None = None
+    training: TrainingSection = Field(default_factory=TrainingSection)
+    parallelism: ParallelismSection = Field(default_factory=ParallelismSection)
+    simulation: SimulationSection = Field(default_factory=SimulationSection)
+
+    @model_validator(mode="after")
+    def _rules(self) -> "Scenario":
+        if (self.model is None) == (self.job is None):
+            raise ValueError("give exactly one of model (a transformer) or job (generic phases)")
+        par, tr = self.parallelism, self.training
+        if par.ep > 1:
+            raise ValueError("parallelism.ep > 1 (expert parallelism) is not simulated yet; use ep: 1")
+        if par.cp > 1:
+            raise ValueError("parallelism.cp > 1 (context parallelism) is not simulated yet; use cp: 1")
+        if self.model is not None:
+            m = self.model
+            if m.heads % par.tp:
+                raise ValueError(f"parallelism.tp ({par.tp}) must divide model.heads ({m.heads})")
+            if m.kv_heads % par.tp:
+                raise ValueError(f"parallelism.tp ({par.tp}) must divide model.kv_heads ({m.kv_heads})")
+            if m.ffn_hidden % par.tp:
+                raise ValueError(f"parallelism.tp ({par.tp}) must divide model.ffn_hidden ({m.ffn_hidden})")
+            chunks = par.pp * par.virtual_stages
+            if m.layers % chunks:
+                raise ValueError(f"parallelism.pp*virtual_stages ({chunks}) must divide model.layers ({m.layers})")
+            if par.sequence_parallel and par.tp > 1 and m.seq_len % par.tp:
+                raise ValueError(f"parallelism.tp ({par.tp}) must divide model.seq_len ({m.seq_len}) with sequence_parallel")
+        if tr.global_batch % (tr.micro_batch * par.dp):
+            raise ValueError(f"training.global_batch ({tr.global_batch}) must be divisible by micro_batch*dp ({tr.micro_batch}*{par.dp})")
+        if par.virtual_stages > 1 and par.schedule != "interleaved":
+            raise ValueError("parallelism.virtual_stages > 1 needs schedule: interleaved")
+        if par.schedule == "interleaved" and par.pp > 1:
+            m_count = tr.global_batch // (tr.micro_batch * par.dp)
+            if m_count % par.pp:
+                raise ValueError(f"interleaved schedule needs micro-batches per step ({m_count}) divisible by pp ({par.pp})")
+        if par.zero == 3 and par.pp > 1:
+            raise ValueError("parallelism.zero: 3 (FSDP) with pp > 1 is not supported; use zero <= 1 with pipelines")
+        return self
+
+    @property
+    def world_size(self) -> int:
+        """Product of the parallel degrees."""
+        p = self.parallelism
+        return p.dp * p.tp * p.pp * p.ep * p.cp
+
+    @property
+    def micro_batches(self) -> int:
+        """Micro-batches per step on each pipeline (global_batch / (micro_batch*dp))."""
+        return self.training.global_batch // (self.training.micro_batch * self.parallelism.dp)
+
+
+def check_world_size(scenario: Scenario, n_gpus: int, file: str | None = None) -> None:
+    """The rule that needs the resolved topology: the degrees multiply to the GPU count."""
+    if scenario.model is not None and scenario.world_size != n_gpus:
+        p = scenario.parallelism
+        raise ClusterSimError(
+            f"dp*tp*pp*ep*cp = {p.dp}*{p.tp}*{p.pp}*{p.ep}*{p.cp} = {scenario.world_size} "
+            f"must equal the GPU count of the cluster ({n_gpus})",
+            file=file, field="parallelism")
+    if scenario.job is not None and scenario.job.ranks is not None and scenario.job.ranks > n_gpus:
+        raise ClusterSimError(f"job.ranks ({scenario.job.ranks}) exceeds the GPU count ({n_gpus})", file=file, field="job.ranks")

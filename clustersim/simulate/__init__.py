@@ -1,0 +1,1 @@
+"""Turn a scenario into results: resolve files, build the workload, run the engine."""

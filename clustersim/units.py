@@ -1,0 +1,151 @@
+"""Parse and format sizes, bandwidths and times.
+
+Internal units are bytes, seconds, bytes/s and FLOP/s. As in nccl-tests,
+GB = 1e9 bytes and GiB = 2**30 bytes; ``450GB/s`` is 4.5e11 bytes/s.
+
+Examples
+--------
+>>> parse_size("4GiB")
+4294967296
+>>> parse_size("256MiB") == 256 * 2**20
+True
+>>> parse_bandwidth("450GB/s")
+450000000000.0
+>>> parse_time("2us")
+2e-06
+>>> format_bytes(1048576)
+'1 MiB'
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from clustersim.errors import ClusterSimError
+
+GB = 1e9
+GiB = 2**30
+MiB = 2**20
+KiB = 2**10
+
+_SIZE_UNITS = {
+    "": 1, "b": 1, "byte": 1, "bytes": 1,
+    "k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9, "t": 1e12, "tb": 1e12,
+    "ki": KiB, "kib": KiB, "mi": MiB, "mib": MiB, "gi": GiB, "gib": GiB, "ti": 2**40, "tib": 2**40,
+}
+_TIME_UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "min": 60.0, "h": 3600.0}
+_BW_UNITS = {
+    "b/s": 1.0, "bps": 1.0, "kb/s": 1e3, "mb/s": 1e6, "gb/s": 1e9, "tb/s": 1e12,
+    "kib/s": KiB, "mib/s": MiB, "gib/s": GiB,
+    "gbit/s": 1e9 / 8, "gbps": 1e9 / 8, "mbit/s": 1e6 / 8, "tbit/s": 1e12 / 8,
+}
+_NUM = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-zµ/]*)\s*$")
+
+
+def _split(text: str, what: str) -> tuple[float, str]:
+    m = _NUM.match(str(text))
+    if not m:
+        raise ClusterSimError(f"cannot read {what} {text!r} (expected a number with an optional unit)")
+    return float(m.group(1)), m.group(2).lower()
+
+
+def parse_size(text: str | int | float) -> int:
+    """Bytes from ``4096``, ``"64KiB"``, ``"1GB"`` (decimal) or ``"1GiB"`` (binary)."""
+    if isinstance(text, bool):
+        raise ClusterSimError(f"cannot read size {text!r}")
+    if isinstance(text, (int, float)):
+        value, unit = float(text), ""
+    else:
+        value, unit = _split(text, "size")
+    if unit not in _SIZE_UNITS:
+        raise ClusterSimError(f"unknown size unit {unit!r} in {text!r} (use B, KB, MB, GB, KiB, MiB, GiB)")
+    out = value * _SIZE_UNITS[unit]
+    if not math.isfinite(out) or out < 0:
+        raise ClusterSimError(f"size {text!r} must be a finite number >= 0")
+    return int(round(out))
+
+
+def parse_time(text: str | int | float) -> float:
+    """Seconds from ``"2us"``, ``"1.5ms"``, ``3`` (seconds)."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return float(text)
+    value, unit = _split(text, "time")
+    if unit not in _TIME_UNITS:
+        raise ClusterSimError(f"unknown time unit {unit!r} in {text!r} (use s, ms, us, ns)")
+    return value * _TIME_UNITS[unit]
+
+
+def parse_bandwidth(text: str | int | float) -> float:
+    """Bytes/s from ``"450GB/s"``, ``"400Gbit/s"``, or a plain number of bytes/s."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return float(text)
+    value, unit = _split(text, "bandwidth")
+    if unit not in _BW_UNITS:
+        raise ClusterSimError(f"unknown bandwidth unit {unit!r} in {text!r} (use GB/s, GiB/s, Gbit/s)")
+    return value * _BW_UNITS[unit]
+
+
+def parse_size_range(text: str) -> list[int]:
+    """Sizes from ``"START:END[:xF]"`` (geometric, factor F, default 2) or ``"START:END:+STEP"``.
+
+    >>> parse_size_range("1KiB:8KiB")
+    [1024, 2048, 4096, 8192]
+    """
+    parts = str(text).split(":")
+    if len(parts) not in (2, 3):
+        raise ClusterSimError(f"cannot read size range {text!r} (expected START:END[:xF])")
+    start, end = parse_size(parts[0]), parse_size(parts[1])
+    if start <= 0 or end < start:
+        raise ClusterSimError(f"size range {text!r} needs 0 < START <= END")
+    step = parts[2] if len(parts) == 3 else "x2"
+    out: list[int] = []
+    if step.startswith("x") or step.startswith("*"):
+        try:
+            factor = float(step[1:])
+        except ValueError:
+            raise ClusterSimError(f"cannot read factor {step!r} in size range {text!r}") from None
+        if factor <= 1:
+            raise ClusterSimError(f"factor in size range {text!r} must be > 1")
+        s = float(start)
+        while s <= end * (1 + 1e-12):
+            out.append(int(round(s)))
+            s *= factor
+    elif step.startswith("+"):
+        inc = parse_size(step[1:])
+        if inc <= 0:
+            raise ClusterSimError(f"step in size range {text!r} must be > 0")
+        s = start
+        while s <= end:
+            out.append(s)
+            s += inc
+    else:
+        raise ClusterSimError(f"cannot read step {step!r} in size range {text!r} (use xF or +STEP)")
+    if len(out) > 10_000:
+        raise ClusterSimError(f"size range {text!r} has {len(out)} sizes (at most 10000)")
+    return out
+
+
+def format_bytes(n: float) -> str:
+    """``1048576`` -> ``'1 MiB'`` (binary units, trailing zeros dropped)."""
+    n = float(n)
+    for unit, scale in (("TiB", 2**40), ("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
+        if abs(n) >= scale:
+            return f"{n / scale:.4g} {unit}"
+    return f"{n:.0f} B"
+
+
+def format_time(t: float) -> str:
+    """``1.5e-5`` -> ``'15 us'``."""
+    t = float(t)
+    if t == 0:
+        return "0 s"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(t) >= scale:
+            return f"{t / scale:.4g} {unit}"
+    return f"{t / 1e-9:.4g} ns"
+
+
+def format_bandwidth(bps: float) -> str:
+    """``4.5e11`` -> ``'450 GB/s'``."""
+    return f"{bps / GB:.4g} GB/s"
