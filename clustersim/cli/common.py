@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from clustersim.errors import ClusterSimError
 
@@ -43,5 +44,5 @@ def print_json(obj: Any) -> None:
 
 def fail(exc: ClusterSimError) -> None:
     """Report a user error on stderr and exit with status 2."""
-    err_console.print(f"[bold red]error:[/] {exc.message}", highlight=False, markup=True)
+    err_console.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False, markup=True, soft_wrap=True)
     raise SystemExit(2)

@@ -1,0 +1,473 @@
+"""Topology files: GPU catalogue, node description, cluster fabric (pydantic models only).
+
+A topology file describes one *node preset* (the GPUs, NVSwitch chips, PCIe
+switches, CPUs and NICs of one server or one NVLink domain, and the links
+between them) and, optionally, a ``cluster:`` section that replicates the node
+``nodes`` times with its NICs on a fat-tree fabric. The graph itself is built by
+:mod:`clustersim.topology`.
+
+Units are in the field names: ``bandwidth_GBps`` is GB/s (1e9 bytes/s) **per
+direction** and per physical link (an entry with ``count: 5`` is five such
+links), ``latency_us`` is microseconds, NIC and fabric line rates are in
+``Gbps`` (1e9 bit/s, as vendors quote them; 400 Gbps = 50 GB/s per direction).
+
+Device names are ``gpu<i>``, ``nvswitch<i>``, ``pcie_switch<i>``, ``cpu<i>`` and
+``nic<i>``; a link end may name a range, ``gpu[0-7]`` or ``nic[0,2,4-5]``.
+
+Example
+-------
+>>> spec = TopologySpec.model_validate({
+...     "name": "two-gpus", "gpu": "H100-SXM",
+...     "node": {"gpus": 2, "cpus": 1,
+...              "links": [{"src": "gpu0", "dst": "gpu1", "kind": "nvlink", "count": 6, "bandwidth_GBps": 25},
+...                        {"src": "gpu[0-1]", "dst": "cpu0", "kind": "pcie", "bandwidth_GBps": 63}]}})
+>>> spec.gpu_spec.name, len(spec.node.expanded_links())
+('H100-SXM', 3)
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from clustersim.config.base import StrictModel, load_yaml, resolve_file, validate
+from clustersim.errors import ClusterSimError
+
+Pos = Annotated[float, Field(gt=0)]
+NonNeg = Annotated[float, Field(ge=0)]
+
+LinkKind = Literal["nvlink", "pcie", "infiniband", "ethernet", "cpu-interconnect"]
+NODE_KINDS = ("gpu", "nvswitch", "pcie_switch", "cpu", "nic", "switch")
+LINK_KINDS = ("nvlink", "pcie", "infiniband", "ethernet", "cpu-interconnect")
+# device prefix in a topology file -> (count field of NodeSpec, graph node kind)
+DEVICE_PREFIXES = {
+    "gpu": ("gpus", "gpu"),
+    "nvswitch": ("nvswitches", "nvswitch"),
+    "pcie_switch": ("pcie_switches", "pcie_switch"),
+    "cpu": ("cpus", "cpu"),
+    "nic": ("nics", "nic"),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# GPU catalogue
+# ---------------------------------------------------------------------------------------------
+
+
+class GPUSpec(StrictModel):
+    """Vendor figures of one GPU model (dense, i.e. without 2:4 sparsity).
+
+    ``peak_tflops`` holds only the data types the GPU runs on tensor cores or
+    CUDA cores; a missing key means "not supported" (A100 has no fp8), see
+    :meth:`peak_flops`.
+    """
+
+    name: str = Field(description="Catalogue name, e.g. 'H100-SXM'.")
+    vendor_name: str | None = Field(None, description="Name as nvidia-smi prints it, e.g. 'NVIDIA H100 80GB HBM3'.")
+    sm: int = Field(description="Compute capability x10 (80 Ampere, 90 Hopper, 100 Blackwell); picks NCCL constants.")
+    peak_tflops: dict[Literal["bf16", "fp16", "fp8", "tf32", "fp32"], Pos] = Field(
+        description="Dense peak TFLOP/s per data type (fp32 = non-tensor FP32)."
+    )
+    hbm_GB: Pos = Field(description="HBM capacity in GB (1e9 bytes) as the datasheet quotes it.")
+    hbm_bandwidth_GBps: Pos = Field(description="HBM bandwidth in GB/s (datasheet).")
+    nvlink_generation: int | None = Field(None, description="NVLink generation (3 A100, 4 H100/H200, 5 B200/GB200).")
+    source: str | None = Field(None, description="Where the figures come from.")
+
+    @field_validator("peak_tflops")
+    @classmethod
+    def _needs_bf16(cls, v: dict[str, float]) -> dict[str, float]:
+        if "bf16" not in v:
+            raise ValueError("peak_tflops must give at least bf16")
+        return v
+
+    def peak_flops(self, dtype: str) -> float:
+        """Dense peak FLOP/s for ``dtype`` (fp16 falls back to bf16).
+
+        >>> GPU_CATALOG["H100-SXM"].peak_flops("bf16")
+        989000000000000.0
+        """
+        d = dtype.lower()
+        if d in self.peak_tflops:
+            return self.peak_tflops[d] * 1e12
+        if d == "fp16":
+            return self.peak_tflops["bf16"] * 1e12
+        raise ClusterSimError(f"GPU {self.name} has no {dtype} peak (supported: {', '.join(sorted(self.peak_tflops))})",
+                              field="dtype")
+
+    @property
+    def hbm_bytes(self) -> float:
+        """HBM capacity in bytes."""
+        return self.hbm_GB * 1e9
+
+    @property
+    def hbm_bandwidth(self) -> float:
+        """HBM bandwidth in bytes/s."""
+        return self.hbm_bandwidth_GBps * 1e9
+
+
+_A100_SRC = ("NVIDIA A100 Tensor Core GPU datasheet (2021): BF16 312 TFLOPS dense (624 sparse), TF32 156, "
+             "FP32 19.5; 40GB HBM2 1,555 GB/s, 80GB HBM2e 2,039 GB/s")
+_H100_SRC = ("NVIDIA H100 Tensor Core GPU datasheet (2023): SXM BF16 1,979 / FP8 3,958 TFLOPS with sparsity "
+             "(dense = half), TF32 989 sparse, FP32 67; 80GB HBM3 3.35 TB/s. PCIe: BF16 1,513 / FP8 3,026 sparse, "
+             "FP32 51; 80GB HBM2e 2 TB/s")
+_H200_SRC = ("NVIDIA H200 Tensor Core GPU datasheet (2024): same compute as H100 SXM (BF16 1,979 / FP8 3,958 "
+             "TFLOPS sparse, FP32 67); 141GB HBM3e, 4.8 TB/s")
+_B200_SRC = ("NVIDIA HGX B200 datasheet (2024), 8 GPUs: FP8 72 PFLOPS, FP16/BF16 36 PFLOPS, TF32 18 PFLOPS "
+             "(all with sparsity), FP32 600 TFLOPS, 1.4 TB HBM3e, 64 TB/s -> per GPU dense = /8 /2; "
+             "HBM 180 GB, 8 TB/s per GPU")
+_GB200_SRC = ("NVIDIA GB200 NVL72 datasheet (2024), 72 GPUs: FP8 720 PFLOPS, FP16/BF16 360 PFLOPS, TF32 180 "
+              "PFLOPS (with sparsity), up to 13.4 TB HBM3e, 576 TB/s -> per GPU dense = /72 /2; HBM 186 GB "
+              "(13.4 TB / 72), 8 TB/s per GPU. FP32 (non-tensor) is not in the datasheet: 80 TFLOPS is inferred "
+              "from third-party Blackwell tables (B200 75, GB300 80)")
+
+GPU_CATALOG: dict[str, GPUSpec] = {
+    g.name: g
+    for g in [
+        GPUSpec(name="A100-SXM-40GB", vendor_name="NVIDIA A100-SXM4-40GB", sm=80,
+                peak_tflops={"bf16": 312, "fp16": 312, "tf32": 156, "fp32": 19.5},
+                hbm_GB=40, hbm_bandwidth_GBps=1555, nvlink_generation=3, source=_A100_SRC),
+        GPUSpec(name="A100-SXM-80GB", vendor_name="NVIDIA A100-SXM4-80GB", sm=80,
+                peak_tflops={"bf16": 312, "fp16": 312, "tf32": 156, "fp32": 19.5},
+                hbm_GB=80, hbm_bandwidth_GBps=2039, nvlink_generation=3, source=_A100_SRC),
+        GPUSpec(name="H100-SXM", vendor_name="NVIDIA H100 80GB HBM3", sm=90,
+                peak_tflops={"bf16": 989, "fp16": 989, "fp8": 1979, "tf32": 494.5, "fp32": 67},
+                hbm_GB=80, hbm_bandwidth_GBps=3350, nvlink_generation=4, source=_H100_SRC),
+        GPUSpec(name="H100-PCIe", vendor_name="NVIDIA H100 PCIe", sm=90,
+                peak_tflops={"bf16": 756.5, "fp16": 756.5, "fp8": 1513, "tf32": 378, "fp32": 51},
+                hbm_GB=80, hbm_bandwidth_GBps=2000, nvlink_generation=4, source=_H100_SRC),
+        GPUSpec(name="H200-SXM", vendor_name="NVIDIA H200", sm=90,
+                peak_tflops={"bf16": 989, "fp16": 989, "fp8": 1979, "tf32": 494.5, "fp32": 67},
+                hbm_GB=141, hbm_bandwidth_GBps=4800, nvlink_generation=4, source=_H200_SRC),
+        GPUSpec(name="B200", vendor_name="NVIDIA B200", sm=100,
+                peak_tflops={"bf16": 2250, "fp16": 2250, "fp8": 4500, "tf32": 1125, "fp32": 75},
+                hbm_GB=180, hbm_bandwidth_GBps=8000, nvlink_generation=5, source=_B200_SRC),
+        GPUSpec(name="GB200", vendor_name="NVIDIA GB200", sm=100,
+                peak_tflops={"bf16": 2500, "fp16": 2500, "fp8": 5000, "tf32": 1250, "fp32": 80},
+                hbm_GB=186, hbm_bandwidth_GBps=8000, nvlink_generation=5, source=_GB200_SRC),
+    ]
+}
+
+
+def gpu_spec(name: str) -> GPUSpec:
+    """Look up a GPU model in :data:`GPU_CATALOG` (case-insensitive).
+
+    >>> gpu_spec("h200-sxm").hbm_GB
+    141.0
+    """
+    for k, v in GPU_CATALOG.items():
+        if k.lower() == str(name).lower():
+            return v
+    raise ClusterSimError(f"unknown GPU model {name!r} (known: {', '.join(GPU_CATALOG)})", field="gpu")
+
+
+# ---------------------------------------------------------------------------------------------
+# Device names and ranges
+# ---------------------------------------------------------------------------------------------
+
+_DEV_RE = re.compile(r"^(gpu|nvswitch|pcie_switch|cpu|nic)(?:(\d+)|\[([0-9,\- ]+)\])$")
+
+
+def expand_devices(text: str) -> list[str]:
+    """Expand ``gpu[0-3]`` / ``nic[0,2]`` / ``cpu1`` into device names.
+
+    >>> expand_devices("gpu[0-2,5]")
+    ['gpu0', 'gpu1', 'gpu2', 'gpu5']
+    """
+    m = _DEV_RE.match(str(text).strip())
+    if not m:
+        raise ValueError(f"bad device name {text!r} (use gpu3, nvswitch0, pcie_switch1, cpu0, nic2 or a range gpu[0-7])")
+    prefix, single, rng = m.groups()
+    if single is not None:
+        return [f"{prefix}{int(single)}"]
+    out: list[int] = []
+    for part in rng.split(","):
+        part = part.strip()
+        if not part:
+            raise ValueError(f"bad range in {text!r}")
+        if "-" in part:
+            a, b = part.split("-", 1)
+            try:
+                lo, hi = int(a), int(b)
+            except ValueError:
+                raise ValueError(f"bad range in {text!r}") from None
+            if hi < lo:
+                raise ValueError(f"empty range {part!r} in {text!r}")
+            out.extend(range(lo, hi + 1))
+        else:
+            try:
+                out.append(int(part))
+            except ValueError:
+                raise ValueError(f"bad range in {text!r}") from None
+    return [f"{prefix}{i}" for i in out]
+
+
+def device_prefix(name: str) -> str:
+    """``'pcie_switch3'`` -> ``'pcie_switch'``."""
+    return name.rstrip("0123456789")
+
+
+# ---------------------------------------------------------------------------------------------
+# Node description
+# ---------------------------------------------------------------------------------------------
+
+
+class LinkSpec(StrictModel):
+    """One set of links (both directions) between devices of a node.
+
+    ``src`` and ``dst`` name devices or ranges. ``mode`` says how two ranges pair up:
+    ``zip`` (default) pairs them in order, a single name on one side is paired
+    with every name on the other, and when one range is a whole multiple of the
+    other the longer side is split in consecutive blocks (``gpu[0-7]`` to
+    ``pcie_switch[0-3]`` puts gpu0 and gpu1 on pcie_switch0); ``all`` links every
+    src to every dst; ``pairs`` links every unordered pair of one range
+    (``src: gpu[0-3], dst: gpu[0-3]``: six links).
+    """
+
+    src: str = Field(description="Device or range, e.g. 'gpu[0-7]'.")
+    dst: str = Field(description="Device or range, e.g. 'nvswitch0'.")
+    kind: LinkKind = Field(description="nvlink | pcie | infiniband | ethernet | cpu-interconnect.")
+    count: int = Field(1, ge=1, description="Physical links bonded together (NVLink lanes into one chip).")
+    bandwidth_GBps: Pos = Field(description="Per physical link, per direction, GB/s (1e9 B/s).")
+    latency_us: NonNeg = Field(0.0, description="One-way latency of one traversal, microseconds.")
+    mode: Literal["zip", "all", "pairs"] = "zip"
+    note: str | None = Field(None, description="Source or reasoning for these figures.")
+
+    @field_validator("src", "dst")
+    @classmethod
+    def _names(cls, v: str) -> str:
+        expand_devices(v)
+        return v
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """The (src, dst) device pairs this entry links."""
+        a, b = expand_devices(self.src), expand_devices(self.dst)
+        if self.mode == "all":
+            return [(x, y) for x in a for y in b]
+        if self.mode == "pairs":
+            if a != b:
+                raise ValueError("mode 'pairs' needs the same range on src and dst")
+            return [(a[i], a[j]) for i in range(len(a)) for j in range(i + 1, len(a))]
+        if len(a) == len(b):
+            return list(zip(a, b))
+        if len(a) == 1:
+            return [(a[0], y) for y in b]
+        if len(b) == 1:
+            return [(x, b[0]) for x in a]
+        if len(a) % len(b) == 0:
+            k = len(a) // len(b)
+            return [(x, b[i // k]) for i, x in enumerate(a)]
+        if len(b) % len(a) == 0:
+            k = len(b) // len(a)
+            return [(a[i // k], y) for i, y in enumerate(b)]
+        raise ValueError(f"cannot pair {len(a)} src devices with {len(b)} dst devices (use mode: all)")
+
+
+def _node_error(reason: str, field: str) -> ClusterSimError:
+    # A ClusterSimError (not ValueError) passes through pydantic untouched, so the message keeps
+    # the exact field path (node.links.3) instead of pydantic's model-level location.
+    return ClusterSimError(reason, field=f"node.{field}")
+
+
+class NodeSpec(StrictModel):
+    """The devices of one node preset and the links between them."""
+
+    gpus: int = Field(ge=1, description="GPUs per node (rank order = gpu index).")
+    nvswitches: int = Field(0, ge=0, description="NVSwitch chips.")
+    pcie_switches: int = Field(0, ge=0, description="PCIe switches.")
+    cpus: int = Field(1, ge=1, description="CPU sockets (host memory lives behind them).")
+    nics: int = Field(0, ge=0, description="Network adapters used for GPU traffic (one rail each on a rail-optimised fabric).")
+    nic_speed_Gbps: Pos | None = Field(None, description="Line rate of one NIC in Gbit/s per direction (400 = NDR, 200 = HDR).")
+    nic_kind: Literal["infiniband", "ethernet"] = Field("infiniband", description="Fabric the NICs attach to.")
+    nic_of_gpu: list[int] | None = Field(
+        None, description="NIC (rail) serving each GPU; default: GPU i uses NIC i*nics//gpus."
+    )
+    nvswitch_multicast: bool | None = Field(
+        None, description="NVLink SHARP / multicast (NVLS) in the NVSwitch chips; default: NVSwitch present and GPU sm >= 90."
+    )
+    links: list[LinkSpec] = Field(default_factory=list, description="Links inside the node (NIC uplinks to the fabric are implied).")
+
+    def device_names(self) -> list[str]:
+        """All device names of the node, in a stable order (GPUs first)."""
+        out: list[str] = []
+        for prefix, (field, _) in DEVICE_PREFIXES.items():
+            out.extend(f"{prefix}{i}" for i in range(getattr(self, field)))
+        return out
+
+    def expanded_links(self) -> list[tuple[str, str, LinkSpec]]:
+        """Every link as (src, dst, entry)."""
+        return [(a, b, ls) for ls in self.links for a, b in ls.pairs()]
+
+    def rail_of_gpu(self) -> list[int]:
+        """NIC index serving each GPU (empty list when the node has no NIC)."""
+        if self.nics == 0:
+            return []
+        if self.nic_of_gpu is not None:
+            return list(self.nic_of_gpu)
+        return [i * self.nics // self.gpus for i in range(self.gpus)]
+
+    @model_validator(mode="after")
+    def _check(self) -> "NodeSpec":
+        known = set(self.device_names())
+        parent = {d: d for d in known}
+
+        def find(x: str) -> str:
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        degree: dict[str, int] = {d: 0 for d in known}
+        for i, ls in enumerate(self.links):
+            try:
+                pairs = ls.pairs()
+            except ValueError as exc:
+                raise _node_error(str(exc), f"links.{i}") from None
+            for a, b in pairs:
+                for d in (a, b):
+                    if d not in known:
+                        prefix = device_prefix(d)
+                        field = DEVICE_PREFIXES[prefix][0]
+                        raise _node_error(f"device {d!r} does not exist (the node has {field}: "
+                                          f"{getattr(self, field)})", f"links.{i}")
+                if a == b:
+                    raise _node_error(f"link from {a!r} to itself", f"links.{i}")
+                if ls.kind == "nvlink" and ({device_prefix(a), device_prefix(b)} - {"gpu", "nvswitch", "cpu"}):
+                    raise _node_error(f"an nvlink joins GPUs, NVSwitch chips or a CPU, not {a!r}-{b!r}", f"links.{i}")
+                degree[a] += 1
+                degree[b] += 1
+                parent[find(a)] = find(b)
+        gpus = [f"gpu{i}" for i in range(self.gpus)]
+        for g in gpus:
+            if degree[g] == 0:
+                raise _node_error(f"{g} is not connected to anything (every GPU needs a link)", "links")
+        root = find(gpus[0])
+        for g in gpus[1:]:
+            if find(g) != root:
+                raise _node_error(f"{g} is not connected to gpu0 (disconnected GPU)", "links")
+        for i in range(self.nics):
+            if find(f"nic{i}") != root:
+                raise _node_error(f"nic{i} is not connected to the GPUs", "links")
+        if self.nics and self.nic_speed_Gbps is None:
+            raise _node_error("required when the node has NICs", "nic_speed_Gbps")
+        if self.nic_of_gpu is not None:
+            if len(self.nic_of_gpu) != self.gpus:
+                raise _node_error(f"needs one entry per GPU ({self.gpus}), got {len(self.nic_of_gpu)}", "nic_of_gpu")
+            bad = [r for r in self.nic_of_gpu if not 0 <= r < self.nics]
+            if bad:
+                raise _node_error(f"names NIC {bad[0]} but the node has {self.nics} NICs", "nic_of_gpu")
+        return self
+
+
+# ---------------------------------------------------------------------------------------------
+# Cluster fabric
+# ---------------------------------------------------------------------------------------------
+
+
+class FabricSpec(StrictModel):
+    """A folded-Clos (fat-tree) fabric joining the NICs of all nodes."""
+
+    kind: Literal["fat_tree"] = "fat_tree"
+    rail_optimized: bool = Field(True, description="NIC i of every node goes to the leaf switches of rail i.")
+    switch_radix: int = Field(64, ge=4, description="Ports per switch (64 Quantum-2 NDR, 40 Quantum HDR).")
+    tiers: int | None = Field(None, ge=1, le=3, description="Switch levels; null = the fewest that fit.")
+    oversubscription: float = Field(1.0, ge=1.0, description="Leaf down:up port ratio (2.0 = 2:1).")
+    link_speed_Gbps: Pos | None = Field(None, description="Switch-to-switch cable rate; default: the NIC speed.")
+    latency_us: NonNeg = Field(
+        0.3, description="One-way latency per fabric link traversal incl. one switch hop; Quantum-2 port-to-port is "
+        "quoted between ~0.15 and ~0.33 us by third parties (no NVIDIA figure), so 0.3 us is an inferred round value."
+    )
+
+    @field_validator("switch_radix")
+    @classmethod
+    def _even(cls, v: int) -> int:
+        if v % 2:
+            raise ValueError("switch_radix must be even")
+        return v
+
+
+class ClusterSection(StrictModel):
+    """Replicate the node preset on a fabric."""
+
+    nodes: int = Field(1, ge=1, description="Number of node replicas.")
+    fabric: FabricSpec = Field(default_factory=FabricSpec)
+
+
+# ---------------------------------------------------------------------------------------------
+# The file
+# ---------------------------------------------------------------------------------------------
+
+
+class TopologySpec(StrictModel):
+    """A topology file: a node preset and an optional cluster section."""
+
+    name: str = Field(description="Short name (the file's bare name for shipped presets).")
+    description: str | None = None
+    gpu: str | GPUSpec = Field(description="GPU catalogue name (H100-SXM, H200-SXM, A100-SXM-80GB, ...) or a full GPU spec.")
+    default_profile: str | None = Field(None, description="Calibration profile name used when a scenario gives none.")
+    node: NodeSpec
+    cluster: ClusterSection | None = None
+    sources: list[str] = Field(default_factory=list, description="Vendor documents and pages the figures come from.")
+    inferred: list[str] = Field(default_factory=list, description="Fields not taken from a source (inferred or assumed).")
+    notes: str | None = None
+
+    @field_validator("gpu")
+    @classmethod
+    def _gpu_known(cls, v: str | GPUSpec) -> str | GPUSpec:
+        if isinstance(v, str):
+            try:
+                gpu_spec(v)
+            except ClusterSimError as exc:
+                raise ValueError(exc.reason) from None
+        return v
+
+    @property
+    def gpu_spec(self) -> GPUSpec:
+        """The resolved :class:`GPUSpec`."""
+        return self.gpu if isinstance(self.gpu, GPUSpec) else gpu_spec(self.gpu)
+
+    @model_validator(mode="after")
+    def _cluster_needs_nics(self) -> "TopologySpec":
+        if self.cluster is not None and self.cluster.nodes > 1 and self.node.nics == 0:
+            raise ValueError("cluster.nodes > 1 needs NICs in the node (node.nics)")
+        return self
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _deep_merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def load_topology_data(path: str | Path, _depth: int = 0) -> dict[str, Any]:
+    """Read a topology file as a dict, resolving ``extends: <preset>`` (deep merge, this file wins)."""
+    data = load_yaml(path)
+    parent = data.pop("extends", None)
+    if parent is None:
+        return data
+    if _depth >= 5:
+        raise ClusterSimError("'extends' nested more than 5 deep (a cycle?)", file=str(path), field="extends")
+    if not isinstance(parent, str):
+        raise ClusterSimError("must be a topology name or path", file=str(path), field="extends")
+    try:
+        ppath = resolve_file(parent, "topology", base=Path(path).resolve().parent)
+    except ClusterSimError as exc:
+        raise ClusterSimError(exc.reason, file=str(path), field="extends") from None
+    if ppath.resolve() == Path(path).resolve():
+        raise ClusterSimError("a topology cannot extend itself", file=str(path), field="extends")
+    base = load_topology_data(ppath, _depth + 1)
+    for k in ("sources", "inferred"):
+        if isinstance(base.get(k), list) and isinstance(data.get(k), list):
+            data[k] = base[k] + [x for x in data[k] if x not in base[k]]
+    return _deep_merge(base, data)
+
+
+def load_topology_spec(path: str | Path) -> TopologySpec:
+    """Load and validate a topology file (ClusterSimError naming file, field and rule on bad input)."""
+    return validate(TopologySpec, load_topology_data(path), file=str(path))
