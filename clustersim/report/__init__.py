@@ -1,0 +1,1 @@
+"""Rendering of results: tables, plots, HTML."""

@@ -1,0 +1,63 @@
+"""The command line's contract: --help everywhere, one JSON document, exit code 2 on user errors."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "clustersim", *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+def test_version_and_help():
+    r = cli("--version")
+    assert r.returncode == 0 and r.stdout.startswith("clustersim ")
+    r = cli("--help")
+    assert r.returncode == 0 and "Examples" in r.stdout
+
+
+@pytest.mark.parametrize("kind", ["scenario", "topology", "profile"])
+def test_schema_is_one_json_document(kind):
+    r = cli("schema", kind)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert "properties" in doc
+
+
+def test_schema_unknown_kind_exits_2():
+    r = cli("schema", "pizza")
+    assert r.returncode == 2
+    assert "unknown schema kind" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("content,needle", [
+    ("", "empty"),
+    ("name: x\ncluster: {topology: hgx-h200}\nmodel: {preset: gpt-1b}\nbogus: 1\n", "bogus: unknown key"),
+    ("name: x\ncluster: {topology: hgx-h200}\nmodel: {preset: gpt-1b}\nparallelism: {tp: 5}\n", "must divide model.heads"),
+    ("name: [\n", "YAML syntax error"),
+    ("name: x\ncluster: {topology: no-such-box}\nmodel: {preset: gpt-1b}\n", "cluster.topology"),
+])
+def test_validate_bad_scenarios_exit_2(tmp_path, content, needle):
+    p = tmp_path / "s.yaml"
+    p.write_text(content)
+    r = cli("validate", str(p))
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert needle in r.stderr
+    assert str(p) in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_validate_binary_garbage_exit_2(tmp_path):
+    p = tmp_path / "g.yaml"
+    p.write_bytes(bytes(range(256)))
+    r = cli("validate", str(p))
+    assert r.returncode == 2 and "binary" in r.stderr
+
+
+def test_validate_bad_set_exit_2(tmp_path):
+    p = tmp_path / "s.yaml"
+    p.write_text("name: x\ncluster: {topology: hgx-h200}\nmodel: {preset: gpt-1b}\n")
+    r = cli("validate", str(p), "--set", "noequals")
+    assert r.returncode == 2 and "KEY=VALUE" in r.stderr
