@@ -7,7 +7,6 @@ path and the rule.
 
 from __future__ import annotations
 
-import importlib.resources
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -159,10 +158,9 @@ def shipped_dir(kind: str) -> Path:
     local = REPO_ROOT / folder
     if local.is_dir() and (REPO_ROOT / "pyproject.toml").exists():
         return local
-    try:
-        return Path(str(importlib.resources.files(package)))
-    except (ModuleNotFoundError, TypeError):
-        return local
+    # Installed copy: clustersim/_shipped/<kind folder>/ (a namespace package of data files).
+    installed = Path(__file__).resolve().parents[1] / "_shipped" / package.rsplit(".", 1)[-1]
+    return installed if installed.is_dir() else local
 
 
 def shipped_names(kind: str) -> list[str]:
