@@ -1,11 +1,95 @@
-"""`clustersim run` commands (being built)."""
+"""``clustersim run``: simulate one training step (or a generic job) of a scenario."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Optional
+
 import typer
+
+from clustersim.cli.common import console, print_json
 
 app = typer.Typer(help="run commands.", no_args_is_help=True, add_completion=False)
 
 
+def _render(d: dict) -> None:
+    from rich.table import Table
+
+    from clustersim.units import format_bytes, format_time
+
+    t = Table(title=f"{d['scenario']} ({d['fidelity']}, {d['n_gpus']} GPUs)", show_header=True)
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    t.add_row("step time", format_time(d["step_time_s"]))
+    if d.get("tokens_per_s") is not None:
+        t.add_row("tokens/s", f"{d['tokens_per_s']:,.0f}")
+        t.add_row("tokens/s/GPU", f"{d['tokens_per_s'] / d['n_gpus']:,.1f}")
+    if d.get("samples_per_s") is not None:
+        t.add_row("samples/s", f"{d['samples_per_s']:,.2f}")
+    if d.get("mfu") is not None:
+        t.add_row("MFU (model FLOPs / bf16 peak)", f"{100 * d['mfu']:.1f} %")
+        t.add_row("model TFLOP/s/GPU", f"{d['tflops_per_gpu']:.1f}")
+    console.print(t)
+    b = Table(title="where the step goes (per rank, averaged)")
+    b.add_column("part")
+    b.add_column("time", justify="right")
+    b.add_column("share", justify="right")
+    for k, v in d["breakdown"].items():
+        if v > 0:
+            b.add_row(k, format_time(v), f"{100 * d['breakdown_fraction'][k]:.1f} %")
+    console.print(b)
+    if d.get("memory"):
+        m = d["memory"]
+        mt = Table(title=f"memory per GPU (fullest pipeline stage {m['stage']})")
+        mt.add_column("kind")
+        mt.add_column("bytes", justify="right")
+        for k in ("params", "grads", "optimizer", "activations", "transient", "peak_bytes_per_gpu", "capacity_bytes"):
+            mt.add_row(k, format_bytes(m[k]))
+        mt.add_row("fits", "yes" if m["fits"] else "[red]NO[/]")
+        console.print(mt)
+    if d.get("links"):
+        lt = Table(title="busiest links")
+        lt.add_column("link")
+        lt.add_column("kind")
+        lt.add_column("busy", justify="right")
+        for row in d["links"]:
+            lt.add_row(row["link"], row["kind"], f"{100 * row['busy_fraction']:.1f} %")
+        console.print(lt)
+
+
 def register(root: typer.Typer) -> None:
-    """Attach this module's commands to the root app."""
+    """Attach ``run`` to the root app."""
+
+    @root.command("run")
+    def run_cmd(
+        scenario: Path = typer.Argument(..., help="Scenario YAML file."),
+        set_: Optional[list[str]] = typer.Option(None, "--set", help="Override a field: --set parallelism.tp=2 (repeatable)."),
+        fidelity: Optional[str] = typer.Option(None, "--fidelity", help="flow (discrete-event, links shared) or analytical; default: the scenario's simulation.fidelity (flow)."),
+        trace: Optional[Path] = typer.Option(None, "--trace", help="Write a Chrome/Perfetto trace JSON (ui.perfetto.dev)."),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON document."),
+        full: bool = typer.Option(False, "--full", help="Simulate every data-parallel replica (no symmetry reduction)."),
+    ) -> None:
+        """Simulate one training step of a scenario: step time, throughput, MFU, breakdown, memory, links.
+
+        Examples:
+
+          clustersim run scenarios/gpt-1b-ddp.yaml
+
+          clustersim run scenarios/gpt3-175b.yaml --fidelity analytical --json
+
+          clustersim run scenarios/montecarlo-pi.yaml --set cluster.gpus=2 --trace pi.json
+        """
+        from clustersim.errors import ClusterSimError
+        from clustersim.simulate.run import run_scenario
+
+        if fidelity is not None and fidelity not in ("flow", "analytical"):
+            raise ClusterSimError(f"--fidelity must be flow or analytical, not {fidelity!r}", field="--fidelity")
+        res = run_scenario(scenario, fidelity=fidelity, trace_path=trace, overrides=set_ or [],
+                           reduced=not full)
+        d = res.to_dict()
+        if as_json:
+            print_json(d)
+        else:
+            _render(d)
+            if trace is not None:
+                console.print(f"trace written to {trace} (open in https://ui.perfetto.dev)", highlight=False)

@@ -216,8 +216,9 @@ class Scenario(StrictModel):
             if m.ffn_hidden % par.tp:
                 raise ValueError(f"parallelism.tp ({par.tp}) must divide model.ffn_hidden ({m.ffn_hidden})")
             chunks = par.pp * par.virtual_stages
-            if m.layers % chunks:
-                raise ValueError(f"parallelism.pp*virtual_stages ({chunks}) must divide model.layers ({m.layers})")
+            if m.layers < chunks:
+                # not divisible is allowed: the first and last stages get one layer less (Llama 3 §3.3.2)
+                raise ValueError(f"parallelism.pp*virtual_stages ({chunks}) exceeds model.layers ({m.layers})")
             if par.sequence_parallel and par.tp > 1 and m.seq_len % par.tp:
                 raise ValueError(f"parallelism.tp ({par.tp}) must divide model.seq_len ({m.seq_len}) with sequence_parallel")
         if tr.global_batch % (tr.micro_batch * par.dp):

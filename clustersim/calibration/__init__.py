@@ -1,0 +1,19 @@
+"""Calibration: measure a real cluster, import nccl-tests logs, fit profiles.
+
+This package imports without torch. Only :mod:`clustersim.calibration.bench`
+(the measuring code that runs on the cluster) imports torch, and only when its
+functions run.
+
+Modules
+-------
+env
+    Rank discovery from launchers (torchrun, Slurm, PMIx, Open MPI, PMI).
+jsonl
+    Measurement files (JSON lines), written row by row, resumable.
+nccl_tests
+    Import of nccl-tests logs as measurement rows.
+slurm
+    sbatch script rendering, submission and status.
+bench
+    The benchmark itself (torch.distributed collectives, GEMM, HBM, launch).
+"""

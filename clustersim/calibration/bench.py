@@ -1,0 +1,911 @@
+"""``clustersim calibrate bench``: measure collectives, GEMMs, HBM and launch overhead with torch.
+
+This is the only module of clustersim that imports torch (inside its functions,
+so that ``import clustersim.calibration.bench`` works without it). Every rank of a
+job runs :func:`run_bench`; rank 0 writes the rows (Contract 3) to one JSON-lines
+file, flushing each row, and skips points already in the file (resume).
+
+What is measured
+----------------
+``collective`` rows, two modes kept apart:
+
+- ``mode: "nccl"``: ``iters`` launches back to back, timed together (CUDA events
+  on GPU, ``perf_counter`` after a barrier on CPU) and divided by ``iters``, like
+  nccl-tests; repeated ``reps`` times; the row has the median over repetitions
+  (``time_us``) and ``time_us_min``/``_p10``/``_p90``. Each repetition's time is the
+  mean over ranks (nccl-tests' ``-a 1``); ``time_us_rank_max`` is the median of
+  the slowest rank.
+- ``mode: "framework"``: one isolated ``torch.distributed`` call on an idle device
+  (synchronize, barrier, synchronize, then host clock around the call and its
+  completion): what a training framework pays per call, launch included.
+
+Sizes follow nccl-tests: all_reduce and broadcast move ``size`` bytes per rank;
+all_gather's size is the whole gathered buffer and reduce_scatter's the whole
+input (per-rank part rounded down to 16 bytes); all_to_all's is each rank's whole
+send buffer; send_recv's the bytes each rank sends (ring: to rank+1, from rank-1).
+
+``comm_init``: time from just before ``init_process_group`` to the first completed
+collective (slowest rank), and from process start.
+
+``gemm``, ``hbm`` (device-to-device copy, read + write counted), ``launch``
+(GPU-side gap between back-to-back tiny kernels, queued behind a sleep kernel so
+the host is never the bottleneck) and ``framework_call`` (the smallest framework
+time per op). A ``meta`` row comes first (GPU, driver, CUDA, NCCL, torch, hosts,
+``nvidia-smi topo -m``, NCCL topology dump, NVLS state).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from clustersim.calibration.env import RankEnv, device_for_local_rank, discover, local_rank_from_hosts
+from clustersim.calibration.jsonl import RowWriter, existing_keys, row_key
+from clustersim.errors import ClusterSimError
+from clustersim.units import GiB, MiB, format_bytes, parse_size_range
+
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send_recv")
+MODES = ("nccl", "framework")
+
+#: Transformer-like GEMM shapes (m, n, k): the grid of the H200 sample
+#: (m in {2048, 8192, 16384} tokens x projection shapes of a ~7-70B model) plus squares.
+DEFAULT_GEMM_SHAPES: tuple[tuple[int, int, int], ...] = tuple(
+    [(m, n, k) for m in (2048, 8192, 16384)
+     for (n, k) in ((2048, 2048), (6144, 2048), (8192, 2048), (2048, 8192), (12288, 12288), (50304, 2048))]
+    + [(s, s, s) for s in (256, 512, 1024, 2048, 4096, 8192, 16384)]
+)
+QUICK_GEMM_SHAPES = ((256, 256, 256), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096))
+CPU_GEMM_SHAPES = ((64, 64, 64), (128, 128, 128), (256, 256, 256))
+
+_T_PROCESS = time.time()
+
+
+def _process_start_time() -> float | None:
+    """Wall-clock start of this process (Linux ``/proc``), else the time this module was imported."""
+    try:
+        with open("/proc/self/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        start_ticks = int(fields[19])  # field 22 overall: starttime in clock ticks after boot
+        with open("/proc/uptime") as fh:
+            uptime = float(fh.read().split()[0])
+        return time.time() - uptime + start_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return _T_PROCESS
+
+
+_T_START = _process_start_time()
+
+
+@dataclass
+class BenchConfig:
+    """Options of one bench run (the CLI fills it; every field has a default)."""
+
+    output: str
+    """JSON-lines file rank 0 appends to (resumed when it exists)."""
+    device: str = "auto"
+    """``cuda`` (NCCL), ``cpu`` (gloo) or ``auto`` (cuda when available)."""
+    ops: tuple[str, ...] = OPS
+    sizes: tuple[int, ...] = ()
+    """Message sizes in bytes (nccl-tests conventions); empty = 1 KiB..4 GiB x2 (quick: 1 KiB..64 KiB x4)."""
+    modes: tuple[str, ...] = MODES
+    framework_max_bytes: int = 1 * MiB
+    """Largest size also measured in framework mode (the isolated-call latency matters for small calls)."""
+    iters: int = 20
+    warmup: int = 5
+    reps: int = 5
+    framework_reps: int = 20
+    dtype: str = "float32"
+    nccl_algo: str | None = None
+    nccl_proto: str | None = None
+    nvls: str = "off"
+    """``off`` (sets NCCL_NVLS_ENABLE=0, the default), ``on`` (=1) or ``auto`` (leave NCCL's default)."""
+    scopes: tuple[str, ...] = ("world",)
+    """``world``: all ranks; ``intra``: one group per host (only differs from world on several hosts)."""
+    gemm: bool = True
+    gemm_shapes: tuple[tuple[int, int, int], ...] = ()
+    gemm_dtype: str = "bf16"
+    hbm: bool = True
+    hbm_bytes: int = 2 * GiB
+    launch: bool = True
+    memory_fraction: float = 0.8
+    """Use at most this fraction of free memory for buffers; larger sizes are skipped and logged."""
+    timeout_s: float = 600.0
+    run_id: str | None = None
+    quick: bool = False
+    progress: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict (for the meta row)."""
+        return asdict(self)
+
+
+def quick_config(output: str, **kw: Any) -> BenchConfig:
+    """The ``--quick`` preset: few sizes, few iterations, small compute sweeps (tests, smoke runs)."""
+    base = dict(output=output, sizes=tuple(parse_size_range("1KiB:64KiB:x4")), iters=5, warmup=2, reps=3,
+                framework_reps=5, gemm_shapes=QUICK_GEMM_SHAPES, hbm_bytes=256 * MiB, quick=True)
+    base.update(kw)
+    return BenchConfig(**base)  # type: ignore[arg-type]
+
+
+def parse_gemm_shapes(text: str) -> tuple[tuple[int, int, int], ...]:
+    """``"2048,2048,2048;8192x6144x2048"`` -> shapes; separators ``;`` or spaces, inside ``,`` or ``x``.
+
+    >>> parse_gemm_shapes("64,64,64; 128x256x512")
+    ((64, 64, 64), (128, 256, 512))
+    """
+    out = []
+    for part in text.replace(";", " ").split():
+        dims = part.replace("x", ",").split(",")
+        try:
+            m, n, k = (int(d) for d in dims)
+        except ValueError:
+            raise ClusterSimError(f"GEMM shape {part!r} must be M,N,K (three integers)", field="--gemm-shapes") from None
+        if min(m, n, k) <= 0:
+            raise ClusterSimError(f"GEMM shape {part!r} must be positive", field="--gemm-shapes")
+        out.append((m, n, k))
+    if not out:
+        raise ClusterSimError("no GEMM shapes given", field="--gemm-shapes")
+    return tuple(out)
+
+
+def validate_config(cfg: BenchConfig) -> BenchConfig:
+    """Check option values (ClusterSimError naming the option) and fill defaults."""
+    if tuple(cfg.ops) in (("none",), ()):
+        cfg.ops = ()  # compute only (e.g. one GPU)
+    for op in cfg.ops:
+        if op not in OPS:
+            raise ClusterSimError(f"unknown operation {op!r} (use {', '.join(OPS)})", field="--ops")
+    for m in cfg.modes:
+        if m not in MODES:
+            raise ClusterSimError(f"unknown mode {m!r} (use nccl, framework)", field="--modes")
+    for s in cfg.scopes:
+        if s not in ("world", "intra"):
+            raise ClusterSimError(f"unknown scope {s!r} (use world, intra)", field="--scopes")
+    if cfg.device not in ("auto", "cuda", "cpu"):
+        raise ClusterSimError(f"device must be auto, cuda or cpu, got {cfg.device!r}", field="--device")
+    if cfg.nvls not in ("on", "off", "auto"):
+        raise ClusterSimError(f"--nvls must be on, off or auto, got {cfg.nvls!r}", field="--nvls")
+    if cfg.dtype not in _DTYPES:
+        raise ClusterSimError(f"dtype must be one of {', '.join(_DTYPES)}, got {cfg.dtype!r}", field="--dtype")
+    if cfg.gemm_dtype not in _DTYPES:
+        raise ClusterSimError(f"GEMM dtype must be one of {', '.join(_DTYPES)}", field="--gemm-dtype")
+    for name in ("iters", "reps", "framework_reps"):
+        if getattr(cfg, name) < 1:
+            raise ClusterSimError(f"must be >= 1, got {getattr(cfg, name)}", field=f"--{name.replace('_', '-')}")
+    if cfg.warmup < 0:
+        raise ClusterSimError("must be >= 0", field="--warmup")
+    if not 0 < cfg.memory_fraction <= 1:
+        raise ClusterSimError("must be in (0, 1]", field="--memory-fraction")
+    if not cfg.sizes:
+        cfg.sizes = tuple(parse_size_range("1KiB:64KiB:x4" if cfg.quick else "1KiB:4GiB:x2"))
+    if any(s <= 0 for s in cfg.sizes):
+        raise ClusterSimError("sizes must be > 0", field="--sizes")
+    if not cfg.gemm_shapes:
+        cfg.gemm_shapes = QUICK_GEMM_SHAPES if cfg.quick else DEFAULT_GEMM_SHAPES
+    for key, val in (("--nccl-algo", cfg.nccl_algo), ("--nccl-proto", cfg.nccl_proto)):
+        if val is not None and (not val.strip() or any(c.isspace() for c in val)):
+            raise ClusterSimError(f"{val!r} is not an NCCL value", field=key)
+    return cfg
+
+
+_DTYPES = {"float32": 4, "float16": 2, "bfloat16": 2, "bf16": 2, "fp16": 2, "fp32": 4, "float64": 8}
+_DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def _torch_dtype(torch: Any, name: str) -> Any:
+    return getattr(torch, _DTYPE_ALIASES.get(name, name))
+
+
+def _percentile(sorted_vals: list[float], q: float) -> float:
+    """Linear-interpolation percentile of sorted values (numpy's default method)."""
+    if not sorted_vals:
+        return float("nan")
+    pos = (len(sorted_vals) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_vals) - 1)
+    return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (pos - lo)
+
+
+def summarize(times_s: list[float]) -> dict[str, float]:
+    """Median, min, p10, p90 (microseconds) of per-call times in seconds.
+
+    >>> summarize([1e-6, 2e-6, 3e-6])["time_us"]
+    2.0
+    """
+    v = sorted(t * 1e6 for t in times_s)
+    return {"time_us": statistics.median(v), "time_us_min": v[0], "time_us_p10": _percentile(v, 0.10),
+            "time_us_p90": _percentile(v, 0.90)}
+
+
+def busbw_factor(op: str, n: int) -> float:
+    """nccl-tests bus-bandwidth factor (all_reduce 2(n-1)/n; AG, RS, A2A (n-1)/n; others 1)."""
+    from clustersim.calibration.nccl_tests import busbw_factor as f
+
+    return f(op, n)
+
+
+def op_layout(op: str, size: int, n: int, elt: int) -> tuple[int, int, int] | None:
+    """(input elements per rank, output elements per rank, bytes reported) for ``op`` at ``size``.
+
+    nccl-tests conventions; per-rank counts of AG/RS/A2A are rounded down to 16-byte
+    multiples, so the reported size can be slightly below the requested one.
+    ``None`` when the size is too small for ``n`` ranks.
+
+    >>> op_layout("all_gather", 1024, 2, 4)
+    (128, 256, 1024)
+    >>> op_layout("all_to_all", 1000, 2, 4)
+    (248, 248, 992)
+    """
+    align = max(1, 16 // elt)
+    if op in ("all_reduce", "broadcast", "send_recv"):
+        count = size // elt
+        return (count, count, count * elt) if count > 0 else None
+    per = (size // elt // n) // align * align
+    if per <= 0:
+        return None
+    if op == "all_gather":
+        return per, per * n, per * n * elt
+    if op == "reduce_scatter":
+        return per * n, per, per * n * elt
+    if op == "all_to_all":
+        return per * n, per * n, per * n * elt
+    raise ClusterSimError(f"unknown operation {op!r}")
+
+
+def _run(cmd: list[str], timeout: float = 20) -> str | None:
+    exe = shutil.which(cmd[0])
+    if not exe:
+        return None
+    try:
+        res = subprocess.run([exe, *cmd[1:]], capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return res.stdout if res.returncode == 0 else None
+
+
+def _log(msg: str) -> None:
+    sys.stderr.write(f"[bench] {msg}\n")
+    sys.stderr.flush()
+
+
+class _Bench:
+    """State of one bench process (one rank)."""
+
+    def __init__(self, cfg: BenchConfig, renv: RankEnv):
+        import torch
+        import torch.distributed as dist
+
+        self.torch, self.dist, self.cfg, self.renv = torch, dist, cfg, renv
+        self.rank, self.world = renv.rank, renv.world_size
+        self.cuda = cfg.device == "cuda"
+        self.writer: RowWriter | None = None
+        self.done: set[tuple] = set()
+        self.hosts: list[str] = [renv.hostname]
+        self.nodes = 1
+        self.progress: Any = None
+        self.task: Any = None
+        self.topo_dump: str | None = None
+        self.device: Any = None
+
+    # ---------------------------------------------------------------- set-up
+    def set_nccl_env(self) -> None:
+        """NCCL_ALGO/PROTO/NVLS_ENABLE and the topology dump path, before init."""
+        cfg = self.cfg
+        if cfg.nccl_algo:
+            os.environ["NCCL_ALGO"] = cfg.nccl_algo
+        if cfg.nccl_proto:
+            os.environ["NCCL_PROTO"] = cfg.nccl_proto
+        if cfg.nvls == "off":
+            os.environ["NCCL_NVLS_ENABLE"] = "0"
+        elif cfg.nvls == "on":
+            os.environ["NCCL_NVLS_ENABLE"] = "1"
+        # The automatic topology dump is made only in single-rank runs: with 2 ranks on an
+        # H200 VM (NCCL 2.28.9) a dump requested on rank 0 alone hung rank 0's topology
+        # detection at init (seen 2026-11-22). Set CLUSTERSIM_NCCL_TOPO_DUMP=1 to force it.
+        want_dump = self.world == 1 or os.environ.get("CLUSTERSIM_NCCL_TOPO_DUMP") == "1"
+        if self.cuda and want_dump and self.rank == 0 and "NCCL_TOPO_DUMP_FILE" not in os.environ:
+            fd, path = tempfile.mkstemp(prefix="clustersim-nccl-topo-", suffix=".xml")
+            os.close(fd)
+            os.unlink(path)  # NCCL creates it
+            os.environ["NCCL_TOPO_DUMP_FILE"] = path
+            os.environ.setdefault("NCCL_TOPO_DUMP_FILE_RANK", "0")
+            self.topo_dump = path
+        elif self.cuda:
+            self.topo_dump = os.environ.get("NCCL_TOPO_DUMP_FILE")
+
+    def init(self) -> dict[str, Any]:
+        """Rendezvous, pick the device, create the process group; returns comm_init timings."""
+        torch, dist, renv = self.torch, self.dist, self.renv
+        os.environ.update(renv.torch_env())
+        timeout = _dt.timedelta(seconds=self.cfg.timeout_s)
+        t0 = time.time()
+        p0 = time.perf_counter()
+        # the same rendezvous init_process_group does for env:// (it reuses torchrun's agent store when
+        # TORCHELASTIC_USE_AGENT_STORE says so), opened here so that host names can be exchanged first
+        store, _, _ = next(dist.rendezvous("env://", rank=self.rank, world_size=self.world, timeout=timeout))
+        store.set_timeout(timeout)
+        hstore = dist.PrefixStore("clustersim-hosts", store)
+        # host names of every rank: node count, scope, and the local rank when the launcher (plain PMIx) gives none
+        hstore.set(f"host/{self.rank}", renv.hostname)
+        self.hosts = [hstore.get(f"host/{r}").decode() for r in range(self.world)]
+        store = dist.PrefixStore("default_pg", store)
+        self.nodes = len(set(self.hosts))
+        local = renv.local_rank if renv.local_rank is not None else local_rank_from_hosts(self.rank, self.hosts)
+        if self.cuda:
+            if not torch.cuda.is_available():
+                raise ClusterSimError("--device cuda but torch sees no CUDA device", field="--device")
+            idx = device_for_local_rank(local, renv.cuda_visible_devices)
+            if idx is None or idx >= torch.cuda.device_count():
+                raise ClusterSimError(f"local rank {local}: no CUDA device to bind (visible: "
+                                      f"{torch.cuda.device_count()}, CUDA_VISIBLE_DEVICES={renv.cuda_visible_devices})")
+            torch.cuda.set_device(idx)
+            self.device = torch.device("cuda", idx)
+        else:
+            self.device = torch.device("cpu")
+        self.local_rank = local
+        kw: dict[str, Any] = {}
+        if self.cuda:
+            kw["device_id"] = self.device
+        dist.init_process_group("nccl" if self.cuda else "gloo", store=store, rank=self.rank, world_size=self.world,
+                                timeout=timeout, **kw)
+        x = torch.ones(1, device=self.device)
+        dist.all_reduce(x)
+        self._sync()
+        init_s = time.perf_counter() - p0
+        since_start = time.time() - _T_START if _T_START else None
+        # slowest rank decides when the communicator is ready everywhere
+        t = torch.tensor([init_s, since_start or 0.0], dtype=torch.float64, device=self.device)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return {"time_s": float(t[0]), "since_process_start_s": float(t[1]) if since_start else None,
+                "started_at": t0}
+
+    def _sync(self) -> None:
+        if self.cuda:
+            self.torch.cuda.synchronize()
+
+    # ---------------------------------------------------------------- rows
+    def emit(self, row: dict[str, Any]) -> None:
+        """Write a row (rank 0) and remember its key."""
+        self.done.add(row_key(row))
+        if self.writer is not None:
+            self.writer.write(row)
+
+    def skip(self, key_row: dict[str, Any]) -> bool:
+        return row_key(key_row) in self.done
+
+    def advance(self, n: int = 1) -> None:
+        if self.progress is not None:
+            self.progress.advance(self.task, n)
+
+    def describe(self, text: str) -> None:
+        if self.progress is not None:
+            self.progress.update(self.task, description=text)
+
+    def meta(self, init: dict[str, Any]) -> dict[str, Any]:
+        torch = self.torch
+        row: dict[str, Any] = {"kind": "meta", "world_size": self.world, "nodes": self.nodes, "hosts": list(dict.fromkeys(self.hosts)),
+                               "rank_hosts": self.hosts, "device": self.cfg.device,
+                               "backend": "nccl" if self.cuda else "gloo", "torch_version": torch.__version__,
+                               "python": platform.python_version(), "launcher": self.renv.launcher,
+                               "pmix": self.renv.pmix, "job_id": self.renv.job_id,
+                               "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                               "nvls": _nvls_state(self.cfg, self.cuda), "nvls_setting": os.environ.get("NCCL_NVLS_ENABLE"),
+                               "nccl_algo": os.environ.get("NCCL_ALGO"), "nccl_proto": os.environ.get("NCCL_PROTO"),
+                               "config": {k: v for k, v in self.cfg.to_dict().items() if k not in ("output",)}}
+        if self.cuda:
+            props = torch.cuda.get_device_properties(self.device)
+            nccl = torch.cuda.nccl.version()
+            row.update({"gpu": props.name, "gpu_memory_bytes": int(props.total_memory),
+                        "compute_capability": f"{props.major}.{props.minor}", "cuda_version": torch.version.cuda,
+                        "nccl_version": ".".join(str(v) for v in nccl) if isinstance(nccl, tuple) else str(nccl),
+                        "gpu_count_visible": torch.cuda.device_count()})
+            smi = _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
+            row["driver"] = smi.splitlines()[0].strip() if smi else None
+            row["topo_m"] = _run(["nvidia-smi", "topo", "-m"])
+            row["nvlink_status"] = _run(["nvidia-smi", "nvlink", "-s"])
+            xml = None
+            if self.topo_dump and Path(self.topo_dump).exists():
+                xml = Path(self.topo_dump).read_text(errors="replace")
+            row["nccl_topo_xml"] = xml
+        else:
+            row.update({"gpu": None, "cpu": platform.processor() or platform.machine(), "driver": None,
+                        "nccl_version": None, "topo_m": None, "nccl_topo_xml": None})
+        row["comm_init_s"] = init["time_s"]
+        return row
+
+    # ---------------------------------------------------------------- memory
+    def free_bytes(self) -> int:
+        if self.cuda:
+            # buffers of earlier sizes sit in torch's caching allocator and would count as used
+            self.torch.cuda.empty_cache()
+            free, _total = self.torch.cuda.mem_get_info(self.device)
+            return int(free)
+        try:
+            with open("/proc/meminfo") as fh:
+                for line in fh:
+                    if line.startswith("MemAvailable:"):
+                        return int(line.split()[1]) * 1024 // max(1, self.renv.local_world_size or 1)
+        except OSError:
+            pass
+        return 4 * GiB
+
+    def all_agree(self, ok: bool, group: Any = None) -> bool:
+        """True only when ``ok`` holds on every rank of ``group``."""
+        t = self.torch.tensor([1 if ok else 0], dtype=self.torch.int32, device=self.device)
+        self.dist.all_reduce(t, op=self.dist.ReduceOp.MIN, group=group)
+        return bool(int(t.item()))
+
+    # ---------------------------------------------------------------- collectives
+    def make_call(self, op: str, size: int, group: Any, n: int, grank: int, granks: list[int]) -> tuple[Callable[[], None], int, int] | None:
+        """(call, reported bytes, buffer bytes) or None when the size does not fit n ranks."""
+        torch, dist = self.torch, self.dist
+        dtype = _torch_dtype(torch, self.cfg.dtype)
+        elt = _DTYPES[self.cfg.dtype]
+        layout = op_layout(op, size, n, elt)
+        if layout is None:
+            return None
+        n_in, n_out, reported = layout
+        need = (n_in + (n_out if op not in ("all_reduce", "broadcast") else 0)) * elt
+        fits = need <= self.cfg.memory_fraction * self.free_bytes()
+        if not self.all_agree(fits, group):
+            if self.rank == 0:
+                _log(f"skipped {op} {format_bytes(reported)}: needs {format_bytes(need)} per rank, more than "
+                     f"{self.cfg.memory_fraction:.0%} of free memory on some rank")
+            return (lambda: None), reported, -1
+        inp = torch.ones(n_in, dtype=dtype, device=self.device)
+        if op == "all_reduce":
+            return (lambda: dist.all_reduce(inp, group=group)), reported, need
+        if op == "broadcast":
+            src = granks[0]
+            return (lambda: dist.broadcast(inp, src=src, group=group)), reported, need
+        out = torch.empty(n_out, dtype=dtype, device=self.device)
+        # torch >= 2.12 renamed the tensor variants (*_single); the old names warn but work
+        ag = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+        rs = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+        if op == "all_gather":
+            return (lambda: ag(out, inp, group=group)), reported, need
+        if op == "reduce_scatter":
+            return (lambda: rs(out, inp, group=group)), reported, need
+        if op == "all_to_all":
+            return (lambda: dist.all_to_all_single(out, inp, group=group)), reported, need
+        if op == "send_recv":
+            nxt, prv = granks[(grank + 1) % n], granks[(grank - 1) % n]
+
+            def sendrecv() -> None:
+                reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend, inp, nxt, group=group),
+                                               dist.P2POp(dist.irecv, out, prv, group=group)])
+                for r in reqs:
+                    r.wait()
+            return sendrecv, reported, need
+        raise ClusterSimError(f"unknown operation {op!r}")
+
+    def time_nccl(self, call: Callable[[], None], group: Any) -> list[float]:
+        """Per-call seconds of ``reps`` repetitions of ``iters`` back-to-back calls."""
+        torch, dist, cfg = self.torch, self.dist, self.cfg
+        for _ in range(cfg.warmup):
+            call()
+        self._sync()
+        out = []
+        for _ in range(cfg.reps):
+            dist.barrier(group=group)
+            if self.cuda:
+                self._sync()
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                for _ in range(cfg.iters):
+                    call()
+                end.record()
+                end.synchronize()
+                out.append(start.elapsed_time(end) / 1e3 / cfg.iters)
+            else:
+                t0 = time.perf_counter()
+                for _ in range(cfg.iters):
+                    call()
+                out.append((time.perf_counter() - t0) / cfg.iters)
+        return out
+
+    def time_framework(self, call: Callable[[], None], group: Any) -> list[float]:
+        """Seconds of isolated single calls on an idle device (host clock, completion included)."""
+        dist, cfg = self.dist, self.cfg
+        call()
+        self._sync()
+        out = []
+        for _ in range(cfg.framework_reps):
+            self._sync()
+            dist.barrier(group=group)
+            self._sync()
+            t0 = time.perf_counter()
+            call()
+            self._sync()
+            out.append(time.perf_counter() - t0)
+        return out
+
+    def reduce_times(self, times: list[float], group: Any, op: Any) -> list[float]:
+        t = self.torch.tensor(times, dtype=self.torch.float64, device=self.device)
+        self.dist.all_reduce(t, op=op, group=group)
+        return [float(v) for v in t.tolist()]
+
+    def collectives(self, group: Any, granks: list[int], scope_name: str) -> None:
+        cfg = self.cfg
+        n = len(granks)
+        grank = granks.index(self.rank)
+        nodes = len({self.hosts[r] for r in granks})
+        scope = "intra" if nodes == 1 else "inter"
+        algo = (os.environ.get("NCCL_ALGO") or None) if self.cuda else None
+        proto = (os.environ.get("NCCL_PROTO") or None) if self.cuda else None
+        nvls = _nvls_state(cfg, self.cuda)
+        smallest_fw: dict[str, dict[str, Any]] = {}
+        for op in cfg.ops:
+            if op in ("send_recv", "all_to_all") and n == 1:
+                if self.rank == 0:
+                    _log(f"skipped {op}: needs at least 2 ranks")
+                self.advance(len(cfg.sizes) * len(cfg.modes))
+                continue
+            for size in cfg.sizes:
+                self.describe(f"{op} {format_bytes(size)} ({scope_name})")
+                modes = [m for m in cfg.modes if m == "nccl" or size <= cfg.framework_max_bytes]
+                elt = _DTYPES[cfg.dtype]
+                layout = op_layout(op, size, n, elt)
+                if layout is None:
+                    if self.rank == 0:
+                        _log(f"skipped {op} {size} B: smaller than 16 bytes per rank on {n} ranks")
+                    self.advance(len(cfg.modes))
+                    continue
+                base = {"kind": "collective", "op": op, "ranks": n, "nodes": nodes, "scope": scope,
+                        "size_bytes": layout[2], "dtype": _DTYPE_ALIASES.get(cfg.dtype, cfg.dtype),
+                        "algorithm": algo.lower() if algo else None, "protocol": proto.lower() if proto else None,
+                        "nvls": nvls, "inplace": op in ("all_reduce", "broadcast"),
+                        "group": scope_name if scope_name != "world" else None,
+                        "backend": "nccl" if self.cuda else "gloo", "device": cfg.device}
+                todo = [m for m in modes if not self.skip({**base, "mode": m})]
+                self.advance(len(cfg.modes) - len(todo))
+                if not todo:
+                    continue
+                made = self.make_call(op, size, group, n, grank, granks)
+                if made is None or made[2] < 0:
+                    self.advance(len(todo))
+                    continue
+                call, reported, _need = made
+                for mode in todo:
+                    per_rank = self.time_nccl(call, group) if mode == "nccl" else self.time_framework(call, group)
+                    mean = [v / n for v in self.reduce_times(per_rank, group, self.dist.ReduceOp.SUM)]
+                    worst = self.reduce_times(per_rank, group, self.dist.ReduceOp.MAX)
+                    s = summarize(mean)
+                    t_s = s["time_us"] * 1e-6
+                    algbw = reported / t_s / 1e9 if t_s > 0 else None
+                    row = {**base, "mode": mode, **s, "time_us_rank_max": statistics.median(worst) * 1e6,
+                           "iters": cfg.iters if mode == "nccl" else 1,
+                           "reps": cfg.reps if mode == "nccl" else cfg.framework_reps,
+                           "warmup": cfg.warmup if mode == "nccl" else 1,
+                           "algbw_GBps": algbw, "busbw_GBps": algbw * busbw_factor(op, n) if algbw is not None else None,
+                           "count": _nccl_count(op, layout, n)}
+                    if self.rank == 0:
+                        self.emit(row)
+                    else:
+                        self.done.add(row_key(row))
+                    if mode == "framework" and op not in smallest_fw:
+                        smallest_fw[op] = row
+                    self.advance()
+                del call
+        for op, row in smallest_fw.items():
+            fc = {"kind": "framework_call", "op": op, "ranks": n, "nodes": nodes, "scope": scope,
+                  "size_bytes": row["size_bytes"], "time_us": row["time_us"], "time_us_p10": row["time_us_p10"],
+                  "time_us_p90": row["time_us_p90"], "device": cfg.device,
+                  "group": scope_name if scope_name != "world" else None}
+            if not self.skip(fc) and self.rank == 0:
+                self.emit(fc)
+
+    # ---------------------------------------------------------------- compute (rank 0 measures, others wait)
+    def compute(self) -> None:
+        cfg = self.cfg
+        if self.rank == 0:
+            if cfg.gemm:
+                self.gemms()
+            if self.cuda and cfg.hbm:
+                self.hbm()
+            if self.cuda and cfg.launch:
+                self.launch_overhead()
+            if not self.cuda and (cfg.hbm or cfg.launch):
+                _log("skipped hbm and launch measurements: CUDA only")
+        self.dist.barrier()
+
+    def _event_times(self, fn: Callable[[], None], iters: int, warmup: int = 3) -> list[float]:
+        torch = self.torch
+        for _ in range(warmup):
+            fn()
+        self._sync()
+        out = []
+        for _ in range(iters):
+            if self.cuda:
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                s.record()
+                fn()
+                e.record()
+                e.synchronize()
+                out.append(s.elapsed_time(e) / 1e3)
+            else:
+                t0 = time.perf_counter()
+                fn()
+                out.append(time.perf_counter() - t0)
+        return out
+
+    def gemms(self) -> None:
+        torch, cfg = self.torch, self.cfg
+        shapes = _gemm_shapes(cfg)
+        dtype_name = _DTYPE_ALIASES.get(cfg.gemm_dtype, cfg.gemm_dtype) if self.cuda else "float32"
+        dtype = _torch_dtype(torch, dtype_name)
+        elt = _DTYPES[dtype_name]
+        short = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(dtype_name, dtype_name)
+        for m, n, k in shapes:
+            key = {"kind": "gemm", "m": m, "n": n, "k": k, "dtype": short, "device": cfg.device}
+            self.describe(f"gemm {m}x{n}x{k}")
+            if self.skip(key):
+                self.advance()
+                continue
+            need = (m * k + k * n + m * n) * elt
+            if need > cfg.memory_fraction * self.free_bytes():
+                _log(f"skipped gemm {m}x{n}x{k}: needs {format_bytes(need)}")
+                self.advance()
+                continue
+            a = torch.randn(m, k, device=self.device).to(dtype)
+            b = torch.randn(k, n, device=self.device).to(dtype)
+            c = torch.empty(m, n, device=self.device, dtype=dtype)
+            iters = 3 if cfg.quick else (10 if 2 * m * n * k > 1e12 else 30)
+            ts = self._event_times(lambda: torch.matmul(a, b, out=c), iters)
+            s = summarize(ts)
+            flops = 2.0 * m * n * k
+            self.emit({**key, **s, "iters": iters, "tflops": flops / (s["time_us"] * 1e-6) / 1e12})
+            del a, b, c
+            self.advance()
+
+    def hbm(self) -> None:
+        torch, cfg = self.torch, self.cfg
+        nbytes = cfg.hbm_bytes
+        while nbytes > 64 * MiB and 2 * nbytes > cfg.memory_fraction * self.free_bytes():
+            nbytes //= 2
+        key = {"kind": "hbm", "bytes": nbytes, "device": cfg.device}
+        self.describe(f"hbm copy {format_bytes(nbytes)}")
+        if not self.skip(key):
+            src = torch.empty(nbytes, dtype=torch.uint8, device=self.device)
+            dst = torch.empty_like(src)
+            ts = self._event_times(lambda: dst.copy_(src), 5 if cfg.quick else 20)
+            s = summarize(ts)
+            self.emit({**key, **s, "method": "device-to-device copy (read + write counted)",
+                       "bandwidth_GBps": 2 * nbytes / (s["time_us"] * 1e-6) / 1e9})
+            del src, dst
+        self.advance()
+
+    def launch_overhead(self) -> None:
+        torch, cfg = self.torch, self.cfg
+        key = {"kind": "launch", "device": cfg.device}
+        self.describe("kernel launch")
+        if not self.skip(key):
+            x = torch.zeros(1, device=self.device)
+            n = 200 if cfg.quick else 1000
+            samples = []
+            for _ in range(3 if cfg.quick else 5):
+                torch.cuda.synchronize()
+                # queue a sleep kernel first so that the host has enqueued all tiny kernels before
+                # the GPU reaches them: the events then time the GPU-side gap, not host launch speed
+                torch.cuda._sleep(int(2e8 if not cfg.quick else 5e7))
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                s.record()
+                for _ in range(n):
+                    x.add_(1)
+                e.record()
+                e.synchronize()
+                samples.append(s.elapsed_time(e) / 1e3 / n)
+            # host side: enqueue rate of the same kernels without the sleep in front
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(n):
+                x.add_(1)
+            host_us = (time.perf_counter() - t0) / n * 1e6
+            torch.cuda.synchronize()
+            s = summarize(samples)
+            self.emit({**key, "overhead_us": s["time_us"], "overhead_us_min": s["time_us_min"],
+                       "kernels": n, "host_launch_us": host_us,
+                       "method": "back-to-back 1-element add_ kernels queued behind torch.cuda._sleep, CUDA events"})
+        self.advance()
+
+
+def _nccl_count(op: str, layout: tuple[int, int, int], n: int) -> int:
+    """The element count nccl-tests prints: per rank for AG (input) and RS (output), per peer for A2A."""
+    if op == "reduce_scatter":
+        return layout[1]
+    if op == "all_to_all":
+        return layout[0] // n
+    return layout[0]
+
+
+def _nvls_state(cfg: BenchConfig, cuda: bool) -> bool | None:
+    """NVLink multicast as measured: forced off/on, None when left to NCCL (``--nvls auto``), False on CPU."""
+    if not cuda:
+        return False
+    return {"on": True, "off": False}.get(cfg.nvls)
+
+
+def _gemm_shapes(cfg: BenchConfig) -> tuple[tuple[int, int, int], ...]:
+    """GEMM shapes to run: all on GPU; on CPU only the small ones (<= 512), which a CPU does in milliseconds."""
+    if cfg.device == "cuda":
+        return cfg.gemm_shapes
+    return tuple(s for s in cfg.gemm_shapes if max(s) <= 512) or CPU_GEMM_SHAPES
+
+
+def _plan_size(cfg: BenchConfig, world: int, scopes: list[str]) -> int:
+    coll = len(cfg.ops) * len(cfg.sizes) * len(cfg.modes) * len(scopes)
+    compute = (len(_gemm_shapes(cfg)) if cfg.gemm else 0) + (1 if cfg.hbm else 0) + (1 if cfg.launch else 0)
+    return coll + compute
+
+
+def run_bench(cfg: BenchConfig, renv: RankEnv | None = None) -> dict[str, Any]:
+    """Run the whole bench in this rank's process. Returns a summary (rows written on rank 0).
+
+    Every rank of the job calls this with the same configuration.
+    """
+    import torch
+
+    cfg = validate_config(cfg)
+    renv = renv or discover()
+    if cfg.device == "auto":
+        cfg.device = "cuda" if torch.cuda.is_available() else "cpu"
+    if cfg.device == "cpu":
+        cfg.hbm = cfg.hbm and False
+        cfg.launch = cfg.launch and False
+    b = _Bench(cfg, renv)
+    b.set_nccl_env()
+    init = b.init()
+    dist = b.dist
+    run_id = cfg.run_id
+    # rank 0 owns the file; it tells the others which points are done and the run id
+    payload: list[Any] = [None, None]
+    if b.rank == 0:
+        done = existing_keys(cfg.output)
+        payload = [sorted(done, key=repr), run_id or f"{_dt.datetime.now(_dt.timezone.utc):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"]
+    dist.broadcast_object_list(payload, src=0)
+    b.done = set(payload[0])
+    run_id = payload[1]
+    resumed = len(b.done)
+    common = {"source": "bench", "run_id": run_id, "host": b.hosts[0]}
+    try:
+        if b.rank == 0:
+            b.writer = RowWriter(cfg.output, common)
+            meta = b.meta(init)
+            common["gpu"] = meta.get("gpu")
+            b.writer.common["gpu"] = meta.get("gpu")
+            mkey = {"kind": "meta", "world_size": b.world, "nodes": b.nodes, "device": cfg.device,
+                    "backend": meta["backend"], "nvls": meta["nvls"],
+                    "algorithm": meta["nccl_algo"], "protocol": meta["nccl_proto"]}
+            if not b.skip(mkey):
+                b.emit({**meta, **{k: v for k, v in mkey.items() if k not in meta}})
+            ci = {"kind": "comm_init", "ranks": b.world, "nodes": b.nodes, "device": cfg.device,
+                  "backend": "nccl" if b.cuda else "gloo"}
+            if not b.skip(ci):
+                b.emit({**ci, "time_s": init["time_s"], "since_process_start_s": init["since_process_start_s"],
+                        "launcher": b.renv.launcher})
+        scopes: list[tuple[str, Any, list[int]]] = []
+        if "world" in cfg.scopes:
+            scopes.append(("world", None, list(range(b.world))))
+        if "intra" in cfg.scopes and b.nodes > 1:
+            hosts = list(dict.fromkeys(b.hosts))
+            mine = None
+            for h in hosts:
+                ranks = [r for r in range(b.world) if b.hosts[r] == h]
+                g = dist.new_group(ranks)  # every rank creates every group (torch requires it)
+                if b.hosts[b.rank] == h:
+                    mine = (g, ranks)
+            assert mine is not None
+            scopes.append(("intra", mine[0], mine[1]))
+        elif "intra" in cfg.scopes and "world" not in cfg.scopes:
+            scopes.append(("world", None, list(range(b.world))))
+        if b.rank == 0 and cfg.progress:
+            try:
+                from rich.console import Console
+                from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            except ImportError:  # a bare GPU box (python -m clustersim.calibration.bench): no bar
+                cfg.progress = False
+        if b.rank == 0 and cfg.progress:
+            b.progress = Progress(TextColumn("{task.description:<34}"), BarColumn(), MofNCompleteColumn(),
+                                  TimeElapsedColumn(), console=Console(stderr=True), transient=False)
+            b.progress.start()
+            b.task = b.progress.add_task("start", total=_plan_size(cfg, b.world, [s[0] for s in scopes]))
+        for name, group, granks in scopes:
+            b.collectives(group, granks, name)
+        b.compute()
+        dist.barrier()
+    finally:
+        if b.progress is not None:
+            b.progress.stop()
+        if b.writer is not None:
+            b.writer.close()
+        if b.topo_dump and b.rank == 0:
+            try:
+                os.unlink(b.topo_dump)
+            except OSError:
+                pass
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    written = b.writer.written if b.writer is not None else 0
+    if b.rank == 0:
+        _log(f"wrote {written} rows to {cfg.output} (run {run_id}; {resumed} points were already there)")
+    return {"rank": b.rank, "world_size": b.world, "rows_written": written, "resumed_points": resumed, "run_id": run_id,
+            "output": cfg.output}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m clustersim.calibration.bench``: the bench without the CLI's dependencies (typer, pydantic).
+
+    For GPU machines that have torch but not clustersim's other dependencies
+    (``PYTHONPATH=/path/to/checkout torchrun --nproc-per-node 2 -m clustersim.calibration.bench -o m.jsonl``).
+    The options are those of ``clustersim calibrate bench``.
+    """
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m clustersim.calibration.bench", description=main.__doc__)
+    ap.add_argument("-o", "--output", required=True)
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--ops", default=",".join(OPS))
+    ap.add_argument("--sizes")
+    ap.add_argument("--modes", default="nccl,framework")
+    ap.add_argument("--framework-max-size", default="1MiB")
+    ap.add_argument("--iters", type=int)
+    ap.add_argument("--warmup", type=int)
+    ap.add_argument("--reps", type=int)
+    ap.add_argument("--framework-reps", type=int)
+    ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--nccl-algo")
+    ap.add_argument("--nccl-proto")
+    ap.add_argument("--nvls", default="off")
+    ap.add_argument("--scopes", default="world")
+    ap.add_argument("--no-gemm", action="store_true")
+    ap.add_argument("--gemm-shapes")
+    ap.add_argument("--gemm-dtype", default="bf16")
+    ap.add_argument("--no-hbm", action="store_true")
+    ap.add_argument("--hbm-bytes")
+    ap.add_argument("--no-launch", action="store_true")
+    ap.add_argument("--memory-fraction", type=float, default=0.8)
+    ap.add_argument("--timeout", type=float, default=600.0)
+    ap.add_argument("--run-id")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--no-progress", action="store_true")
+    a = ap.parse_args(argv)
+    csv = lambda t: tuple(x.strip() for x in (t or "").replace(" ", ",").split(",") if x.strip())  # noqa: E731
+    try:
+        from clustersim.units import parse_size
+
+        kw: dict[str, Any] = dict(device=a.device, ops=csv(a.ops), modes=csv(a.modes),
+                                  framework_max_bytes=parse_size(a.framework_max_size), dtype=a.dtype,
+                                  nccl_algo=a.nccl_algo, nccl_proto=a.nccl_proto, nvls=a.nvls, scopes=csv(a.scopes),
+                                  gemm=not a.no_gemm, gemm_dtype=a.gemm_dtype, hbm=not a.no_hbm, launch=not a.no_launch,
+                                  memory_fraction=a.memory_fraction, timeout_s=a.timeout, run_id=a.run_id,
+                                  progress=not a.no_progress)
+        if a.sizes:
+            kw["sizes"] = tuple(parse_size_range(a.sizes))
+        if a.gemm_shapes:
+            kw["gemm_shapes"] = parse_gemm_shapes(a.gemm_shapes)
+        if a.hbm_bytes:
+            kw["hbm_bytes"] = parse_size(a.hbm_bytes)
+        for name in ("iters", "warmup", "reps", "framework_reps"):
+            if getattr(a, name) is not None:
+                kw[name] = getattr(a, name)
+        cfg = quick_config(a.output, **kw) if a.quick else BenchConfig(output=a.output, **kw)
+        run_bench(cfg)
+    except ClusterSimError as exc:
+        sys.stderr.write(f"error: {exc.message}\n")
+        return 2
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,435 @@
+"""Analytical collective cost on a :class:`~clustersim.topology.Cluster` (Contract 2; engine-free).
+
+``CollectiveModel.estimate`` returns what nccl-tests would measure (NCCL-level time, no
+framework overhead). Order of precedence:
+
+1. the most specific matching :class:`~clustersim.config.profile.CollectiveEntry` of the
+   profile (op, algorithm, protocol, ranks, scope; mode ``nccl``) whose segments cover the
+   size: ``t = alpha + S / algbw``;
+2. otherwise NCCL's tuning model (:mod:`clustersim.collectives.formulas`) fed with the
+   profile's link classes (``links.nvlink|pcie|network``: per-hop latency and effective
+   per-GPU bandwidth) or, where the profile has none, NCCL's own constants derived from the
+   topology (NVLink count x 20.6 GB/s on SM90, PCIe x 48/63, NIC line rate), plus the
+   GPU-side kernel gap ``compute.kernel_launch_us`` that back-to-back nccl-tests
+   iterations pay; the mid-size channel throttling scales the bandwidth term.
+
+``algorithm="auto"`` picks the lowest predicted time among NCCL's algorithms (ring, tree,
+NVLS, NVLSTree) as NCCL's tuner does; textbook algorithms (``halving_doubling``,
+``hierarchical``, ``pairwise``) are used only when asked for.
+
+>>> from clustersim.topology import load_cluster
+>>> m = CollectiveModel(load_cluster("hgx-h200", gpus=2), None)
+>>> r = m.estimate("all_reduce", 2, 2**30)
+>>> r.algorithm, r.protocol, 300 < r.busbw_GBps < 370
+('ring', 'simple', True)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from clustersim.collectives import formulas as F
+from clustersim.config.profile import CollectiveEntry, Profile
+from clustersim.errors import ClusterSimError
+
+GB = 1e9
+NCCL_ALGOS = ("ring", "tree", "nvls", "nvls_tree")
+#: Algorithms each operation accepts (first = what ``auto`` considers besides NCCL's table).
+OP_ALGOS = {
+    "all_reduce": ("ring", "tree", "nvls", "nvls_tree", "halving_doubling", "hierarchical"),
+    "all_gather": ("ring", "nvls", "halving_doubling"),
+    "reduce_scatter": ("ring", "nvls", "halving_doubling"),
+    "broadcast": ("ring",),
+    "reduce": ("ring",),
+    "all_to_all": ("direct", "pairwise"),
+    "scatter": ("direct",),
+    "gather": ("direct",),
+    "send_recv": ("p2p",),
+    "barrier": ("ring", "tree", "nvls", "nvls_tree"),
+}
+ALIASES = {"nvlstree": "nvls_tree", "nvls-tree": "nvls_tree", "sharp": "nvls", "in_network": "nvls",
+           "in-network": "nvls", "rabenseifner": "halving_doubling", "halving-doubling": "halving_doubling",
+           "hd": "halving_doubling", "double_binary_tree": "tree"}
+
+
+@dataclass
+class CollectiveResult:
+    """Predicted cost of one collective.
+
+    ``time_s = latency_s + bandwidth_time_s``; the flow simulation replays exactly this split.
+    """
+
+    op: str
+    gpus: int
+    nodes: int
+    size_bytes: int
+    time_s: float
+    algorithm: str
+    protocol: str
+    algbw_GBps: float
+    busbw_GBps: float
+    latency_s: float = 0.0
+    bandwidth_time_s: float = 0.0
+    channels: int = 0
+    source: str = "model"   # "model" (NCCL-structured) or "profile" (calibrated entry)
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """JSON-able dict (``time_us`` added for convenience)."""
+        d = asdict(self)
+        d["time_us"] = self.time_s * 1e6
+        if not d["extra"]:
+            d.pop("extra")
+        return d
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    ranks: tuple[int, ...]
+    nccl: F.NcclContext
+    scope: str
+    intra_bw: float      # GB/s per GPU
+    nic_gpu_bw: float    # GB/s per GPU share of its NIC
+    hop_intra: tuple[float, float, float]
+    hop_inter: tuple[float, float, float]
+
+
+def _norm_algo(a: str | None) -> str:
+    a = (a or "auto").strip().lower()
+    return ALIASES.get(a, a)
+
+
+class CollectiveModel:
+    """NCCL-structured analytical collective model over a cluster and a profile.
+
+    Parameters
+    ----------
+    cluster : clustersim.topology.Cluster
+    profile : clustersim.config.profile.Profile or None
+        Calibration profile (None: NCCL constants only).
+    nvls : bool or None
+        In-network reduction (NVLS / NVLSTree) on NVSwitch; None = ``profile.nvls``.
+    p2p, gdr : bool
+        GPU peer-to-peer and GPUDirect RDMA; off stages data through host memory.
+    """
+
+    def __init__(self, cluster, profile: Profile | None = None, nvls: bool | None = None,
+                 p2p: bool = True, gdr: bool = True):
+        self.profile = profile
+        c = cluster
+        if not p2p and getattr(c, "p2p", True):
+            c = c.with_p2p(False)
+        if not gdr and getattr(c, "gdr", True):
+            c = c.with_gdr(False)
+        self.cluster = c
+        self.p2p, self.gdr = bool(p2p), bool(gdr)
+        want = nvls if nvls is not None else (profile.nvls if profile is not None else False)
+        self.nvls = bool(want) and bool(c.nvls_capable) and self.p2p
+        self.launch_s = (profile.compute.kernel_launch_us if profile is not None else 4.0) * 1e-6
+        self._ctx: dict[tuple[int, ...], _Ctx] = {}
+        self._first: dict[int, tuple[int, ...]] = {}
+        self._ctx_id: dict[int, _Ctx] = {}
+        self._tables: dict[tuple, list] = {}
+
+    # -- context --------------------------------------------------------------------------
+    def ranks_of(self, ranks: int | Sequence[int]) -> tuple[int, ...]:
+        """Normalise ``ranks`` (a count = the first N ranks, or a list of rank ids)."""
+        n_all = self.cluster.n_gpus
+        if isinstance(ranks, tuple):
+            hit = self._ctx_id.get(id(ranks))
+            if hit is not None and hit.ranks is ranks:
+                return ranks
+        if isinstance(ranks, (int, np.integer)):
+            n = int(ranks)
+            if not 1 <= n <= n_all:
+                raise ClusterSimError(f"ranks must be 1..{n_all} on this cluster, got {n}", field="ranks")
+            hit = self._first.get(n)
+            if hit is None:
+                hit = self._first[n] = tuple(range(n))
+            return hit
+        out = tuple(int(r) for r in ranks)
+        if not out:
+            raise ClusterSimError("ranks is empty", field="ranks")
+        if len(set(out)) != len(out):
+            raise ClusterSimError("ranks has duplicates", field="ranks")
+        known = self._ctx.get(out)
+        if known is not None:
+            return known.ranks  # the canonical tuple: later lookups are by identity, not by hashing
+        for r in out:
+            if not 0 <= r < n_all:
+                raise ClusterSimError(f"rank {r} out of range (0..{n_all - 1})", field="ranks")
+        return out
+
+    def context(self, ranks: tuple[int, ...]) -> _Ctx:
+        """Per-communicator facts (cached): nodes, GPUs per node, link classes and bandwidths."""
+        hit = self._ctx_id.get(id(ranks))
+        if hit is not None and hit.ranks is ranks:
+            return hit
+        hit = self._ctx.get(ranks)
+        if hit is not None:
+            return hit
+        c = self.cluster
+        sm = c.gpu_spec.sm
+        hosts = c.host_of[np.asarray(ranks)]
+        counts = np.bincount(hosts)  # (np.unique would import numpy.ma on first use: ~30 ms)
+        uh = np.flatnonzero(counts)
+        counts = counts[uh]
+        nodes, ppn = len(uh), int(counts.max())
+        links = self.profile.links if self.profile is not None else {}
+        # intra-node class and bandwidth: the first pair of ranks sharing a host
+        intra_hw, intra_bw = "nvlink", math.inf
+        pair = None
+        if ppn > 1:
+            # the slowest consecutive pair of one node's ring decides (a 4-GPU PCIe server with
+            # NVLink-bridged pairs runs its ring over PCIe between the pairs)
+            h0 = int(uh[np.argmax(counts)])
+            rk_arr = np.asarray(ranks)
+            local = rk_arr[hosts == h0].tolist()
+            best = None
+            for a, b in zip(local, local[1:] + local[:1]):
+                cls = "nvlink" if c.path_class(a, b) == "nvlink" else "pcie"
+                bw = float(c.link_bandwidth[c.route(a, b)].min()) / GB
+                if cls in links:
+                    eff = links[cls].bandwidth_GBps
+                elif cls == "nvlink":
+                    gen = c.gpu_spec.nvlink_generation or (5 if sm >= 100 else 4 if sm >= 90 else 3)
+                    eff = max(1, round(bw / F.NVLINK_LINE_RATE.get(gen, 25.0))) * F.nvlink_bw_per_link(sm)
+                else:
+                    eff = bw * F.PCIE_NCCL_FRACTION
+                if best is None or eff < best[1]:
+                    best = (cls, eff)
+            intra_hw, intra_bw = best
+        nic_bw, nics, nic_gpu = 0.0, 0, 0.0
+        if nodes > 1:
+            t = c.template
+            locals_ = np.flatnonzero(np.bincount(c.local_of[np.asarray(ranks)])).tolist()
+            rails = [t.rail[i] for i in locals_]
+            nics = len(set(rails))
+            # NCCL NIC model: speed/8000 = the line rate (topo.cc:416-418)
+            nic_bw = links["network"].bandwidth_GBps if "network" in links else t.nic_bandwidth / GB
+            r0 = ranks[0]
+            other = int(np.asarray(ranks)[np.argmax(hosts != c.host_of[r0])])
+            path_bw = float(c.link_bandwidth[c.route(r0, other)].min()) / GB
+            if not self.gdr:  # bounce buffer in host memory: the staged PCIe path bounds the NIC
+                nic_bw = min(nic_bw, path_bw * F.PCIE_NCCL_FRACTION)
+            share = max(rails.count(r) for r in set(rails))
+            nic_gpu = nic_bw / share
+
+        def hop(cls: str) -> tuple[float, float, float] | None:
+            if cls not in links:
+                return None
+            simple = F.HW_LAT_US[cls]["ring"][2]
+            lat = links[cls].latency_us
+            return tuple(lat * F.HW_LAT_US[cls]["ring"][p] / simple for p in range(3))
+
+        nctx = F.NcclContext(n=len(ranks), nodes=nodes, ppn=ppn, sm=sm, intra_hw=intra_hw,
+                             intra_bw=intra_bw if math.isfinite(intra_bw) else 0.0, nic_bw=nic_bw, nics=nics,
+                             intra_hop_us=hop(intra_hw), inter_hop_us=hop("network"), nvls=self.nvls)
+        hi = nctx.intra_hop_us or F.HW_LAT_US[intra_hw]["ring"]
+        ho = nctx.inter_hop_us or F.HW_LAT_US["network"]["ring"]
+        ctx = _Ctx(ranks, nctx, "intra" if nodes == 1 else "inter", intra_bw, nic_gpu, tuple(hi), tuple(ho))
+        self._ctx[ranks] = ctx
+        self._ctx_id[id(ranks)] = ctx
+        return ctx
+
+    # -- profile entries ------------------------------------------------------------------
+    def match_entry(self, op: str, algorithm: str, protocol: str, n: int, scope: str,
+                    size: float) -> tuple[CollectiveEntry, object] | None:
+        """Most specific profile entry (and its segment) covering ``size``; None if none."""
+        if self.profile is None or not self.profile.collectives:
+            return None
+        best, best_key = None, -1
+        for i, e in enumerate(self.profile.collectives):
+            if e.op != op or e.mode != "nccl":
+                continue
+            if e.algorithm is not None and (algorithm == "auto" or _norm_algo(e.algorithm) != algorithm):
+                continue
+            if e.protocol is not None and (protocol == "auto" or e.protocol != protocol):
+                continue
+            if e.algorithm is None and algorithm != "auto":
+                continue  # an entry measured with NCCL's own choice says nothing about a forced algorithm
+            if e.protocol is None and protocol != "auto":
+                continue
+            if e.ranks is not None and e.ranks != n:
+                continue
+            if e.scope is not None and e.scope != scope:
+                continue
+            if e.algorithm is None and self.nvls and self.profile.source.nvls is False:
+                continue  # measured without NVLS; the what-if asks for it
+            seg = next((s for s in e.segments if s.size_min_bytes <= size
+                        and (s.size_max_bytes is None or size < s.size_max_bytes)), None)
+            if seg is None:
+                continue
+            key = sum(x is not None for x in (e.algorithm, e.protocol, e.ranks, e.scope))
+            if key > best_key:
+                best, best_key = (e, seg), key
+        return best
+
+    # -- estimates ------------------------------------------------------------------------
+    def estimate(self, op: str, ranks: int | Sequence[int], size_bytes: float, algorithm: str = "auto",
+                 protocol: str = "auto") -> CollectiveResult:
+        """Predicted NCCL-level cost of one collective (see the module docstring)."""
+        F.check_op(op)
+        rk = self.ranks_of(ranks)
+        S = float(size_bytes)
+        if not math.isfinite(S) or S < 0:
+            raise ClusterSimError(f"size must be a finite number >= 0, got {size_bytes}", field="size")
+        algo = _norm_algo(algorithm)
+        proto = (protocol or "auto").strip().lower()
+        if proto not in ("auto",) + F.PROTOCOLS:
+            raise ClusterSimError(f"unknown protocol {protocol!r} (auto, ll, ll128, simple)", field="protocol")
+        if algo != "auto" and algo not in OP_ALGOS[op]:
+            raise ClusterSimError(f"{op} has no algorithm {algorithm!r} (choose auto, {', '.join(OP_ALGOS[op])})",
+                                  field="algorithm")
+        ctx = self.context(rk)
+        n = len(rk)
+        if op == "barrier":
+            r = self.estimate("all_reduce", rk, 4, algorithm, protocol) if n > 1 else None
+            if r is None:
+                return CollectiveResult(op, n, ctx.nccl.nodes, 0, 0.0, "none", "none", 0.0, 0.0)
+            return CollectiveResult(op, n, r.nodes, 0, r.time_s, r.algorithm, r.protocol, 0.0, 0.0,
+                                    r.latency_s, r.bandwidth_time_s, r.channels, r.source)
+        if n == 1 or S == 0:
+            return CollectiveResult(op, n, ctx.nccl.nodes, int(S), 0.0, algo if algo != "auto" else "none",
+                                    proto if proto != "auto" else "none", 0.0, 0.0)
+        hit = self.match_entry(op, algo, proto, n, ctx.scope, S)
+        if hit is not None:
+            e, seg = hit
+            lat, bwt = seg.alpha_us * 1e-6, S / (seg.algbw_GBps * GB)
+            auto = self._best(op, ctx, S, algo, proto)
+            return self._result(op, ctx, S, lat, bwt, e.algorithm or auto[0], e.protocol or auto[1], 0, "profile")
+        a, p, lat, bwt, ch = self._best(op, ctx, S, algo, proto)
+        return self._result(op, ctx, S, lat, bwt, a, p, ch, "model")
+
+    def candidates(self, op: str, ranks: int | Sequence[int], size_bytes: float) -> list[CollectiveResult]:
+        """Every (algorithm, protocol) the model can run for ``op`` (model only, no profile entries)."""
+        rk = self.ranks_of(ranks)
+        ctx = self.context(rk)
+        out = []
+        for a, p, lat, bwt, ch in self._cells(op, ctx, float(size_bytes)):
+            out.append(self._result(op, ctx, float(size_bytes), lat, bwt, a, p, ch, "model"))
+        return sorted(out, key=lambda r: r.time_s)
+
+    def _result(self, op, ctx, S, lat, bwt, a, p, ch, source) -> CollectiveResult:
+        t = lat + bwt
+        n = len(ctx.ranks)
+        alg = S / t / GB if t > 0 else 0.0
+        return CollectiveResult(op, n, ctx.nccl.nodes, int(S), t, a, p, alg, alg * F.busbw_factor(op, n),
+                                lat, bwt, ch, source)
+
+    def _best(self, op, ctx, S, algo, proto):
+        cells = self._cells(op, ctx, S, algo, proto)
+        if not cells:
+            what = f"{algo}/{proto}" if proto != "auto" else algo
+            raise ClusterSimError(f"{op}: no algorithm/protocol available for {what} on {len(ctx.ranks)} ranks "
+                                  f"({ctx.nccl.nodes} node(s){', NVLS off' if not self.nvls else ''})",
+                                  field="algorithm")
+        # NCCL's tuner ranks by its model time (before channel throttling), then runs throttled.
+        best = min(cells, key=lambda c: c[5])
+        return best[:5]
+
+    def _cells(self, op, ctx, S, algo="auto", proto="auto"):
+        """[(algorithm, protocol, latency_s, bandwidth_time_s, channels, selection_time_s)]."""
+        out = []
+        n = len(ctx.ranks)
+        nc = ctx.nccl
+        launch = self.launch_s
+        if op in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"):
+            key = (op, id(ctx))
+            table = self._tables.get(key)
+            if table is None:
+                table = self._tables[key] = F.nccl_table(op, nc)
+            for cell in table:
+                if algo not in ("auto", cell.algorithm) or proto not in ("auto", cell.protocol):
+                    continue
+                t_model = cell.time_us(S, op, nc) * 1e-6
+                lat_model = (cell.time_us(0.0, op, nc) if S > 0 else cell.lat_us) * 1e-6
+                if cell.algorithm == "ring" and cell.protocol == "simple" and nc.nodes > 1 and op == "all_reduce" \
+                        and S / (cell.channels * n) >= 64:
+                    lat_model = cell.lat_us * (1.9 if nc.sm < 80 else 1.4) * 1e-6
+                bw_model = max(0.0, t_model - lat_model)
+                frac = F.throttle_fraction(S, F.exec_channels(cell), cell.protocol, n, cell.algorithm)
+                out.append((cell.algorithm, cell.protocol, launch + lat_model, bw_model / frac,
+                            F.exec_channels(cell), t_model))
+        if algo == "auto" and out:
+            return out
+        out += self._generic(op, ctx, S, algo, proto)
+        return out
+
+    def _generic(self, op, ctx, S, algo, proto):
+        """Textbook algorithms over the link classes (alpha = per-hop latency, B = per-GPU bandwidth)."""
+        n = len(ctx.ranks)
+        nc = ctx.nccl
+        launch = self.launch_s
+        base = F.BASE_LAT_US["ring"][2] * 1e-6
+        Bi = ctx.intra_bw * GB if ctx.intra_bw and math.isfinite(ctx.intra_bw) else math.inf
+        Bo = ctx.nic_gpu_bw * GB if nc.nodes > 1 else math.inf
+        ai, ao = ctx.hop_intra[2] * 1e-6, ctx.hop_inter[2] * 1e-6
+        out = []
+        ppn, nodes = nc.ppn, nc.nodes
+
+        def add(a, p, lat, bwt, ch=1):
+            out.append((a, p, launch + base + lat, bwt, ch, launch + base + lat + bwt))
+
+        if op == "all_reduce" and algo in ("halving_doubling", "auto") and proto in ("auto", "simple"):
+            lg = int(math.floor(math.log2(n)))
+            if 1 << lg == n:
+                lat = bwt = 0.0
+                for k in range(lg):
+                    inter = (1 << k) >= ppn and nodes > 1
+                    a_k, B_k = (ao, Bo) if inter else (ai, Bi)
+                    lat += 2 * a_k
+                    bwt += 2 * (S / 2 ** (k + 1)) / B_k
+            else:
+                B = min(Bi, Bo)
+                a = max(ai, ao) if nodes > 1 else ai
+                t = F.halving_doubling_all_reduce_time(n, S, a, B)
+                lat = (2 * lg + 2) * a
+                bwt = t - lat
+            if algo == "halving_doubling":
+                add("halving_doubling", "simple", lat, bwt)
+        if op == "all_reduce" and algo == "hierarchical" and proto in ("auto", "simple"):
+            g = ppn
+            lat = 2 * (g - 1) * ai + 2 * (nodes - 1) * ao
+            bwt = (2 * (g - 1) / g * S / Bi if g > 1 else 0.0) + \
+                (2 * (nodes - 1) / nodes * (S / g) / Bo if nodes > 1 else 0.0)
+            add("hierarchical", "simple", lat, bwt)
+        if op in ("all_gather", "reduce_scatter") and algo == "halving_doubling" and proto in ("auto", "simple"):
+            lg = math.ceil(math.log2(n))
+            lat, bwt = 0.0, 0.0
+            for k in range(lg):
+                inter = (1 << k) >= ppn and nodes > 1
+                a_k, B_k = (ao, Bo) if inter else (ai, Bi)
+                lat += a_k
+                bwt += min(S / 2 ** (lg - k), S * (n - 1) / n) / B_k
+            add("halving_doubling", "simple", lat, bwt)
+        if op in ("all_to_all", "scatter", "gather") and proto in ("auto", "simple"):
+            intra_b = S * (ppn - 1) / n
+            inter_b = S * (n - ppn) / n
+            if algo in ("auto", "direct"):
+                lat = max(ai if ppn > 1 else 0.0, ao if nodes > 1 else 0.0)
+                bwt = max(intra_b / Bi if ppn > 1 else 0.0, inter_b / Bo if nodes > 1 else 0.0)
+                add("direct", "simple", lat, bwt)
+            if algo == "pairwise" and op == "all_to_all":
+                lat = (ppn - 1) * ai + (n - ppn) * ao
+                bwt = (intra_b / Bi if ppn > 1 else 0.0) + (inter_b / Bo if nodes > 1 else 0.0)
+                add("pairwise", "simple", lat, bwt)
+        if op == "send_recv" and algo in ("auto", "p2p"):
+            inter = nodes > 1
+            B = Bo if inter else Bi
+            for p in F.PROTOCOLS:
+                if proto not in ("auto", p):
+                    continue
+                pi = F.PROTO_IDX[p]
+                hop = (ctx.hop_inter if inter else ctx.hop_intra)[pi] * 1e-6
+                eff = {"ll": 0.5, "ll128": 0.92, "simple": 1.0}[p]
+                Bp = B * eff
+                if p == "ll":
+                    Bp = min(Bp, F.LL_MAX_BW[F.arch_index(nc.sm)][0] * GB)
+                lat = F.BASE_LAT_US["ring"][pi] * 1e-6 + hop
+                out.append(("p2p", p, launch + lat, S / Bp, 1, launch + lat + S / Bp))
+        return out

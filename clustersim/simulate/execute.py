@@ -1,0 +1,166 @@
+"""Analytical execution of an op DAG and the time breakdown both fidelities share.
+
+The analytical executor walks the DAG in topological order: an op starts when all its
+dependencies (stream order included) have finished and lasts its compute time or its
+closed-form collective time. No event queue: O(ops + deps).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from clustersim.errors import ClusterSimError
+from clustersim.workload.ops import Coll, Graph, Op
+
+
+@dataclass
+class Timeline:
+    """Start/end of every op plus the parts (category -> seconds) inside compute ops."""
+
+    start: list[float]
+    end: list[float]
+    parts: list[dict[str, float]] = field(default_factory=list)
+
+    @property
+    def makespan(self) -> float:
+        """End of the last op."""
+        return max(self.end) if self.end else 0.0
+
+
+def topo_order(graph: Graph) -> list[int]:
+    """Kahn's algorithm over ``deps``; raises on a cycle (a schedule bug or a bad job)."""
+    n = len(graph.ops)
+    indeg = [0] * n
+    succ: list[list[int]] = [[] for _ in range(n)]
+    for op in graph.ops:
+        for d in op.deps:
+            succ[d].append(op.id)
+            indeg[op.id] += 1
+    q = deque(i for i in range(n) if indeg[i] == 0)
+    out = []
+    while q:
+        i = q.popleft()
+        out.append(i)
+        for s in succ[i]:
+            indeg[s] -= 1
+            if indeg[s] == 0:
+                q.append(s)
+    if len(out) != n:
+        raise ClusterSimError("the operations wait on each other in a cycle (deadlock)", field="schedule")
+    return out
+
+
+def compute_parts(op: Op, comm_time) -> tuple[float, dict[str, float]]:
+    """Duration and category split of a compute/host op with closed-form inner collectives."""
+    if op.segments is None:
+        return op.duration, {op.category: op.duration}
+    comp = sum(s[1] for s in op.segments if s[0] == "c")
+    tp = sum(comm_time(s[1]) for s in op.segments if s[0] == "tp")
+    busy = comp + tp
+    host = max(0.0, op.args.get("host_s", 0.0) - busy)
+    parts = {"compute": comp}
+    if tp:
+        parts["comm_tp"] = tp
+    if host:
+        parts["host"] = host
+    return busy + host, parts
+
+
+def execute_analytical(graph: Graph, comm_time) -> Timeline:
+    """Start and end of every op with closed-form collectives (``comm_time(Coll) -> seconds``)."""
+    n = len(graph.ops)
+    start = [0.0] * n
+    end = [0.0] * n
+    parts: list[dict[str, float]] = [{} for _ in range(n)]
+    memo: dict[tuple, tuple] = {}  # ops sharing a segment list (identical chunks) cost the same
+    for i in topo_order(graph):
+        op = graph.ops[i]
+        t0 = max((end[d] for d in op.deps), default=0.0)
+        if op.coll is not None:
+            dur = comm_time(op.coll)
+            parts[i] = {op.category: dur}
+        elif op.segments is not None:
+            key = (id(op.segments), op.args.get("host_s", 0.0))
+            hit = memo.get(key)
+            if hit is None:
+                hit = memo[key] = compute_parts(op, comm_time)
+            dur, parts[i] = hit[0], dict(hit[1])
+        else:
+            dur, parts[i] = compute_parts(op, comm_time)
+        start[i], end[i] = t0, t0 + dur
+    return Timeline(start, end, parts)
+
+
+def _binding(op: Op, tl: Timeline) -> int | None:
+    """The dependency that finished last (the one that released ``op``)."""
+    return max(op.deps, key=lambda d: tl.end[d]) if op.deps else None
+
+
+def breakdown(graph: Graph, tl: Timeline, ranks: list[int], step: float) -> dict[str, float]:
+    """Where the compute stream's time goes, averaged over the executor ranks ``ranks``.
+
+    Busy time splits into the parts of its ops (compute, comm_tp inside layers, host, optimizer).
+    Idle time before an op is charged to the dependency that released it last: the overlap of
+    that collective with the idle interval counts as exposed communication of its axis
+    (comm_dp, comm_pp, comm_tp); the rest of the gap is pipeline bubble. Time after the last op
+    up to the step end is ``other``.
+    """
+    keys = ["compute", "comm_dp", "comm_tp", "comm_pp", "bubble", "optimizer", "host", "other"]
+    tot = {k: 0.0 for k in keys}
+    by_rank: dict[int, list[Op]] = {r: [] for r in ranks}
+    for op in graph.ops:
+        if op.stream == "compute" and op.rank in by_rank:
+            by_rank[op.rank].append(op)
+        for r, st in op.args.get("_tracks", ()):
+            if st == "compute" and r in by_rank and r != op.rank:
+                by_rank[r].append(op)
+    for r, ops in by_rank.items():
+        ops.sort(key=lambda o: (tl.start[o.id], o.id))
+        prev = 0.0
+        for op in ops:
+            gap = tl.start[op.id] - prev
+            if gap > 1e-15:
+                # walk back the chain of releasing collectives: their time inside the gap is exposed
+                hi, cur, exposed = tl.start[op.id], _binding(op, tl), 0.0
+                while cur is not None and hi > prev:
+                    dop = graph.ops[cur]
+                    if dop.coll is None:
+                        break
+                    lo = max(tl.start[cur], prev)
+                    if hi > lo:
+                        ax = dop.coll.axis
+                        tot["comm_" + ax if ax in ("dp", "tp", "pp") else "other"] += hi - lo
+                        exposed += hi - lo
+                        hi = lo
+                    cur = _binding(dop, tl)
+                tot["bubble"] += max(gap - exposed, 0.0)
+            for k, v in tl.parts[op.id].items():
+                tot[k if k in tot else "other"] += v
+            prev = max(prev, tl.end[op.id])
+        tot["other"] += max(0.0, step - prev)
+    n = max(len(by_rank), 1)
+    return {k: v / n for k, v in tot.items()}
+
+
+class CommCache:
+    """Memoised closed-form collective times: ``CommCache(model)(coll) -> seconds``.
+
+    ``model`` has ``estimate(op, ranks, size_bytes)`` returning an object with ``time_s``
+    (Contract 2's :class:`clustersim.collectives.CollectiveModel`).
+    """
+
+    def __init__(self, model):
+        self.model = model
+        self.cache: dict[tuple, float] = {}
+
+    def __call__(self, coll: Coll) -> float:
+        key = (coll.op, tuple(coll.ranks), float(coll.size_bytes))
+        t = self.cache.get(key)
+        if t is None:
+            if coll.size_bytes <= 0 and coll.op != "barrier":
+                t = 0.0
+            else:
+                t = float(self.model.estimate(coll.op, list(coll.ranks), int(coll.size_bytes)).time_s)
+            self.cache[key] = t
+        return t

@@ -1,0 +1,255 @@
+"""Contract 5: simulate one training step (or a generic job) of a scenario.
+
+>>> from clustersim.simulate import run_scenario            # doctest: +SKIP
+>>> res = run_scenario("scenarios/gpt-1b-ddp.yaml", fidelity="analytical")   # doctest: +SKIP
+>>> res.to_dict()["step_time_s"]                            # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from clustersim.config.scenario import Scenario
+from clustersim.errors import ClusterSimError
+from clustersim.simulate.execute import CommCache, Timeline, breakdown, execute_analytical
+from clustersim.simulate.resolve import ResolvedScenario, resolve_scenario
+from clustersim.workload.compute import ComputeModel
+from clustersim.workload.ops import Graph
+
+BREAKDOWN_KEYS = ("compute", "comm_dp", "comm_tp", "comm_pp", "bubble", "optimizer", "host", "other")
+
+
+@dataclass
+class RunResult:
+    """What one simulated step looks like. ``to_dict()`` is the ``--json`` document."""
+
+    scenario: str
+    fidelity: str
+    step_time_s: float
+    tokens_per_s: float | None
+    samples_per_s: float | None
+    mfu: float | None
+    breakdown: dict[str, float]
+    memory: dict | None
+    links: list[dict]
+    n_gpus: int
+    ops: int
+    wall_s: float
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """JSON-ready dictionary."""
+        d = {
+            "scenario": self.scenario, "fidelity": self.fidelity, "n_gpus": self.n_gpus,
+            "step_time_s": self.step_time_s, "tokens_per_s": self.tokens_per_s,
+            "samples_per_s": self.samples_per_s, "mfu": self.mfu,
+            "breakdown": dict(self.breakdown),
+            "breakdown_fraction": {k: (v / self.step_time_s if self.step_time_s > 0 else 0.0)
+                                   for k, v in self.breakdown.items()},
+            "memory": self.memory, "links": self.links, "ops": self.ops, "wall_s": self.wall_s,
+        }
+        d.update(self.extra)
+        return d
+
+
+def _collective_model(cluster, profile, scenario):
+    try:
+        from clustersim.collectives import CollectiveModel
+    except ImportError as exc:  # pragma: no cover - only while the collectives package is missing
+        raise ClusterSimError(f"collective model unavailable ({exc})") from None
+    c = scenario.cluster
+    return CollectiveModel(cluster, profile, nvls=c.nvls, p2p=c.p2p, gdr=c.gpudirect_rdma)
+
+
+def _ring_links(cluster, coll, cache: dict) -> np.ndarray:
+    """Links a collective loads: ring edges of each group (send_recv: the pair's route)."""
+    out = []
+    for g in coll.groups:
+        key = (coll.op == "send_recv", tuple(g))
+        arr = cache.get(key)
+        if arr is None:
+            if len(g) < 2:
+                arr = np.zeros(0, dtype=np.int64)
+            elif coll.op == "send_recv":
+                arr = np.asarray(cluster.route(g[0], g[1]), dtype=np.int64)
+            else:
+                parts = [np.asarray(cluster.route(a, b), dtype=np.int64) for a, b in zip(g, g[1:] + g[:1])]
+                arr = np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+            cache[key] = arr
+        out.append(arr)
+    return np.unique(np.concatenate(out)) if out else np.zeros(0, dtype=np.int64)
+
+
+def _tp_private(cluster, graph: Graph) -> bool:
+    """True when the representative TP groups' links carry no other simulated traffic."""
+    cache: dict = {}
+    tp_links: set[int] = set()
+    other: set[int] = set()
+    seen = set()
+    for op in graph.ops:
+        if op.segments:
+            for s in op.segments:
+                if s[0] == "tp":
+                    key = tuple(s[1].ranks)
+                    if key not in seen:
+                        seen.add(key)
+                        new = set(_ring_links(cluster, s[1], cache).tolist())
+                        if tp_links & new:
+                            return False  # two TP groups share links
+                        tp_links |= new
+        if op.coll is not None and not op.args.get("after_compute"):
+            # ops that start only after every compute op (grad norm, ZeRO weight gather) never meet TP traffic
+            other |= set(_ring_links(cluster, op.coll, cache).tolist())
+    return not (tp_links & other)
+
+
+def _analytical_links(cluster, graph: Graph, tl: Timeline, comm, step: float, top: int) -> list[dict]:
+    """Busy seconds per link from the closed form: each collective keeps its ring links busy for its duration."""
+    busy = np.zeros(len(cluster.link_bandwidth))
+    cache: dict = {}
+    acc: dict[tuple, list] = {}  # (op, groups) -> [coll, summed duration]
+
+    def add(c, dur):
+        key = (c.op, tuple(map(tuple, c.groups)))
+        e = acc.get(key)
+        if e is None:
+            acc[key] = [c, dur]
+        else:
+            e[1] += dur
+
+    uses: dict[int, list] = {}  # identical chunks share a segment list: count them once
+    for op in graph.ops:
+        if op.coll is not None:
+            add(op.coll, tl.end[op.id] - tl.start[op.id])
+        if op.segments:
+            e = uses.get(id(op.segments))
+            if e is None:
+                uses[id(op.segments)] = [op.segments, 1]
+            else:
+                e[1] += 1
+    for segs, count in uses.values():
+        for s in segs:
+            if s[0] == "tp":
+                add(s[1], comm(s[1]) * count)
+    for c, dur in acc.values():
+        busy[_ring_links(cluster, c, cache)] += dur
+    return _top_links(cluster, busy, step, top)
+
+
+def _top_links(cluster, busy, step: float, top: int) -> list[dict]:
+    busy = np.asarray(busy, dtype=float)
+    if step <= 0 or busy.size == 0:
+        return []
+    idx = np.argsort(-busy, kind="stable")[:top]
+    return [{"link": cluster.link_names[i], "kind": str(cluster.link_kind[i]),
+             "busy_s": float(busy[i]), "busy_fraction": float(min(busy[i] / step, 1.0))}
+            for i in idx if busy[i] > 0]
+
+
+def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str | None = None,
+                 trace_path: str | Path | None = None, overrides: list[str] | None = None,
+                 reduced: bool = True, top_links: int = 8) -> RunResult:
+    """Simulate one step of a scenario (Contract 5).
+
+    Parameters
+    ----------
+    source: scenario file, :class:`Scenario` or an already :class:`ResolvedScenario`.
+    fidelity: ``"flow"`` or ``"analytical"``; default: the scenario's ``simulation.fidelity``.
+    trace_path: write a Chrome/Perfetto trace JSON there.
+    overrides: ``--set`` style ``key=value`` strings (file sources only).
+    reduced: simulate one data-parallel replica (identical replicas; their DP collectives still
+        run on the full groups). ``False`` simulates every replica (validation).
+    """
+    t_wall = time.perf_counter()
+    rs = source if isinstance(source, ResolvedScenario) else resolve_scenario(source, overrides)
+    sc, cluster, profile = rs.scenario, rs.cluster, rs.profile
+    fidelity = fidelity or sc.simulation.fidelity
+    if fidelity not in ("flow", "analytical"):
+        raise ClusterSimError("fidelity must be flow or analytical", field="simulation.fidelity")
+    if not sc.cluster.p2p and hasattr(cluster, "with_p2p"):
+        cluster = cluster.with_p2p(False)
+    if not sc.cluster.gpudirect_rdma and hasattr(cluster, "with_gdr"):
+        cluster = cluster.with_gdr(False)
+    spec = cluster.gpu_spec
+    comm = CommCache(_collective_model(cluster, profile, sc))
+    host_call = profile.host.per_call_overhead_us * 1e-6
+
+    def cm_for(dtype: str) -> ComputeModel:
+        return ComputeModel.from_profile(profile.compute, spec, dtype)
+
+    extra: dict = {}
+    if sc.model is not None:
+        from clustersim.workload.transformer import TransformerStep
+
+        dtype = sc.training.precision.params
+        cm = cm_for(dtype)  # GEMMs run at the peak of the weights' dtype (fp8 -> fp8 tensor cores)
+        step = TransformerStep(sc, cm, host_call_s=host_call, reduced=reduced)
+        graph = step.build()
+        exec_ranks = step.exec_ranks
+    else:
+        from clustersim.workload.job import build_job
+
+        graph, exec_ranks = build_job(sc, cluster, cm_for, profile.compute.gemm_efficiency, cluster.host_of)
+        step = None
+
+    links: list[dict] = []
+    if fidelity == "analytical":
+        tl = execute_analytical(graph, comm)
+    else:
+        from clustersim.engine import Simulation
+        from clustersim.engine.streams import execute_flow
+
+        c = sc.cluster
+        sim = Simulation(cluster, profile, nvls=c.nvls, p2p=c.p2p, gdr=c.gpudirect_rdma)
+        private = _tp_private(cluster, graph)
+        extra["tp_closed_form"] = private
+        tl = execute_flow(sim, graph, comm, private_tp=private)
+    makespan = tl.makespan
+    iters = sc.job.iterations if sc.job is not None else 1
+    step_time = makespan / iters
+    bd = breakdown(graph, tl, exec_ranks, makespan)
+    bd = {k: v / iters for k, v in bd.items()}
+    if fidelity == "flow":
+        busy = getattr(sim, "link_busy_time", None)
+        if busy is not None:
+            links = _top_links(cluster, busy, makespan, top_links)
+    else:
+        links = _analytical_links(cluster, graph, tl, comm, makespan, top_links)
+
+    n = cluster.n_gpus
+    bf16_peak = spec.peak_tflops.get("bf16", spec.peak_tflops.get("fp16", 0.0)) * 1e12
+    if step is not None:
+        tokens = sc.training.global_batch * sc.model.seq_len
+        tokens_per_s = tokens / step_time
+        samples_per_s = sc.training.global_batch / step_time
+        mflops = step.model_flops_per_step()
+        mfu = mflops / (step_time * n * bf16_peak) if bf16_peak else None
+        memory = step.memory(spec.hbm_GB * 1e9)
+        extra["model_flops_per_step"] = mflops
+        extra["params"] = step.m.total_params
+        extra["micro_batches"] = sc.micro_batches
+        extra["tflops_per_gpu"] = mflops / step_time / n / 1e12
+        extra["reduced"] = step.reduced
+        if sc.training.steps > 1:
+            extra["total_time_s"] = step_time * sc.training.steps
+    else:
+        tokens_per_s = None
+        spi = sc.job.samples_per_iteration
+        samples_per_s = spi / step_time if spi and step_time > 0 else None
+        mfu = None
+        memory = None
+        extra["total_time_s"] = makespan
+        extra["ranks"] = len(exec_ranks)
+    res = RunResult(scenario=sc.name, fidelity=fidelity, step_time_s=step_time, tokens_per_s=tokens_per_s,
+                    samples_per_s=samples_per_s, mfu=mfu, breakdown=bd, memory=memory, links=links,
+                    n_gpus=n, ops=len(graph), wall_s=0.0, extra=extra)
+    if trace_path is not None:
+        from clustersim.trace.chrome import write_trace
+
+        write_trace(trace_path, graph, tl, cluster=cluster, title=sc.name, comm_time=comm)
+    res.wall_s = time.perf_counter() - t_wall
+    return res

@@ -1,0 +1,1 @@
+"""Timeline recording and Chrome/Perfetto trace export."""

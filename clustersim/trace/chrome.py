@@ -1,0 +1,106 @@
+"""Chrome trace-event JSON (opens in ui.perfetto.dev and chrome://tracing).
+
+One process per rank (``pid`` = rank, named ``rank N (host.gpu)``), one thread per stream
+(compute, tp, dp, dp_ag, dp_rs, pp_f, pp_b). Every op is a complete event (``ph: "X"``) with
+microsecond ``ts``/``dur``; collectives carry ``op``, ``group`` (axis), ``ranks`` and ``bytes``
+in ``args``. Ops that occupy several ranks' streams (collectives) appear on each of them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from clustersim.errors import ClusterSimError
+
+STREAM_TID = {"compute": 0, "tp": 1, "dp": 2, "dp_ag": 3, "dp_rs": 4, "pp_f": 5, "pp_b": 6}
+
+
+def _tp_events(graph, tl, comm_time, streams) -> list[dict]:
+    """Tensor-parallel collectives inside compute ops, laid out on the rank's ``tp`` track.
+
+    Positions follow the op's segment order (compute seconds and closed-form collective times),
+    scaled to the op's simulated duration.
+    """
+    out = []
+    for op in graph.ops:
+        if not op.segments or not any(sg[0] == "tp" for sg in op.segments):
+            continue
+        durs = [sg[1] if sg[0] == "c" else comm_time(sg[1]) for sg in op.segments]
+        total = sum(durs)
+        span = tl.end[op.id] - tl.start[op.id]
+        scale = span / total if total > 0 else 0.0
+        t = tl.start[op.id]
+        streams.setdefault(op.rank, set()).add("tp")
+        for sg, d in zip(op.segments, durs):
+            if sg[0] == "tp":
+                c = sg[1]
+                out.append({"ph": "X", "name": f"{c.op} [tp {c.size_bytes:.3g} B]", "cat": "comm_tp", "pid": op.rank,
+                            "tid": STREAM_TID["tp"], "ts": t * 1e6, "dur": d * scale * 1e6,
+                            "args": {"op": c.op, "group": "tp", "bytes": c.size_bytes, "ranks": c.ranks,
+                                     "in": op.name}})
+            t += d * scale
+    return out
+
+
+def trace_events(graph, tl, cluster=None, comm_time=None) -> list[dict]:
+    """Trace events of a simulated timeline (metadata first, then ops by start time).
+
+    With ``comm_time`` (closed-form collective time), the TP collectives inside layers are drawn
+    on a ``tp`` track of each rank.
+    """
+    events: list[dict] = []
+    streams: dict[int, set[str]] = {}
+    ops_by_track: list[tuple[int, str, object]] = []
+    for op in graph.ops:
+        tracks = [(op.rank, op.stream)]
+        if op.coll is not None and op.coll.groups:
+            # collective ops also show on the other executor ranks whose stream they occupy
+            for key in op.args.get("_tracks", []):
+                tracks.append(key)
+        for r, s in tracks:
+            streams.setdefault(r, set()).add(s)
+            ops_by_track.append((r, s, op))
+    tp_body = _tp_events(graph, tl, comm_time, streams) if comm_time is not None else []
+    for r in sorted(streams):
+        label = f"rank {r}"
+        if cluster is not None and r < len(cluster.gpus):
+            label += f" ({cluster.gpus[r]})"
+        events.append({"ph": "M", "name": "process_name", "pid": r, "tid": 0, "args": {"name": label}})
+        events.append({"ph": "M", "name": "process_sort_index", "pid": r, "tid": 0, "args": {"sort_index": r}})
+        for s in sorted(streams[r], key=lambda x: STREAM_TID.get(x, 99)):
+            tid = STREAM_TID.get(s, 10 + len(s))
+            events.append({"ph": "M", "name": "thread_name", "pid": r, "tid": tid, "args": {"name": s}})
+    body = []
+    for r, s, op in ops_by_track:
+        dur = tl.end[op.id] - tl.start[op.id]
+        args = {"category": op.category}
+        if op.coll is not None:
+            args.update({"op": op.coll.op, "group": op.coll.axis, "bytes": op.coll.size_bytes,
+                         "ranks": op.coll.ranks, "groups": len(op.coll.groups)})
+        for k, v in tl.parts[op.id].items():
+            args[f"{k}_us"] = v * 1e6
+        for k in ("mb", "chunk", "kind", "iteration"):
+            if k in op.args:
+                args[k] = op.args[k]
+        name = op.name
+        if op.coll is not None:
+            name = f"{op.name} [{op.coll.axis} {op.coll.size_bytes:.3g} B]"
+        body.append({"ph": "X", "name": name, "cat": op.category, "pid": r,
+                     "tid": STREAM_TID.get(s, 10 + len(s)), "ts": tl.start[op.id] * 1e6,
+                     "dur": dur * 1e6, "args": args})
+    body += tp_body
+    body.sort(key=lambda e: (e["ts"], e["pid"], e["tid"]))
+    return events + body
+
+
+def write_trace(path, graph, tl, cluster=None, title: str | None = None, comm_time=None) -> Path:
+    """Write the trace JSON object (``traceEvents`` + ``displayTimeUnit``) to ``path``."""
+    p = Path(path)
+    doc = {"traceEvents": trace_events(graph, tl, cluster, comm_time), "displayTimeUnit": "ms",
+           "otherData": {"generator": "clustersim", "scenario": title}}
+    try:
+        p.write_text(json.dumps(doc))
+    except OSError as exc:
+        raise ClusterSimError(f"cannot write trace: {exc.strerror}", file=str(path)) from None
+    return p

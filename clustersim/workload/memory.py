@@ -1,0 +1,81 @@
+"""Memory per GPU: model states from the precision fields (with ZeRO sharding) and activations.
+
+Model states per parameter (bytes), with ``P`` = params dtype, ``G`` = grads dtype, ``O`` =
+optimizer-state dtype:
+
+* weights ``P``; gradients ``G``; optimizer ``2 O`` for AdamW (m and v; 0 for plain SGD) plus
+  4 for an fp32 master copy when ``master_weights`` and the params are not already fp32.
+* Megatron mixed precision (bf16 params, fp32 main grads, fp32 master + moments) = 2 + 4 + 12 = 18;
+  with bf16 grads (ZeRO paper's ``K = 12`` case) = 16; pure bf16 AdamW (bf16 params, grads,
+  moments, no master) = 2 + 2 + 4 = 8.
+* ZeRO-1 shards the optimizer bytes over DP, ZeRO-2 also the gradients, ZeRO-3 also the weights
+  (ZeRO paper §5; ``P_os = 4 + K/N_d`` with 16-bit grads).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from clustersim.workload.model import DTYPE_BYTES
+
+
+@dataclass(frozen=True)
+class StateBytes:
+    """Bytes per parameter of each kind of model state (before ZeRO sharding)."""
+
+    params: float
+    grads: float
+    optimizer: float
+
+    @property
+    def total(self) -> float:
+        """Sum of the three."""
+        return self.params + self.grads + self.optimizer
+
+
+def state_bytes_per_param(precision, optimizer: str) -> StateBytes:
+    """Bytes per parameter of weights, gradients and optimizer state.
+
+    Examples
+    --------
+    >>> from clustersim.config.scenario import PrecisionSection
+    >>> state_bytes_per_param(PrecisionSection(), "adamw").total
+    18
+    >>> state_bytes_per_param(PrecisionSection(grads="bf16", optimizer_states="bf16", master_weights=False), "adamw").total
+    8
+    """
+    p = DTYPE_BYTES[precision.params]
+    g = DTYPE_BYTES[precision.grads]
+    o = 2 * DTYPE_BYTES[precision.optimizer_states] if optimizer == "adamw" else 0
+    if precision.master_weights and precision.params != "fp32":
+        o += 4
+    return StateBytes(p, g, o)
+
+
+def sharded_states(n_params: float, sb: StateBytes, zero: int, dp: int) -> dict[str, float]:
+    """Bytes of params, grads and optimizer held by one GPU for ``n_params`` under ZeRO stage ``zero``."""
+    d = max(dp, 1)
+    return {
+        "params": n_params * sb.params / (d if zero >= 3 else 1),
+        "grads": n_params * sb.grads / (d if zero >= 2 else 1),
+        "optimizer": n_params * sb.optimizer / (d if zero >= 1 else 1),
+    }
+
+
+def optimizer_update_bytes(precision, optimizer: str) -> float:
+    """HBM bytes the fused optimizer step reads and writes per parameter it updates.
+
+    AdamW: read grad, read+write m and v, read+write the master (or the weights), write the
+    16-bit working copy when a master exists; SGD: read grad, read+write the weights (master).
+    Plus one read of the gradients for the global-norm clip.
+    """
+    g = DTYPE_BYTES[precision.grads]
+    p = DTYPE_BYTES[precision.params]
+    master = precision.master_weights and precision.params != "fp32"
+    w = 4 if master else p
+    total = g + 2 * w + g  # grad read (update) + weight read/write + grad read (norm)
+    if optimizer == "adamw":
+        total += 4 * DTYPE_BYTES[precision.optimizer_states]
+    if master:
+        total += p
+    return float(total)

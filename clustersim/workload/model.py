@@ -1,0 +1,159 @@
+"""Transformer accounting: parameters, FLOPs and activation memory from the model fields.
+
+Everything here is closed form and engine-free. Conventions (see ``docs/training.md``):
+
+* FLOPs count a multiply-add as 2 FLOPs; a GEMM ``m x n x k`` costs ``2 m n k``.
+* Backward GEMM FLOPs are twice the forward (dgrad + wgrad).
+* **Model FLOPs** (for MFU) per token = ``6 * N_matmul + 12 * L * h * s``: ``N_matmul`` are the
+  weights that take part in GEMMs (every linear layer of every transformer layer plus the LM
+  head, never the embedding lookup or the norms), and the attention term counts the **full**
+  ``s x s`` score matrix (QK^T and attention x V, forward + backward, no causal halving), the
+  convention of Narayanan 2021, Korthikanti 2022 and Megatron-LM before March 2025. With
+  ``h_kv = h`` and ``f = 4h`` this is Korthikanti's eq. 7, ``72 B L s h^2 (1 + s/6h + V/12hL)``.
+* Activation bytes follow Korthikanti et al. 2022 Table 2 (16-bit activations, 1-byte dropout
+  masks), generalised term by term to GQA (K and V scale with ``kv_heads/heads``) and to the
+  MLP width ``f`` and SwiGLU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+
+
+@dataclass(frozen=True)
+class ModelDims:
+    """The resolved model fields (every preset and default already applied).
+
+    Examples
+    --------
+    >>> m = ModelDims(layers=2, hidden=64, heads=4, kv_heads=4, ffn_hidden=256, vocab=100, seq_len=16)
+    >>> m.layer_matmul_params
+    49152
+    """
+
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    ffn_hidden: int
+    vocab: int
+    seq_len: int
+    mlp: str = "gelu"
+    norm: str = "layernorm"
+    bias: bool = False
+    tied_embeddings: bool = False
+    position_embedding: str = "learned"
+    attention: str = "flash"
+
+    @classmethod
+    def from_section(cls, m) -> "ModelDims":
+        """Build from a :class:`clustersim.config.scenario.ModelSection` (already filled)."""
+        return cls(layers=m.layers, hidden=m.hidden, heads=m.heads, kv_heads=m.kv_heads,
+                   ffn_hidden=m.ffn_hidden, vocab=m.vocab, seq_len=m.seq_len, mlp=m.mlp, norm=m.norm,
+                   bias=m.bias, tied_embeddings=m.tied_embeddings,
+                   position_embedding=m.position_embedding, attention=m.attention)
+
+    # -- shapes ----------------------------------------------------------------------------
+    @property
+    def head_dim(self) -> int:
+        """Width of one attention head, h / a."""
+        return self.hidden // self.heads
+
+    @property
+    def kv_hidden(self) -> int:
+        """Width of K (and of V): kv_heads * head_dim."""
+        return self.kv_heads * self.head_dim
+
+    @property
+    def mlp_in_width(self) -> int:
+        """Output width of the first MLP GEMM: f (GELU) or 2f (SwiGLU gate + up fused)."""
+        return 2 * self.ffn_hidden if self.mlp == "swiglu" else self.ffn_hidden
+
+    # -- parameters ------------------------------------------------------------------------
+    @property
+    def layer_matmul_params(self) -> int:
+        """Weights of one layer that enter GEMMs: Q, K, V, O and the MLP matrices."""
+        h, f = self.hidden, self.ffn_hidden
+        attn = h * h + 2 * h * self.kv_hidden + h * h
+        mlp = (3 if self.mlp == "swiglu" else 2) * h * f
+        return attn + mlp
+
+    @property
+    def layer_other_params(self) -> int:
+        """Biases and norm weights of one layer (LayerNorm: gain + bias; RMSNorm: gain)."""
+        h, f = self.hidden, self.ffn_hidden
+        norms = 2 * (2 * h if self.norm == "layernorm" else h)
+        bias = 0
+        if self.bias:
+            bias = (h + 2 * self.kv_hidden) + h + (self.mlp_in_width + h)
+        return norms + bias
+
+    @property
+    def layer_params(self) -> int:
+        """All parameters of one transformer layer."""
+        return self.layer_matmul_params + self.layer_other_params
+
+    @property
+    def embedding_params(self) -> int:
+        """Token embedding V*h plus a learned position table s*h."""
+        pos = self.seq_len * self.hidden if self.position_embedding == "learned" else 0
+        return self.vocab * self.hidden + pos
+
+    @property
+    def head_params(self) -> int:
+        """Final norm plus the LM head (0 extra weights when tied)."""
+        fn = 2 * self.hidden if self.norm == "layernorm" else self.hidden
+        return fn + (0 if self.tied_embeddings else self.vocab * self.hidden)
+
+    @property
+    def total_params(self) -> int:
+        """Every parameter of the model."""
+        return self.layers * self.layer_params + self.embedding_params + self.head_params
+
+    # -- FLOPs -----------------------------------------------------------------------------
+    def model_flops_per_token(self) -> float:
+        """Model FLOPs per token of one training step (forward + backward, no recompute).
+
+        ``6 * (L * layer_matmul_params + V * h) + 12 * L * h * s``.
+        """
+        n_mm = self.layers * self.layer_matmul_params + self.vocab * self.hidden
+        return 6.0 * n_mm + 12.0 * self.layers * self.hidden * self.seq_len
+
+    # -- activation memory -----------------------------------------------------------------
+    def layer_activation_bytes(self, micro_batch: int, tp: int = 1, sp: bool = False,
+                               recompute: str = "none", attention: str | None = None) -> float:
+        """Activation bytes one transformer layer keeps for its backward, per GPU (Korthikanti Table 2).
+
+        Terms (s b h units, 16-bit values, 1-byte dropout masks), for the GPT layer with ``f = 4h``
+        and ``h_kv = h`` they add up to ``34 s b h + 5 a s^2 b``:
+
+        * attention: LN output 2, Q 2, K 2 g/a, V 2 g/a, (eager: scores softmax 2as/h, dropout
+          mask as/h, dropout output 2as/h), attention output 2, output dropout mask 1;
+        * MLP: LN output 2, first GEMM output 2f/h (SwiGLU: 4f/h), activation output 2f/h,
+          dropout mask 1;
+        * the two norm inputs: 4.
+
+        Of these the norm inputs, the two norm outputs (as attention and MLP inputs) and the two
+        dropout masks (10 s b h) are replicated over TP ranks unless ``sp``. ``recompute='full'``
+        keeps only the layer input (2 s b h, split by TP with SP); ``'selective'`` drops the
+        s^2 terms (as flash attention does).
+        """
+        s, b, h, a = self.seq_len, micro_batch, self.hidden, self.heads
+        sbh = s * b * h
+        if recompute == "full":
+            return 2.0 * sbh / (tp if sp else 1)
+        att = attention or self.attention
+        g = self.kv_heads / self.heads
+        f = self.ffn_hidden / h
+        # split over TP ranks (column/row-parallel tensors)
+        split = 2 + 2 * g + 2 * g + 2  # Q, K, V, attention output (input of the O projection)
+        split += (4 * f if self.mlp == "swiglu" else 2 * f) + 2 * f
+        # replicated without SP: 2 norm inputs (4), 2 norm outputs (4), 2 dropout masks (2)
+        repl = 10.0
+        quad = 0.0
+        if att == "eager" and recompute != "selective":
+            quad = 5.0 * a * s / h  # softmax output 2, dropout mask 1, dropout output 2 (x a s^2 b)
+        per = (repl / (tp if sp else 1)) + split / tp + quad / tp
+        return per * sbh

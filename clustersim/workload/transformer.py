@@ -1,0 +1,571 @@
+"""Transformer training step: kernels per layer, parallel layout, and the op DAG of one step.
+
+How a step is laid out (Megatron-LM semantics; see ``docs/training.md``):
+
+* Ranks: ``parallelism.order`` lists the axes innermost first; ``tp-cp-ep-dp-pp`` puts the TP
+  ranks of a group on adjacent GPUs (inside a node) and pipeline stages outermost.
+* Per layer and micro-batch on each TP rank: norm, QKV GEMM (column parallel), RoPE, attention
+  core (flash: one fused kernel that skips the masked half of the causal score matrix; eager:
+  two batched GEMMs plus a memory-bound masked softmax and dropout over ``s^2``), output
+  projection (row parallel), TP all-reduce (SP: all-gather before the column-parallel GEMM and
+  reduce-scatter after the row-parallel one), bias-dropout-add, norm, MLP (GELU or SwiGLU),
+  all-reduce, bias-dropout-add. Backward: every GEMM twice (dgrad and wgrad shapes), flash
+  attention 2.5x its forward FLOPs (FlashAttention-2 recomputes the scores: 5 GEMMs against 2),
+  memory-bound kernels twice their bytes, and the conjugate TP collectives.
+* Pipeline: chunks ordered by :func:`clustersim.workload.schedule.pipeline_order`; activations
+  (forward) and their gradients (backward) go point to point between TP rank ``i`` of adjacent
+  stages, ``2 b s h / t`` bytes each (Megatron's scatter/gather optimisation, or the SP shard).
+* DP: gradients reduced in buckets of ``ddp_bucket_mb`` in reverse layer order during the
+  backward of the last micro-batch (gradient accumulation communicates once); ZeRO-1/2 reduce-scatter
+  the buckets and all-gather the updated weights after the optimizer; ZeRO-3/FSDP all-gathers
+  each layer's weights before its forward and backward (one layer prefetched ahead) and
+  reduce-scatters its gradients after the last micro-batch's backward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from clustersim.workload.compute import ComputeModel
+from clustersim.workload.memory import optimizer_update_bytes, sharded_states, state_bytes_per_param
+from clustersim.workload.model import DTYPE_BYTES, ModelDims
+from clustersim.workload.ops import Coll, Graph
+from clustersim.workload.schedule import max_in_flight, pipeline_order
+
+AXES = ("tp", "cp", "ep", "dp", "pp")
+
+
+def split_layers(layers: int, chunks: int) -> list[int]:
+    """Layers of each virtual stage: as even as possible, the deficit taken from the ends.
+
+    When ``chunks`` does not divide ``layers``, every stage gets ``ceil(layers/chunks)`` and the
+    first and last stages (then the second and second-to-last, ...) give one back, as Llama 3
+    does for its embedding and LM-head stages (126 layers on 16 stages: 7, 8 x 14, 7).
+
+    >>> split_layers(126, 16)
+    [7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7]
+    """
+    base = -(-layers // chunks)
+    out = [base] * chunks
+    deficit = base * chunks - layers
+    lo, hi, k = 0, chunks - 1, 0
+    while deficit > 0:
+        idx = lo if k % 2 == 0 else hi
+        out[idx] -= 1
+        deficit -= 1
+        if k % 2 == 0:
+            lo += 1
+        else:
+            hi -= 1
+        k += 1
+    return out
+
+
+class Layout:
+    """Global rank of every (tp, cp, ep, dp, pp) coordinate, from ``parallelism.order``.
+
+    Examples
+    --------
+    >>> lay = Layout({"tp": 2, "cp": 1, "ep": 1, "dp": 2, "pp": 2}, "tp-cp-ep-dp-pp")
+    >>> lay.rank(tp=1, dp=1, pp=1)
+    7
+    """
+
+    def __init__(self, sizes: dict[str, int], order: str):
+        self.sizes = dict(sizes)
+        self.order = order.split("-")
+        self.stride: dict[str, int] = {}
+        s = 1
+        for ax in self.order:
+            self.stride[ax] = s
+            s *= self.sizes[ax]
+        self.world = s
+        self._groups: dict[tuple, tuple] = {}
+
+    def rank(self, **coords: int) -> int:
+        """Global rank of the coordinates (missing axes are 0)."""
+        return sum(self.stride[ax] * coords.get(ax, 0) for ax in AXES)
+
+    def coords(self, rank: int) -> dict[str, int]:
+        """Coordinates of a global rank (inverse of :meth:`rank`)."""
+        return {ax: (rank // self.stride[ax]) % self.sizes[ax] for ax in AXES}
+
+    def group(self, axis: str, **coords: int) -> list[int]:
+        """Ranks along ``axis`` with the other coordinates fixed."""
+        key = (axis, tuple(sorted(coords.items())))
+        hit = self._groups.get(key)
+        if hit is not None:
+            return list(hit)
+        out = self._group(axis, **coords)
+        self._groups[key] = tuple(out)
+        return out
+
+    def _group(self, axis: str, **coords: int) -> list[int]:
+        out = []
+        for i in range(self.sizes[axis]):
+            c = dict(coords)
+            c[axis] = i
+            out.append(self.rank(**c))
+        return out
+
+
+@dataclass
+class Unit:
+    """Forward or backward work of one layer-like unit on one TP rank for one micro-batch."""
+
+    name: str
+    segments: list  # ("c", seconds, kernels) | ("tp", op, size_bytes)
+    grad_bytes: float  # gradient bytes this unit produces (per TP rank)
+    param_count: float  # parameters of the unit held per TP rank
+
+
+class TransformerStep:
+    """Builds the op DAG of one training step of a transformer scenario.
+
+    Parameters
+    ----------
+    scenario: a validated :class:`clustersim.config.scenario.Scenario` with a model.
+    compute: the :class:`ComputeModel` of the GPU.
+    host_call_s: host CPU seconds to issue one kernel or collective (profile ``host.per_call_overhead_us``).
+    reduced: simulate one DP replica (the symmetry reduction); False simulates every replica.
+    """
+
+    def __init__(self, scenario, compute: ComputeModel, host_call_s: float = 0.0, reduced: bool = True):
+        self.sc = scenario
+        self.m = ModelDims.from_section(scenario.model)
+        self.cm = compute
+        self.host_call_s = host_call_s
+        par, tr = scenario.parallelism, scenario.training
+        self.par, self.tr = par, tr
+        self.t, self.p, self.d, self.v = par.tp, par.pp, par.dp, par.virtual_stages
+        self.b = tr.micro_batch
+        self.n_mb = scenario.micro_batches
+        self.sp = par.sequence_parallel and par.tp > 1
+        self.vocab_par = par.vocab_parallel or par.tp == 1
+        self.layout = Layout({"tp": par.tp, "cp": par.cp, "ep": par.ep, "dp": par.dp, "pp": par.pp}, par.order)
+        self.reduced = reduced or par.zero == 3
+        self.a_bytes = 2  # 16-bit activations
+        self.pb = DTYPE_BYTES[tr.precision.params]
+        self.gb = DTYPE_BYTES[tr.precision.grads]
+        self.n_vstages = self.p * self.v
+        self.vs_layers = split_layers(self.m.layers, self.n_vstages)
+        self.layers_per_chunk = max(self.vs_layers)
+
+    # ------------------------------------------------------------------ kernels of one unit
+    def _tp(self, op: str, size: float) -> tuple:
+        return ("tp", op, size)
+
+    def _layer_units(self) -> tuple[Unit, Unit, Unit | None]:
+        """Forward, backward and (selective-recompute extra) units of one transformer layer."""
+        m, cm, t, b, s = self.m, self.cm, self.t, self.b, self.m.seq_len
+        h, a = m.hidden, m.heads
+        T = b * s
+        Tn = T // t if self.sp else T  # tokens a rank holds outside the TP region
+        ab = self.a_bytes
+        full = T * h * ab  # one full activation tensor in bytes
+        fwd: list = []
+        bwd: list = []
+
+        def mem(nbytes, k=1, both=True):
+            fwd.append(("c", cm.memory(nbytes, k), k))
+            if both:
+                bwd.append(("c", cm.memory(2 * nbytes, k), k))
+
+        def gemm(M, N, K):
+            fwd.append(("c", cm.gemm(M, N, K), 1))
+            bwd.append(("c", cm.gemm(M, K, N) + cm.gemm(K, N, M), 2))
+
+        def tp_in():  # "f" operator of Megatron: identity fwd / AR bwd (SP: AG fwd / RS bwd)
+            if t == 1:
+                return
+            if self.sp:
+                fwd.append(self._tp("all_gather", full))
+                bwd.append(self._tp("reduce_scatter", full))
+            else:
+                bwd.append(self._tp("all_reduce", full))
+
+        def tp_out():  # "g" operator: AR fwd / identity bwd (SP: RS fwd / AG bwd)
+            if t == 1:
+                return
+            if self.sp:
+                fwd.append(self._tp("reduce_scatter", full))
+                bwd.append(self._tp("all_gather", full))
+            else:
+                fwd.append(self._tp("all_reduce", full))
+
+        norm_bytes = 2 * Tn * h * ab  # read x, write y (statistics negligible)
+        # --- attention block
+        mem(norm_bytes)
+        tp_in()
+        gemm(T, (h + 2 * m.kv_hidden) // t, h)
+        if m.position_embedding == "rope":
+            mem(2 * T * (h + m.kv_hidden) // t * ab)
+        heads_local = a // t
+        d = m.head_dim
+        extra = None
+        if m.attention == "flash":
+            f_fl = 4.0 * b * s * s * d * heads_local * 0.5  # QK^T and PV, causal half skipped
+            fwd.append(("c", cm.attention(f_fl), 1))
+            bwd.append(("c", cm.attention(2.5 * f_fl), 1))
+        else:
+            batch = b * heads_local
+            scores = batch * s * s
+            qk = cm.gemm(s, s, d * batch)  # batched GEMM as one kernel (efficiency from total FLOPs)
+            pv = cm.gemm(s, d * batch, s)
+            sm_f = cm.memory(scores * 9.0, 2)  # scale-mask-softmax (r2 w2) + dropout (r2 w2 mask1)
+            sm_b = cm.memory(scores * 11.0, 2)  # dropout bwd (r2 mask1 w2) + softmax bwd (r4 w2)
+            fwd += [("c", qk, 1), ("c", sm_f, 2), ("c", pv, 1)]
+            bwd += [("c", 2 * qk, 2), ("c", sm_b, 2), ("c", 2 * pv, 2)]
+            if self.tr.recompute == "selective":
+                extra = [("c", qk + sm_f + pv, 4)]
+        gemm(T, h, h // t)
+        tp_out()
+        mem(7 * Tn * h)  # bias-dropout-add: read x and residual (2+2), write 2, mask 1
+        # --- MLP block
+        mem(norm_bytes)
+        tp_in()
+        gemm(T, m.mlp_in_width // t, h)
+        f_loc = m.ffn_hidden // t
+        mem((3 if m.mlp == "swiglu" else 2) * T * f_loc * ab)
+        gemm(T, h, f_loc)
+        tp_out()
+        mem(7 * Tn * h)
+        bwd.reverse()
+        n_local = m.layer_matmul_params / t + m.layer_other_params
+        fu = Unit("layer", fwd, 0.0, n_local)
+        bu = Unit("layer", bwd, n_local * self.gb, n_local)
+        eu = Unit("recompute", extra, 0.0, 0.0) if extra else None
+        return fu, bu, eu
+
+    def _embed_units(self) -> tuple[Unit, Unit]:
+        m, cm, t, T = self.m, self.cm, self.t, self.b * self.m.seq_len
+        h, ab = m.hidden, self.a_bytes
+        full = T * h * ab
+        fwd: list = [("c", cm.memory(2 * full), 1)]  # gather rows + write
+        if m.position_embedding == "learned":
+            fwd.append(("c", cm.memory(3 * full), 1))
+        bwd: list = [("c", cm.memory(full + 2 * T * h * 4), 1)]  # scatter-add into fp32 grad rows
+        if t > 1 and self.vocab_par:
+            fwd.append(self._tp("reduce_scatter" if self.sp else "all_reduce", full))
+            if self.sp:
+                bwd.insert(0, self._tp("all_gather", full))
+        n = (m.vocab / (t if self.vocab_par else 1)) * h
+        if m.position_embedding == "learned":
+            n += m.seq_len * h
+        return Unit("embedding", fwd, 0.0, n), Unit("embedding", bwd[::-1], n * self.gb, n)
+
+    def _head_units(self) -> tuple[Unit, Unit]:
+        m, cm, t, T = self.m, self.cm, self.t, self.b * self.m.seq_len
+        h, ab = m.hidden, self.a_bytes
+        Tn = T // t if self.sp else T
+        full = T * h * ab
+        vloc = m.vocab // t if (self.vocab_par and t > 1) else m.vocab
+        fwd: list = [("c", cm.memory(2 * Tn * h * ab), 1)]  # final norm
+        bwd: list = [("c", cm.memory(4 * Tn * h * ab), 1)]
+        if self.sp:
+            fwd.append(self._tp("all_gather", full))
+            bwd.append(self._tp("reduce_scatter", full))
+        elif t > 1 and self.vocab_par:
+            bwd.append(self._tp("all_reduce", full))
+        fwd.append(("c", cm.gemm(T, vloc, h), 1))
+        bwd.append(("c", cm.gemm(T, h, vloc) + cm.gemm(h, vloc, T), 2))
+        # cross-entropy over fp32 logits: cast (r2 w4), max/sum-exp/loss passes (~3 reads of 4)
+        fwd.append(("c", cm.memory(T * vloc * 18.0, 3), 3))
+        bwd.append(("c", cm.memory(T * vloc * 10.0, 1), 1))  # softmax - onehot: r4 w4 (+r2)
+        if t > 1 and self.vocab_par:
+            for _ in range(3):  # max, sum of exp, target logit (Megatron vocab-parallel CE)
+                fwd.append(self._tp("all_reduce", T * 4))
+        n = 0.0 if m.tied_embeddings else vloc * h
+        n += 2 * h if m.norm == "layernorm" else h
+        return Unit("head", fwd, 0.0, n), Unit("head", bwd[::-1], n * self.gb, n)
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def units(self) -> tuple:
+        """((layer F, layer B, selective extra), (embedding F, B), (head F, B)), built once."""
+        if not hasattr(self, "_cache_units"):
+            self._cache_units = (self._layer_units(), self._embed_units(), self._head_units())
+        return self._cache_units
+
+    def chunk_units(self, vs: int, kind: str) -> list[Unit]:
+        """Units of virtual stage ``vs`` in execution order for ``kind`` F or B."""
+        (lf, lb, le), (ef, eb), (hf, hb) = self.units
+        units: list[Unit] = []
+        if kind == "F":
+            if vs == 0:
+                units.append(ef)
+            units += [lf] * self.vs_layers[vs]
+            if vs == self.n_vstages - 1:
+                units.append(hf)
+            return units
+        if vs == self.n_vstages - 1:
+            units.append(hb)
+        lay = lb
+        pre: list = []
+        if self.tr.recompute == "full":
+            pre = list(lf.segments)
+        elif self.tr.recompute == "selective" and le is not None:
+            pre = list(le.segments)
+        if pre:
+            lay = Unit("layer", pre + lb.segments, lb.grad_bytes, lb.param_count)
+        units += [lay] * self.vs_layers[vs]
+        if vs == 0:
+            units.append(eb)
+        return units
+
+    def stage_params(self, j: int) -> float:
+        """Parameters held per GPU on pipeline rank ``j`` (all its model chunks)."""
+        (lf, _, _), (ef, _), (hf, _) = self.units
+        vss = [c * self.p + j for c in range(self.v)]
+        n = sum(self.vs_layers[vs] for vs in vss) * lf.param_count
+        if 0 in vss:
+            n += ef.param_count
+        if self.n_vstages - 1 in vss:
+            n += hf.param_count
+            if self.m.tied_embeddings and self.p > 1:
+                n += ef.param_count  # a copy of the embedding for the tied head
+        return n
+
+    def _segs(self, units: list[Unit]) -> tuple[list, float]:
+        """Merge consecutive compute items; return segments and host-issue seconds."""
+        out: list = []
+        calls = 0
+        for u in units:
+            for sg in u.segments:
+                if sg[0] == "c":
+                    calls += sg[2]
+                    if out and out[-1][0] == "c":
+                        out[-1] = ("c", out[-1][1] + sg[1])
+                    else:
+                        out.append(("c", sg[1]))
+                else:
+                    calls += 1
+                    out.append(sg)
+        return out, calls * self.host_call_s
+
+    # ------------------------------------------------------------------ the DAG
+    def build(self) -> Graph:
+        """The op DAG of one step (on the executor ranks)."""
+        g = Graph()
+        lay, p, v, t = self.layout, self.p, self.v, self.t
+        replicas = [0] if self.reduced else list(range(self.d))
+        self.replicas = replicas
+        self.exec_ranks = [lay.rank(dp=d, pp=j) for d in replicas for j in range(p)]
+        sched = self.par.schedule if p > 1 or v > 1 else "1f1b"
+        self.orders = {j: pipeline_order(sched, p, self.n_mb, j, v) for j in range(p)}
+        if self.par.zero == 3:
+            self._build_fsdp(g)
+            return g
+        dp_on = self.d > 1
+        bucket_bytes = self.par.ddp_bucket_mb * 1e6
+        chunk_op: dict[tuple, int] = {}
+        send_op: dict[tuple, int] = {}
+        buckets: dict[tuple[int, int], list[tuple[int, float]]] = {}  # (d, j) -> [(op, bytes)]
+        last_mb = self.n_mb - 1
+        seg_cache: dict[tuple, tuple] = {}  # identical chunks share one segment list
+        # ZeRO-1/2: updated weights are all-gathered bucket by bucket while the next step's first
+        # micro-batch runs forward (Megatron-Core --overlap-param-gather); in the steady state that
+        # is this step's first forward, so each layer's first forward waits for its bucket
+        gather_on = self.par.zero in (1, 2) and dp_on
+        fwd_units: dict[tuple[int, int], list[tuple[int, float]]] = {}
+
+        def tp_group(d, j):
+            return lay.group("tp", dp=d, pp=j)
+
+        for d in replicas:
+            for j in range(p):
+                r = lay.rank(dp=d, pp=j)
+                tpg = tp_group(d, j)
+                acc, blist = 0.0, []
+                for kind, mb, c in self.orders[j]:
+                    vs = c * p + j
+                    units = self.chunk_units(vs, kind)
+                    split = (kind == "B" and mb == last_mb and dp_on) or (kind == "F" and mb == 0 and gather_on)
+                    groups = [[u] for u in units] if split else [units]
+                    for gi, us in enumerate(groups):
+                        key = (d, j, vs, kind, split, gi)
+                        hit = seg_cache.get(key)
+                        if hit is None:
+                            segs, host = self._segs(us)
+                            segs = [s if s[0] == "c" else ("tp", Coll(s[1], [tpg], s[2], "tp")) for s in segs]
+                            hit = seg_cache[key] = (segs, host)
+                        segs, host = hit
+                        name = f"{kind}{mb}" + (f".c{c}" if v > 1 else "") + (f".{us[0].name}" if split else "")
+                        oid = g.add(r, "compute", name, "compute", segments=segs, mb=mb, chunk=c, kind=kind,
+                                    host_s=host)
+                        if gi == 0:
+                            chunk_op[(d, j, kind, mb, c, "first")] = oid
+                        chunk_op[(d, j, kind, mb, c)] = oid
+                        if split and kind == "F":
+                            fwd_units.setdefault((d, j), []).append((oid, us[0].param_count * self.pb))
+                        elif split:
+                            acc += sum(u.grad_bytes for u in us)
+                            if acc >= bucket_bytes:
+                                blist.append((oid, acc))
+                                acc = 0.0
+                # flush the remainder after the rank's last backward
+                if dp_on:
+                    last_b = [x for x in self.orders[j] if x[0] == "B"][-1]
+                    if acc > 0:
+                        blist.append((chunk_op[(d, j, "B", last_b[1], last_b[2])], acc))
+                    buckets[(d, j)] = blist
+        # pipeline point-to-point
+        act = 2 * self.b * self.m.seq_len * self.m.hidden / t
+        for d in replicas:
+            for j in range(p):
+                r = lay.rank(dp=d, pp=j)
+                for kind, mb, c in self.orders[j]:
+                    vs = c * p + j
+                    nvs = vs + 1 if kind == "F" else vs - 1
+                    if nvs < 0 or nvs >= self.n_vstages:
+                        continue
+                    nj, nc = nvs % p, nvs // p
+                    if nj == j:  # same GPU: no transfer, direct dependency
+                        g.ops[chunk_op[(d, nj, kind, mb, nc, "first")]].deps.append(chunk_op[(d, j, kind, mb, c)])
+                        continue
+                    src = lay.group("tp", dp=d, pp=j)
+                    dst = lay.group("tp", dp=d, pp=nj)
+                    coll = Coll("send_recv", [[a, bb] for a, bb in zip(src, dst)], act, "pp")
+                    sid = g.add(r, "pp_" + ("f" if kind == "F" else "b"), f"send {kind}{mb}", "comm_pp",
+                                coll=coll, deps=[chunk_op[(d, j, kind, mb, c)]])
+                    send_op[(d, j, kind, mb, c)] = sid
+                    g.ops[chunk_op[(d, nj, kind, mb, nc, "first")]].deps.append(sid)
+                # backward of the last virtual stage waits for its own forward
+                for kind, mb, c in self.orders[j]:
+                    if kind == "B":
+                        g.ops[chunk_op[(d, j, "B", mb, c, "first")]].deps.append(chunk_op[(d, j, "F", mb, c)])
+        if gather_on:
+            for j in range(p):
+                groups = [lay.group("dp", tp=i, pp=j) for i in range(t)]
+                r0 = lay.rank(dp=replicas[0], pp=j)
+                extra = [(lay.rank(dp=d, pp=j), "dp_ag") for d in replicas[1:]]
+                units0 = fwd_units[(replicas[0], j)]
+                acc_b, members = 0.0, []
+                for k, (_, nbytes) in enumerate(units0):
+                    acc_b += nbytes
+                    members.append(k)
+                    if acc_b >= bucket_bytes or k == len(units0) - 1:
+                        ag = g.add(r0, "dp_ag", "param all_gather", "comm_dp",
+                                   coll=Coll("all_gather", groups, acc_b, "dp"), extra_streams=extra)
+                        for d in replicas:
+                            for kk in members:
+                                g.ops[fwd_units[(d, j)][kk][0]].deps.append(ag)
+                        acc_b, members = 0.0, []
+        # data-parallel gradient reduction, shared by all replicas
+        dp_ops: dict[int, list[int]] = {j: [] for j in range(p)}
+        if dp_on:
+            op = "all_reduce" if self.par.zero == 0 else "reduce_scatter"
+            for j in range(p):
+                groups = [lay.group("dp", tp=i, pp=j) for i in range(t)]
+                r0 = lay.rank(dp=replicas[0], pp=j)
+                for k, (oid0, nbytes) in enumerate(buckets[(replicas[0], j)]):
+                    deps = [buckets[(d, j)][k][0] for d in replicas]
+                    extra = [(lay.rank(dp=d, pp=j), "dp") for d in replicas[1:]]
+                    dp_ops[j].append(g.add(r0, "dp", f"grad {op} b{k}", "comm_dp",
+                                           coll=Coll(op, groups, nbytes, "dp"), deps=deps, extra_streams=extra))
+        # tied embedding gradient between first and last stage
+        tied_ops: dict[tuple[int, int], int] = {}
+        if self.m.tied_embeddings and p > 1:
+            n = (self.m.vocab / (t if self.vocab_par else 1)) * self.m.hidden * self.gb
+            for d in replicas:
+                r0, r1 = lay.rank(dp=d, pp=0), lay.rank(dp=d, pp=p - 1)
+                groups = [[a, bb] for a, bb in zip(lay.group("tp", dp=d, pp=0), lay.group("tp", dp=d, pp=p - 1))]
+                oid = g.add(r0, "dp", "tied-embedding all_reduce", "comm_dp", coll=Coll("all_reduce", groups, n, "dp"),
+                            deps=[g.last(r0, "compute"), g.last(r1, "compute")], extra_streams=[(r1, "dp")])
+                tied_ops[(d, 0)] = tied_ops[(d, p - 1)] = oid
+        # global gradient norm for clipping: one fp32 all-reduce over the model-parallel group
+        # (Megatron clip_grad_norm); it also makes every stage wait for the slowest one
+        norm_ops: dict[int, int] = {}
+        if p * t > 1:
+            for d in replicas:
+                mp = sorted(r for j in range(p) for r in lay.group("tp", dp=d, pp=j))
+                r0 = lay.rank(dp=d, pp=0)
+                deps = [g.last(lay.rank(dp=d, pp=j), "compute") for j in range(p)]
+                deps += [x for j in range(p) for x in dp_ops[j]]
+                deps += [tied_ops[(d, 0)]] if (d, 0) in tied_ops else []
+                extra = [(lay.rank(dp=d, pp=j), "dp") for j in range(1, p)]
+                norm_ops[d] = g.add(r0, "dp", "grad-norm all_reduce", "comm_pp",
+                                    coll=Coll("all_reduce", [mp], 4, "pp"), deps=deps, extra_streams=extra,
+                                    after_compute=True)
+        # optimizer and (ZeRO-1/2) weight all-gather
+        upd = optimizer_update_bytes(self.tr.precision, self.tr.optimizer)
+        for d in replicas:
+            for j in range(p):
+                r = lay.rank(dp=d, pp=j)
+                n = self.stage_params(j)
+                shard = n / self.d if self.par.zero >= 1 else n
+                deps = list(dp_ops[j])
+                if (d, j) in tied_ops:
+                    deps.append(tied_ops[(d, j)])
+                if d in norm_ops:
+                    deps.append(norm_ops[d])
+                g.add(r, "compute", "optimizer", "optimizer", duration=self.cm.memory(shard * upd, 2), deps=deps)
+        return g
+
+    def _build_fsdp(self, g: Graph) -> None:
+        """ZeRO-3 / FSDP (pp = 1): per-layer all-gather (prefetch one ahead), reduce-scatter on the last micro-batch."""
+        lay, t = self.layout, self.t
+        r = lay.rank()
+        groups = [lay.group("dp", tp=i) for i in range(t)]
+        tpg = lay.group("tp")
+        dp_on = self.d > 1
+        rs_ops = []
+        comp_hist: list[int] = []
+        for kind, mb, c in self.orders[0]:
+            units = self.chunk_units(c, kind)
+            for ui, u in enumerate(units):
+                ag = None
+                if dp_on and u.param_count > 0:
+                    # prefetch: may start once the unit two places earlier finished (2 units resident)
+                    pre = comp_hist[-2] if len(comp_hist) >= 2 else None
+                    ag = g.add(r, "dp_ag", f"AG {u.name}", "comm_dp",
+                               coll=Coll("all_gather", groups, u.param_count * self.pb, "dp"), deps=[pre])
+                segs, host = self._segs([u])
+                segs = [s if s[0] == "c" else ("tp", Coll(s[1], [tpg], s[2], "tp")) for s in segs]
+                oid = g.add(r, "compute", f"{kind}{mb}.{u.name}", "compute", segments=segs, deps=[ag],
+                            mb=mb, kind=kind, host_s=host)
+                comp_hist.append(oid)
+                if dp_on and kind == "B" and mb == self.n_mb - 1 and u.grad_bytes > 0:
+                    rs_ops.append(g.add(r, "dp_rs", f"RS {u.name}", "comm_dp",
+                                        coll=Coll("reduce_scatter", groups, u.grad_bytes, "dp"), deps=[oid]))
+        upd = optimizer_update_bytes(self.tr.precision, self.tr.optimizer)
+        shard = self.stage_params(0) / self.d
+        g.add(r, "compute", "optimizer", "optimizer", duration=self.cm.memory(shard * upd, 2), deps=rs_ops)
+
+    # ------------------------------------------------------------------ memory
+    def memory(self, capacity_bytes: float) -> dict:
+        """Per-GPU memory of the fullest pipeline rank (bytes)."""
+        sb = state_bytes_per_param(self.tr.precision, self.tr.optimizer)
+        act_layer = self.m.layer_activation_bytes(self.b, self.t, self.sp, self.tr.recompute)
+        T = self.b * self.m.seq_len
+        best = None
+        sched = self.par.schedule if self.p > 1 or self.v > 1 else "1f1b"
+        for j in range(self.p):
+            order = pipeline_order(sched, self.p, self.n_mb, j, self.v)
+            inflight = max_in_flight(order)
+            n = self.stage_params(j)
+            st = sharded_states(n, sb, self.par.zero, self.d)
+            vss = [c * self.p + j for c in range(self.v)]
+            acts = inflight * (sum(self.vs_layers[vs] for vs in vss) / len(vss)) * act_layer
+            if 0 in vss:  # embedding dropout output per micro-batch in flight
+                acts += inflight * T * self.m.hidden * 2 / (self.t if self.sp else 1) / max(self.v, 1)
+            transient = 0.0
+            if self.n_vstages - 1 in vss:
+                vloc = self.m.vocab / (self.t if (self.vocab_par and self.t > 1) else 1)
+                transient += T * vloc * (4 + 2)  # fp32 logits + their 16-bit source, one micro-batch
+            if self.par.zero == 3 and self.d > 1:
+                (lf, _, _) = self.units[0]
+                transient += 2 * lf.param_count * (self.pb + self.gb)  # gathered layer + its grads
+            peak = st["params"] + st["grads"] + st["optimizer"] + acts + transient
+            row = {"stage": j, **st, "activations": acts, "transient": transient, "peak_bytes_per_gpu": peak}
+            if best is None or peak > best["peak_bytes_per_gpu"]:
+                best = row
+        best["capacity_bytes"] = capacity_bytes
+        best["fits"] = best["peak_bytes_per_gpu"] <= capacity_bytes
+        best["bytes_per_param"] = {"params": sb.params, "grads": sb.grads, "optimizer": sb.optimizer}
+        return best
+
+    def model_flops_per_step(self) -> float:
+        """Model FLOPs of one optimizer step (whole job), the MFU numerator."""
+        return self.m.model_flops_per_token() * self.tr.global_batch * self.m.seq_len
+

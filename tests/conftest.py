@@ -1,0 +1,187 @@
+"""Session fixtures shared by the test suite.
+
+``local_slurm``: a real single-node Slurm (munged, slurmctld, slurmd) on localhost,
+started once per session as root (Debian's slurm-wlm, munge and libpmix2 are
+and libpmix-dev, whose unversioned libpmix.so
+Slurm's mpi/pmix plugin loads, are installed with apt-get when missing), its state in a temporary folder, stopped at
+the end by the PIDs it wrote (nothing else is killed). Tests that use it skip with
+the reason when it cannot run (not root, no packages), except under ``CI=true``,
+where they fail instead.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+
+@dataclass
+class LocalSlurm:
+    """A running local Slurm: pass ``env`` to subprocesses that call sbatch/srun/scontrol."""
+
+    dir: Path
+    conf: Path
+    env: dict[str, str] = field(default_factory=dict)
+    pids: dict[str, int] = field(default_factory=dict)
+    partition: str = "debug"
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"local Slurm required under CI=true: {reason}")
+    pytest.skip(reason)
+
+
+def _free_ports(n: int) -> list[int]:
+    socks, ports = [], []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+        ports.append(s.getsockname()[1])
+    for s in socks:
+        s.close()
+    return ports
+
+
+_PMIX_SO = ("/usr/lib/x86_64-linux-gnu/pmix2/lib/libpmix.so", "/usr/lib/aarch64-linux-gnu/pmix2/lib/libpmix.so")
+PACKAGES = ("slurm-wlm", "munge", "libpmix2", "libpmix-dev")
+
+
+def _have_packages() -> bool:
+    if not (shutil.which("slurmctld") and shutil.which("slurmd") and shutil.which("munged") and shutil.which("sbatch")):
+        return False
+    out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
+    if "libpmix.so.2" not in out:
+        return False
+    # Debian's Slurm PMIx plugin dlopens the unversioned <pmix2>/lib/libpmix.so, which only libpmix-dev ships
+    return any(Path(p).exists() for p in _PMIX_SO)
+
+
+def _install() -> str | None:
+    """apt-get install the packages; returns an error text or None."""
+    if not shutil.which("apt-get"):
+        return "slurm-wlm/munge/libpmix2 missing and no apt-get to install them"
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *PACKAGES]):
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+        if r.returncode != 0:
+            return f"{' '.join(cmd)} failed: {(r.stderr or r.stdout).strip()[-400:]}"
+    return None if _have_packages() else "packages installed but slurmctld/slurmd/munged/libpmix2 still missing"
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _stop(pids: dict[str, int]) -> None:
+    for name in ("slurmd", "slurmctld", "munged"):
+        pid = pids.get(name)
+        if pid is None:
+            continue
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            continue
+        for _ in range(50):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+@pytest.fixture(scope="session")
+def local_slurm(tmp_path_factory: pytest.TempPathFactory):
+    """Start munged + slurmctld + slurmd on localhost for this session (see the module docstring)."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        _unavailable("local Slurm needs root (to run slurmd and munged)")
+    if not _have_packages():
+        err = _install()
+        if err:
+            _unavailable(err)
+    d = tmp_path_factory.mktemp("slurm")
+    for sub in ("state", "spool", "log", "munge", "run"):
+        (d / sub).mkdir()
+    os.chmod(d / "munge", 0o700)
+    key = d / "munge" / "munge.key"
+    if subprocess.run(["mungekey", "-c", "-k", str(key)], capture_output=True).returncode != 0:
+        key.write_bytes(os.urandom(1024))
+    os.chmod(key, 0o400)
+    sock = d / "run" / "munge.sock"
+    pids: dict[str, int] = {}
+    try:
+        r = subprocess.run(["munged", "-f", "-S", str(sock), f"--key-file={key}", f"--pid-file={d / 'munged.pid'}",
+                            f"--log-file={d / 'log' / 'munged.log'}", f"--seed-file={d / 'munge' / 'seed'}"],
+                           capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            _unavailable(f"munged did not start: {r.stderr.strip()}")
+        pid = _read_pid(d / "munged.pid")
+        if pid:
+            pids["munged"] = pid
+        host = socket.gethostname().split(".")[0]
+        ctld_port, d_port = _free_ports(2)
+        conf = d / "slurm.conf"
+        conf.write_text(f"""ClusterName=local
+SlurmctldHost={host}(127.0.0.1)
+SlurmUser=root
+SlurmctldPort={ctld_port}
+SlurmdPort={d_port}
+AuthType=auth/munge
+AuthInfo=socket={sock}
+StateSaveLocation={d / 'state'}
+SlurmdSpoolDir={d / 'spool'}
+SlurmctldPidFile={d / 'slurmctld.pid'}
+SlurmdPidFile={d / 'slurmd.pid'}
+SlurmctldLogFile={d / 'log' / 'slurmctld.log'}
+SlurmdLogFile={d / 'log' / 'slurmd.log'}
+ProctrackType=proctrack/pgid
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=none
+ReturnToService=2
+NodeName={host} NodeAddr=127.0.0.1 CPUs={os.cpu_count() or 1} RealMemory=2000 State=UNKNOWN
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+""")
+        env = {**os.environ, "SLURM_CONF": str(conf)}
+        for daemon in ("slurmctld", "slurmd"):
+            r = subprocess.run([daemon, "-f", str(conf)], capture_output=True, text=True, env=env, timeout=60)
+            if r.returncode != 0:
+                raise RuntimeError(f"{daemon} did not start: {r.stderr.strip()}")
+            for _ in range(50):
+                pid = _read_pid(d / f"{daemon}.pid")
+                if pid:
+                    pids[daemon] = pid
+                    break
+                time.sleep(0.1)
+        for _ in range(60):
+            r = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, env=env)
+            if any(s in r.stdout for s in ("idle", "mix", "alloc")):
+                break
+            time.sleep(1)
+        else:
+            logs = "".join((d / "log" / f).read_text()[-800:] for f in ("slurmctld.log", "slurmd.log")
+                           if (d / "log" / f).exists())
+            raise RuntimeError(f"the local Slurm node never became idle; logs:\n{logs}")
+        yield LocalSlurm(dir=d, conf=conf, env=env, pids=pids)
+    finally:
+        _stop(pids)

@@ -1,0 +1,115 @@
+"""Published training runs (../shared/reference/published-runs.md §1-§3) predicted within 15%.
+
+Every row gives the complete configuration; values the source does not state are assumptions
+listed in ``ASSUMED`` and in docs/validation.md. All rows of one GPU type share one compute model
+(the topology's shipped default profile): nothing is tuned per row. Compared quantity: step time
+(independent of FLOP conventions, §0.5).
+
+Run ``python tests/integration/test_published_runs.py`` to print the validation table.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clustersim.config.scenario import Scenario
+from clustersim.simulate.run import run_scenario
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "training"
+
+# Common assumptions (see docs/validation.md):
+#  - GPT architecture: learned positions, LayerNorm, GELU 4h MLP, biases, tied embeddings (Megatron GPT).
+#  - A100 rows (2021-2022): no FlashAttention -> attention: eager (fused scale-mask-softmax counted as
+#    memory-bound kernels); fp16 params with fp32 main grads and fp32 Adam states (Megatron mixed precision).
+#  - H100 rows (Megatron-Core r0.8.0): bf16, Transformer Engine flash attention, --overlap-grad-reduce and
+#    distributed optimizer (zero: 1), sequence parallel with TP (required by --tp-comm-overlap), no recompute.
+#  - Micro-batch size 1 where not stated; DDP bucket 40M params (Megatron default) = 160 MB of fp32 grads.
+A100_GPT = {"mlp": "gelu", "norm": "layernorm", "bias": True, "tied_embeddings": True,
+            "position_embedding": "learned", "attention": "eager", "vocab": 51200, "seq_len": 2048}
+A100_PREC = {"params": "fp16", "grads": "fp32", "optimizer_states": "fp32", "master_weights": True}
+H100_GPT = {"mlp": "gelu", "norm": "layernorm", "bias": True, "tied_embeddings": False,
+            "position_embedding": "rope", "attention": "flash", "vocab": 131072, "seq_len": 4096}
+H100_PREC = {"params": "bf16", "grads": "fp32", "optimizer_states": "fp32", "master_weights": True}
+
+ROWS = [
+    # id, source, topology, nodes, model dims, training, parallelism, reported step time (s)
+    ("K22B-sel", "Korthikanti T5 22B, TP+SP+selective", "dgx-a100-superpod", 1,
+     {"layers": 48, "hidden": 6144, "heads": 64}, {"global_batch": 4, "micro_batch": 4, "recompute": "selective"},
+     {"tp": 8, "sequence_parallel": True}, 1.10),
+    ("K22B-full", "Korthikanti T5 22B, TP + full recompute", "dgx-a100-superpod", 1,
+     {"layers": 48, "hidden": 6144, "heads": 64}, {"global_batch": 4, "micro_batch": 4, "recompute": "full"},
+     {"tp": 8}, 1.42),
+    ("K175B-sel", "Korthikanti T5 175B, TP8 PP8 v3, SP+selective", "dgx-a100-superpod", 8,
+     {"layers": 96, "hidden": 12288, "heads": 96}, {"global_batch": 64, "micro_batch": 1, "recompute": "selective"},
+     {"tp": 8, "pp": 8, "schedule": "interleaved", "virtual_stages": 3, "sequence_parallel": True}, 13.75),
+    ("K175B-full", "Korthikanti T5 175B, TP8 PP8 v3, full recompute", "dgx-a100-superpod", 8,
+     {"layers": 96, "hidden": 12288, "heads": 96}, {"global_batch": 64, "micro_batch": 1, "recompute": "full"},
+     {"tp": 8, "pp": 8, "schedule": "interleaved", "virtual_stages": 3}, 18.13),
+    ("K530B-sel", "Korthikanti T5 530B, TP8 PP35 v3, SP+selective", "dgx-a100-superpod", 35,
+     {"layers": 105, "hidden": 20480, "heads": 128}, {"global_batch": 280, "micro_batch": 1, "recompute": "selective"},
+     {"tp": 8, "pp": 35, "schedule": "interleaved", "virtual_stages": 3, "sequence_parallel": True}, 37.83),
+    ("N18B", "Narayanan T1 18.4B, TP8 DP32, full recompute", "dgx-a100-superpod", 32,
+     {"layers": 40, "hidden": 6144, "heads": 48}, {"global_batch": 1024, "micro_batch": 1, "recompute": "full"},
+     {"tp": 8, "dp": 32, "ddp_bucket_mb": 160}, 9.40),
+    ("N39B", "Narayanan T1 39.1B, TP8 PP2 DP32, full recompute", "dgx-a100-superpod", 64,
+     {"layers": 48, "hidden": 8192, "heads": 64}, {"global_batch": 1536, "micro_batch": 1, "recompute": "full"},
+     {"tp": 8, "pp": 2, "dp": 32, "schedule": "interleaved", "virtual_stages": 2, "ddp_bucket_mb": 160}, 14.45),
+    ("B32B", "Megatron-Core B1 32B, TP8 DP48", "dgx-h100-superpod", 48,
+     {"layers": 48, "hidden": 7168, "heads": 56}, {"global_batch": 192, "micro_batch": 1},
+     {"tp": 8, "dp": 48, "sequence_parallel": True, "zero": 1, "ddp_bucket_mb": 160}, 0.89),
+    ("B70B", "Megatron-Core B1 70B, TP8 PP2 DP48", "dgx-h100-superpod", 96,
+     {"layers": 84, "hidden": 8192, "heads": 64}, {"global_batch": 384, "micro_batch": 1},
+     {"tp": 8, "pp": 2, "dp": 48, "sequence_parallel": True, "zero": 1, "ddp_bucket_mb": 160}, 2.18),
+    ("B177B", "Megatron-Core B1 177B, TP8 PP6 DP48", str(DATA / "dgx-h100-superpod-3tier.yaml"), 288,
+     {"layers": 96, "hidden": 12288, "heads": 96}, {"global_batch": 1152, "micro_batch": 1},
+     {"tp": 8, "pp": 6, "dp": 48, "sequence_parallel": True, "zero": 1, "ddp_bucket_mb": 160}, 5.26),
+]
+
+
+def scenario_of(row) -> Scenario:
+    rid, _, topo, nodes, dims, tr, par, _ = row
+    a100 = "a100" in topo
+    model = dict(A100_GPT if a100 else H100_GPT)
+    model.update(dims)
+    training = dict(tr)
+    training["precision"] = A100_PREC if a100 else H100_PREC
+    p = {"dp": 1, "pp": 1}
+    p.update(par)
+    return Scenario.model_validate({"name": rid, "cluster": {"topology": topo, "nodes": nodes},
+                                    "model": model, "training": training, "parallelism": p})
+
+
+# Known miss: Megatron-Core ran with --tp-comm-overlap (TP collectives hidden inside the GEMMs by
+# userbuffers); the simulator keeps Megatron's TP collectives on the critical path, which costs the
+# 32B row (only 4 micro-batches per replica, so little else to hide behind) about +35%.
+KNOWN_MISS = {"B32B": "TP communication overlap (--tp-comm-overlap) is not modelled"}
+
+
+@pytest.mark.parametrize("row", [pytest.param(r, marks=pytest.mark.xfail(reason=KNOWN_MISS[r[0]], strict=True))
+                                 if r[0] in KNOWN_MISS else r for r in ROWS], ids=[r[0] for r in ROWS])
+def test_published_step_time_within_15_percent(row):
+    res = run_scenario(scenario_of(row), fidelity="analytical")
+    assert res.step_time_s == pytest.approx(row[-1], rel=0.15), res.to_dict()["breakdown"]
+
+
+def test_at_least_six_rows_within_tolerance():
+    assert len(ROWS) - len(KNOWN_MISS) >= 6
+
+
+def table() -> list[dict]:
+    """Predicted against reported step time for every row."""
+    out = []
+    for row in ROWS:
+        r = run_scenario(scenario_of(row), fidelity="analytical").to_dict()
+        out.append({"id": row[0], "source": row[1], "gpus": r["n_gpus"], "reported_s": row[-1],
+                    "predicted_s": r["step_time_s"], "error": r["step_time_s"] / row[-1] - 1,
+                    "mfu": r["mfu"], "bubble": r["breakdown_fraction"]["bubble"]})
+    return out
+
+
+if __name__ == "__main__":
+    for r in table():
+        print(f"| {r['id']} | {r['source']} | {r['gpus']} | {r['reported_s']:.2f} | {r['predicted_s']:.2f} | "
+              f"{100 * r['error']:+.1f}% | {100 * r['mfu']:.1f}% | {100 * r['bubble']:.1f}% |")
