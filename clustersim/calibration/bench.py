@@ -7,11 +7,18 @@ file, flushing each row, and skips points already in the file (resume).
 
 What is measured
 ----------------
-``collective`` rows, two modes kept apart:
+``collective`` rows, three modes kept apart (``timing`` says how each was taken):
 
-- ``mode: "nccl"``: ``iters`` launches back to back, timed together (CUDA events
-  on GPU, ``perf_counter`` after a barrier on CPU) and divided by ``iters``, like
-  nccl-tests; repeated ``reps`` times; the row has the median over repetitions
+- ``mode: "nccl"``: the library-level time of one collective, what nccl-tests
+  reports. On GPUs ``iters`` calls are captured in a CUDA graph and the graph is
+  replayed (``timing: cuda-graph``, as nccl-tests ``-G``), so the host-side cost of
+  a ``torch.distributed`` call (~20-40 us) is not in the number; on CPU (gloo) the
+  calls run back to back (``timing: back-to-back``).
+- ``mode: "eager"`` (GPUs only): ``iters`` eager ``torch.distributed`` calls back to
+  back (``timing: back-to-back``); at small sizes this is bound by the host's
+  launch rate, which is what an eager training loop sees.
+- For both: repeated ``reps`` times (CUDA events on GPU, ``perf_counter`` after a
+  barrier on CPU), divided by ``iters``; the row has the median over repetitions
   (``time_us``) and ``time_us_min``/``_p10``/``_p90``. Each repetition's time is the
   mean over ranks (nccl-tests' ``-a 1``); ``time_us_rank_max`` is the median of
   the slowest rank.
@@ -56,7 +63,7 @@ from clustersim.errors import ClusterSimError
 from clustersim.units import GiB, MiB, format_bytes, parse_size_range
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send_recv")
-MODES = ("nccl", "framework")
+MODES = ("nccl", "eager", "framework")
 
 #: Transformer-like GEMM shapes (m, n, k): the grid of the H200 sample
 #: (m in {2048, 8192, 16384} tokens x projection shapes of a ~7-70B model) plus squares.
@@ -168,7 +175,7 @@ def validate_config(cfg: BenchConfig) -> BenchConfig:
             raise ClusterSimError(f"unknown operation {op!r} (use {', '.join(OPS)})", field="--ops")
     for m in cfg.modes:
         if m not in MODES:
-            raise ClusterSimError(f"unknown mode {m!r} (use nccl, framework)", field="--modes")
+            raise ClusterSimError(f"unknown mode {m!r} (use nccl, eager, framework)", field="--modes")
     for s in cfg.scopes:
         if s not in ("world", "intra"):
             raise ClusterSimError(f"unknown scope {s!r} (use world, intra)", field="--scopes")
@@ -515,6 +522,47 @@ class _Bench:
                 out.append((time.perf_counter() - t0) / cfg.iters)
         return out
 
+    def time_graph(self, call: Callable[[], None], group: Any) -> list[float]:
+        """Per-call seconds from replaying a CUDA graph of ``iters`` captured calls.
+
+        Returns [] (on every rank) when capture fails on any rank, so the caller
+        writes no row rather than a wrong one.
+        """
+        torch, dist, cfg = self.torch, self.dist, self.cfg
+        graph = None
+        ok = True
+        try:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):  # warm-up off the capture stream, as CUDA graphs require
+                for _ in range(max(cfg.warmup, 2)):
+                    call()
+            torch.cuda.current_stream().wait_stream(side)
+            self._sync()
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                for _ in range(cfg.iters):
+                    call()
+            graph.replay()
+            self._sync()
+        except Exception as exc:  # noqa: BLE001 - report and skip the point
+            ok = False
+            _log(f"rank {self.rank}: CUDA-graph capture failed ({type(exc).__name__}: {exc}); no nccl row for this point")
+        if not self.all_agree(ok, group):
+            return []
+        out = []
+        for _ in range(cfg.reps):
+            dist.barrier(group=group)
+            self._sync()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            graph.replay()
+            end.record()
+            end.synchronize()
+            out.append(start.elapsed_time(end) / 1e3 / cfg.iters)
+        del graph
+        return out
+
     def time_framework(self, call: Callable[[], None], group: Any) -> list[float]:
         """Seconds of isolated single calls on an idle device (host clock, completion included)."""
         dist, cfg = self.dist, self.cfg
@@ -554,7 +602,8 @@ class _Bench:
                 continue
             for size in cfg.sizes:
                 self.describe(f"{op} {format_bytes(size)} ({scope_name})")
-                modes = [m for m in cfg.modes if m == "nccl" or size <= cfg.framework_max_bytes]
+                modes = [m for m in cfg.modes if (m == "nccl" or (m == "eager" and self.cuda)
+                                                  or (m == "framework" and size <= cfg.framework_max_bytes))]
                 elt = _DTYPES[cfg.dtype]
                 layout = op_layout(op, size, n, elt)
                 if layout is None:
@@ -578,16 +627,25 @@ class _Bench:
                     continue
                 call, reported, _need = made
                 for mode in todo:
-                    per_rank = self.time_nccl(call, group) if mode == "nccl" else self.time_framework(call, group)
+                    timing = "isolated"
+                    if mode == "framework":
+                        per_rank = self.time_framework(call, group)
+                    elif mode == "nccl" and self.cuda:
+                        per_rank, timing = self.time_graph(call, group), "cuda-graph"
+                        if not per_rank:  # capture failed on some rank: no row, never a wrong one
+                            self.advance()
+                            continue
+                    else:
+                        per_rank, timing = self.time_nccl(call, group), "back-to-back"
                     mean = [v / n for v in self.reduce_times(per_rank, group, self.dist.ReduceOp.SUM)]
                     worst = self.reduce_times(per_rank, group, self.dist.ReduceOp.MAX)
                     s = summarize(mean)
                     t_s = s["time_us"] * 1e-6
                     algbw = reported / t_s / 1e9 if t_s > 0 else None
-                    row = {**base, "mode": mode, **s, "time_us_rank_max": statistics.median(worst) * 1e6,
-                           "iters": cfg.iters if mode == "nccl" else 1,
-                           "reps": cfg.reps if mode == "nccl" else cfg.framework_reps,
-                           "warmup": cfg.warmup if mode == "nccl" else 1,
+                    row = {**base, "mode": mode, "timing": timing, **s, "time_us_rank_max": statistics.median(worst) * 1e6,
+                           "iters": cfg.iters if mode != "framework" else 1,
+                           "reps": cfg.reps if mode != "framework" else cfg.framework_reps,
+                           "warmup": cfg.warmup if mode != "framework" else 1,
                            "algbw_GBps": algbw, "busbw_GBps": algbw * busbw_factor(op, n) if algbw is not None else None,
                            "count": _nccl_count(op, layout, n)}
                     if self.rank == 0:
@@ -857,7 +915,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--ops", default=",".join(OPS))
     ap.add_argument("--sizes")
-    ap.add_argument("--modes", default="nccl,framework")
+    ap.add_argument("--modes", default="nccl,eager,framework")
     ap.add_argument("--framework-max-size", default="1MiB")
     ap.add_argument("--iters", type=int)
     ap.add_argument("--warmup", type=int)

@@ -150,8 +150,8 @@ def normalise_row(obj: dict[str, Any]) -> dict[str, Any] | None:
         if ranks is not None and (not isinstance(ranks, int) or isinstance(ranks, bool) or ranks < 1):
             raise ValueError(f"'ranks' must be a positive integer, got {ranks!r}")
         row.setdefault("mode", "nccl")
-        if row["mode"] not in ("nccl", "framework"):
-            raise ValueError(f"'mode' must be nccl or framework, got {row['mode']!r}")
+        if row["mode"] not in ("nccl", "eager", "framework"):
+            raise ValueError(f"'mode' must be nccl, eager or framework, got {row['mode']!r}")
         proto = row.get("protocol")
         if isinstance(proto, str):
             row["protocol"] = proto.lower()

@@ -29,7 +29,7 @@ def bench(
                             "--ops", help="Comma-separated operations, or none (compute only, e.g. on one GPU)."),
     sizes: Optional[str] = typer.Option(None, "--sizes", help="Size range START:END[:xF] (nccl-tests conventions), "
                                         "default 1KiB:4GiB:x2 (quick: 1KiB:64KiB:x4)."),
-    modes: str = typer.Option("nccl,framework", "--modes", help="nccl (back-to-back, like nccl-tests) and/or framework (one isolated call)."),
+    modes: str = typer.Option("nccl,eager,framework", "--modes", help="nccl (library-level: CUDA-graph replay on GPUs, like nccl-tests -G), eager (back-to-back torch.distributed calls), framework (one isolated call)."),
     framework_max: str = typer.Option("1MiB", "--framework-max-size", help="Largest size also timed in framework mode."),
     iters: Optional[int] = typer.Option(None, "--iters", help="Back-to-back calls per timed repetition (default 20; quick 5)."),
     warmup: Optional[int] = typer.Option(None, "--warmup", help="Untimed calls before timing (default 5; quick 2)."),

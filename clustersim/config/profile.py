@@ -73,7 +73,9 @@ class CollectiveEntry(StrictModel):
     protocol: Literal["ll", "ll128", "simple"] | None = None
     ranks: int | None = Field(None, gt=0, description="Rank count; null matches any.")
     scope: Literal["intra", "inter"] | None = Field(None, description="intra: one node; inter: several nodes.")
-    mode: Literal["nccl", "framework"] = Field("nccl", description="nccl: NCCL-level time (nccl-tests); framework: one torch.distributed call.")
+    mode: Literal["nccl", "eager", "framework"] = Field(
+        "nccl", description="nccl: library-level time (nccl-tests, CUDA-graph replay); eager: back-to-back "
+        "torch.distributed calls (host launch rate bound at small sizes); framework: one isolated call.")
     segments: list[Segment] = Field(min_length=1)
     extrapolated: bool = Field(False, description="Fitted on fewer ranks/sizes than it is applied to.")
 

@@ -41,7 +41,7 @@ def test_preset_and_explicit_override():
 
 @pytest.mark.parametrize("override,field_part,reason", [
     ({"parallelism.tp": 3}, "", "must divide model.heads"),
-    ({"parallelism.pp": 3}, "", "must divide model.layers"),
+    ({"parallelism.pp": 32}, "", "exceeds model.layers"),
     ({"training.global_batch": 6}, "", "divisible by micro_batch*dp"),
     ({"parallelism.ep": 2}, "", "not simulated yet"),
     ({"parallelism.cp": 2}, "", "not simulated yet"),
