@@ -89,7 +89,14 @@ def import_nccl_tests(
     scope: Optional[str] = typer.Option(None, "--scope", help="intra or inter (overrides what the host names say)."),
     out_of_place_only: bool = typer.Option(False, "--out-of-place-only", help="One row per size (out-of-place) instead of two."),
 ) -> None:
-    """Turn nccl-tests logs into measurement rows (current and pre-2.13 formats, mpirun-tagged lines)."""
+    """Turn nccl-tests logs into measurement rows (current and pre-2.13 formats, mpirun-tagged lines).
+
+    Examples:
+
+      clustersim calibrate import-nccl-tests all_reduce_perf.log -o nt.jsonl
+
+      clustersim calibrate import-nccl-tests run1.log run2.log --op all_gather --ranks 16 -o nt.jsonl
+    """
     from clustersim.calibration.nccl_tests import import_logs
 
     warnings: list[str] = []
@@ -130,7 +137,16 @@ def slurm(
     wait_timeout: float = typer.Option(3600.0, "--wait-timeout", help="Seconds --wait waits at most."),
     status: Optional[str] = typer.Option(None, "--status", help="Print the state of job JOBID and where its results are."),
 ) -> None:
-    """Render (print) an sbatch script that runs the bench, or submit it; --status JOBID checks a job."""
+    """Render (print) an sbatch script that runs the bench, or submit it; --status JOBID checks a job.
+
+    Examples:
+
+      clustersim calibrate slurm --nodes 2 --gpus-per-node 8 -p gpu -A myproj > calib.sbatch
+
+      clustersim calibrate slurm --nodes 1 --gpus-per-node 8 -p gpu --submit --wait
+
+      clustersim calibrate slurm --status 123456
+    """
     from clustersim.calibration import slurm as S
 
     if status is not None:

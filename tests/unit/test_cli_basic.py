@@ -61,3 +61,13 @@ def test_validate_bad_set_exit_2(tmp_path):
     p.write_text("name: x\ncluster: {topology: hgx-h200}\nmodel: {preset: gpt-1b}\n")
     r = cli("validate", str(p), "--set", "noequals")
     assert r.returncode == 2 and "KEY=VALUE" in r.stderr
+
+
+@pytest.mark.parametrize("command", [
+    "topo show", "topo draw", "topo import", "validate", "schema", "collective", "run",
+    "calibrate bench", "calibrate slurm", "calibrate import-nccl-tests", "calibrate fit", "calibrate report",
+])
+def test_every_command_has_help_with_examples(command):
+    r = cli(*command.split(), "--help")
+    assert r.returncode == 0, r.stderr
+    assert "example" in r.stdout.lower(), f"{command} --help has no examples"
