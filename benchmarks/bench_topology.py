@@ -9,11 +9,13 @@ Usage::
 
     python benchmarks/bench_topology.py            # 1, 128, 2048 DGX H100 nodes
     python benchmarks/bench_topology.py --nodes 1 16 128 --repeat 3
+    python benchmarks/bench_topology.py --topology dgx-h100-superpod --nodes 128 288 2048 --repeat 3
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import platform
 import statistics
 import time
@@ -43,7 +45,8 @@ def bench(topology: str, nodes: int, repeat: int, pairs: int) -> dict:
         t5 = time.perf_counter()
         uncached.append((t4 - t3) / pairs)
         cached.append((t5 - t4) / pairs)
-    return {"topology": topology, "nodes": nodes, "gpus": c.n_gpus, "edges": G.number_of_edges(),
+    return {"topology": topology, "nodes": nodes, "gpus": c.n_gpus,
+            "tiers": c.fabric.tiers if c.fabric else 0, "edges": G.number_of_edges(),
             "link_groups": len(c.link_bandwidth), "build_s": statistics.median(build),
             "graph_s": statistics.median(graph), "route_us": statistics.median(uncached) * 1e6,
             "route_cached_us": statistics.median(cached) * 1e6}
@@ -56,12 +59,14 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--pairs", type=int, default=10000)
     a = ap.parse_args()
-    print(f"# {platform.node()} {platform.processor() or platform.machine()} python {platform.python_version()}")
-    print(f"{'topology':<12} {'nodes':>6} {'gpus':>7} {'edges':>8} {'groups':>8} {'build s':>8} {'graph s':>8} "
-          f"{'route us':>9} {'cached us':>9}")
+    print(f"# {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC {platform.node()} "
+          f"{platform.processor() or platform.machine()} python {platform.python_version()}")
+    print(f"{'topology':<18} {'nodes':>6} {'gpus':>7} {'tiers':>5} {'edges':>8} {'groups':>8} {'build s':>8} "
+          f"{'graph s':>8} {'route us':>9} {'cached us':>9}")
     for n in a.nodes:
         r = bench(a.topology, n, a.repeat, a.pairs)
-        print(f"{r['topology']:<12} {r['nodes']:>6} {r['gpus']:>7} {r['edges']:>8} {r['link_groups']:>8} "
+        print(f"{r['topology']:<18} {r['nodes']:>6} {r['gpus']:>7} {r['tiers']:>5} {r['edges']:>8} "
+              f"{r['link_groups']:>8} "
               f"{r['build_s']:>8.3f} {r['graph_s']:>8.3f} {r['route_us']:>9.2f} {r['route_cached_us']:>9.2f}")
 
 

@@ -372,13 +372,28 @@ class FabricSpec(StrictModel):
     kind: Literal["fat_tree"] = "fat_tree"
     rail_optimized: bool = Field(True, description="NIC i of every node goes to the leaf switches of rail i.")
     switch_radix: int = Field(64, ge=4, description="Ports per switch (64 Quantum-2 NDR, 40 Quantum HDR).")
-    tiers: int | None = Field(None, ge=1, le=3, description="Switch levels; null = the fewest that fit.")
+    tiers: Literal["auto", 1, 2, 3] = Field(
+        "auto", description="Switch levels (1, 2 or 3), or 'auto' (null means the same): the fewest that hold the "
+        "nodes at this radix and oversubscription, as a DGX SuperPOD grows (leaf/spine inside a group of scalable "
+        "units, a core tier above once the leaves outgrow one spine layer). An explicit value is checked against "
+        "the node count.")
     oversubscription: float = Field(1.0, ge=1.0, description="Leaf down:up port ratio (2.0 = 2:1).")
     link_speed_Gbps: Pos | None = Field(None, description="Switch-to-switch cable rate; default: the NIC speed.")
     latency_us: NonNeg = Field(
         0.3, description="One-way latency per fabric link traversal incl. one switch hop; Quantum-2 port-to-port is "
         "quoted between ~0.15 and ~0.33 us by third parties (no NVIDIA figure), so 0.3 us is an inferred round value."
     )
+
+    @field_validator("tiers", mode="before")
+    @classmethod
+    def _tiers(cls, v: Any) -> Any:
+        if v is None or (isinstance(v, str) and v.strip().lower() == "auto"):
+            return "auto"
+        if isinstance(v, str) and v.strip() in ("1", "2", "3"):
+            return int(v)  # from a --set override
+        if isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 3:
+            return v
+        raise ValueError(f"must be 1, 2, 3 or 'auto' (the fewest tiers that fit), got {v!r}")
 
     @field_validator("switch_radix")
     @classmethod

@@ -295,10 +295,24 @@ class FatTree:
     ``d = round(k*o/(1+o))`` host ports and ``u = k - d`` uplinks. Rail-optimised:
     leaf ``(b, r)`` serves NIC ``r`` of hosts ``b*d .. b*d+d-1`` (leaf id ``b*rails+r``,
     so consecutive leaves form scalable units with every rail). Two tiers: ``S =
-    ceil(L*u/k)`` spines, every leaf wired to every spine with ``u/S`` cables.
-    Three tiers: pods of ``k/2`` leaves and ``u`` aggregation switches, agg ``a`` of
-    every pod wired to the ``Cg`` cores of core group ``a``. Up-paths are chosen by
-    destination (d-mod-k routing): deterministic and balanced for permutations.
+    ceil(L*u/k)`` spines, every leaf wired to every spine with ``u/S`` cables (uplink
+    cable ``c`` goes to spine ``c mod S``). Three tiers: pods of ``k/2`` leaves and ``u``
+    aggregation switches, agg ``a`` of every pod wired to the ``C`` cores of core group
+    ``a`` (its ``k/2`` up cables, cable ``j`` to core ``j mod C``).
+
+    ``tiers: auto`` takes the fewest tiers that hold the leaves: one switch (not
+    rail-optimised, ports <= k), else leaf/spine while one spine layer reaches every
+    leaf (``S <= u``: 64 leaves, 256 DGX H100 at k = 64), else leaf/aggregation/core
+    with pods of k/2 leaves (4 scalable units of DGX H100) and at most k pods.
+
+    Routing is destination-based (d-mod-k, what an InfiniBand subnet manager's fat-tree
+    routing programs into the switches' per-destination forwarding tables): the up-link
+    is chosen by the destination port's slot in its leaf (``slot mod u``, then the spine
+    or aggregation switch that cable reaches) and, on three tiers, the core by the
+    destination leaf's position in its pod. Every down-link bundle then serves exactly
+    the destinations it has cables for (o per cable), so no set of flows can oversubscribe
+    a down-link beyond the destination NICs, and shift permutations, rings and trees
+    spread evenly over all up-links. O(1) per route, deterministic.
     """
 
     def __init__(self, n_hosts: int, rails: int, fabric: FabricSpec, nic_bw: float, kind: str, first_index: int):
@@ -312,18 +326,22 @@ class FatTree:
         o = fabric.oversubscription
         d = max(1, min(k - 1, int(round(k * o / (1 + o)))))
         ports = n_hosts * rails
-        tiers = fabric.tiers
-        if tiers is None:
-            tiers = 1 if (not self.rail_optimized and ports <= k) else None
+        asked = fabric.tiers
+        self.auto = asked in (None, "auto")
+        tiers: int | None = None if self.auto else int(asked)
+        if self.auto and not self.rail_optimized and ports <= k:
+            tiers = 1
         if tiers == 1:
             if self.rail_optimized:
                 raise ClusterSimError(f"a rail-optimised fabric with {rails} rails needs tiers >= 2 "
                                       "(rails meet at the spine)", field="cluster.fabric.tiers")
             if ports > k:
                 raise ClusterSimError(f"{ports} NIC ports do not fit one {k}-port switch (tiers: 1); "
-                                      "use tiers: 2 or a larger switch_radix", field="cluster.fabric.tiers")
-            d, u = k, 0
-        self.d, self.u = d, k - d if tiers != 1 else 0
+                                      "use tiers: 2, tiers: auto or a larger switch_radix",
+                                      field="cluster.fabric.tiers")
+            d = k
+        self.d = d
+        self.u = k - d if tiers != 1 else 0
         if self.rail_optimized:
             self.blocks = math.ceil(n_hosts / d)
             self.n_leaves = self.blocks * rails
@@ -338,17 +356,26 @@ class FatTree:
             self.n_spines = math.ceil(self.n_leaves * u / k)
             if self.n_spines > u:
                 raise ClusterSimError(f"{n_hosts} nodes need {self.n_leaves} leaf switches; a 2-tier fat tree of "
-                                      f"radix {k} holds at most {k} (use tiers: 3)", field="cluster.fabric.tiers")
+                                      f"radix {k} holds at most {k} leaves ({self._max_hosts(k)} nodes); "
+                                      "use tiers: 3 or tiers: auto", field="cluster.fabric.tiers")
         elif tiers == 3:
             self.pod_leaves = k // 2
             self.n_pods = math.ceil(self.n_leaves / self.pod_leaves)
             self.n_aggs = u  # per pod: each leaf sends one cable to each aggregation switch
             self.core_per_group = math.ceil(self.n_pods * (k // 2) / k)
             if self.n_pods > k:
-                raise ClusterSimError(f"{n_hosts} nodes need {self.n_pods} pods; a 3-tier fat tree of radix {k} "
-                                      f"holds at most {k}", field="cluster.fabric.tiers")
+                raise ClusterSimError(f"{n_hosts} nodes need {self.n_pods} pods of {self.pod_leaves} leaf switches; "
+                                      f"a 3-tier fat tree of radix {k} holds at most {k} pods "
+                                      f"({self._max_hosts(k * (k // 2))} nodes); use a larger switch_radix",
+                                      field="cluster.fabric.tiers")
         self.first_index = first_index
         self._build_indices()
+
+    def _max_hosts(self, leaves: int) -> int:
+        """Hosts that ``leaves`` leaf switches serve."""
+        if self.rail_optimized:
+            return leaves // self.rails * self.d
+        return leaves * self.d // self.rails
 
     # -- geometry -------------------------------------------------------------------------
     def leaf_of(self, host: np.ndarray | int, rail: np.ndarray | int):
@@ -358,6 +385,12 @@ class FatTree:
         if self.rail_optimized:
             return (host // self.d) * self.rails + rail
         return (host * self.rails + rail) // self.d
+
+    def slot_of(self, host: np.ndarray | int, rail: np.ndarray | int):
+        """Port (0 .. d-1) of NIC ``rail`` of ``host`` on its leaf (vectorised)."""
+        if self.rail_optimized:
+            return host % self.d
+        return (host * self.rails + rail) % self.d
 
     def _build_indices(self) -> None:
         H, R = self.n_hosts, self.rails
@@ -450,21 +483,27 @@ class FatTree:
 
     # -- routing --------------------------------------------------------------------------
     def route(self, hs: int, rs: int, hd: int, rd: int) -> list[int]:
-        """Fabric link indices from NIC ``rs`` of host ``hs`` to NIC ``rd`` of host ``hd``."""
+        """Fabric link indices from NIC ``rs`` of host ``hs`` to NIC ``rd`` of host ``hd``.
+
+        Same leaf: NIC -> leaf -> NIC. Otherwise up-link cable ``slot(dst) mod u`` (d-mod-k),
+        i.e. spine ``(slot mod u) mod S`` on two tiers, aggregation switch ``slot mod u`` on
+        three, and across pods core ``(dst leaf's index in its pod) mod C`` of that
+        aggregation index's core group.
+        """
         ls, ld = int(self.leaf_of(hs, rs)), int(self.leaf_of(hd, rd))
         out = [int(self.nic_up[hs, rs])]
-        port = hd * self.rails + rd  # destination port: d-mod-k choice of the up-path
         if ls != ld:
+            cable = int(self.slot_of(hd, rd)) % self.u
             if self.tiers == 2:
-                s = port % self.n_spines
+                s = cable % self.n_spines
                 out += [int(self.up[ls, s]), int(self.down[ld, s])]
             else:
-                a = port % self.n_aggs
+                a = cable  # n_aggs == u: one cable from each leaf to each aggregation switch
                 ps, pd = ls // self.pod_leaves, ld // self.pod_leaves
                 if ps == pd:
                     out += [int(self.la_up[ls, a]), int(self.la_down[ld, a])]
                 else:
-                    c = (port // self.n_aggs) % self.core_per_group
+                    c = (ld % self.pod_leaves) % self.core_per_group
                     out += [int(self.la_up[ls, a]), int(self.ac_up[ps, a, c]), int(self.ac_down[pd, a, c]),
                             int(self.la_down[ld, a])]
         out.append(int(self.nic_down[hd, rd]))

@@ -62,7 +62,7 @@ ROWS = [
     ("B70B", "Megatron-Core B1 70B, TP8 PP2 DP48", "dgx-h100-superpod", 96,
      {"layers": 84, "hidden": 8192, "heads": 64}, {"global_batch": 384, "micro_batch": 1},
      {"tp": 8, "pp": 2, "dp": 48, "sequence_parallel": True, "zero": 1, "ddp_bucket_mb": 160}, 2.18),
-    ("B177B", "Megatron-Core B1 177B, TP8 PP6 DP48", str(DATA / "dgx-h100-superpod-3tier.yaml"), 288,
+    ("B177B", "Megatron-Core B1 177B, TP8 PP6 DP48", "dgx-h100-superpod", 288,
      {"layers": 96, "hidden": 12288, "heads": 96}, {"global_batch": 1152, "micro_batch": 1},
      {"tp": 8, "pp": 6, "dp": 48, "sequence_parallel": True, "zero": 1, "ddp_bucket_mb": 160}, 5.26),
 ]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import time
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -150,3 +153,59 @@ def test_gpus_beyond_the_preset_add_nodes_when_nodes_not_given():
     assert c.n_hosts == 2 and c.path_class(0, 4) == "network" and c.path_class(0, 3) == "nvlink"
     with pytest.raises(ClusterSimError, match="asked for 8 GPUs"):
         load_cluster("cannon-4xa100", gpus=8, nodes=1)
+
+
+@pytest.mark.parametrize("nodes, tiers, leaves, extra", [
+    (32, 2, 8, {"spines": 4}),          # one scalable unit
+    (128, 2, 32, {"spines": 16}),       # 4 SUs: the reference architecture's 32 leaves + 16 spines
+    (256, 2, 64, {"spines": 32}),       # the most one spine layer of radix 64 reaches
+    (257, 3, 72, {"pods": 3}),          # one node more: a core tier above pods of 4 SUs
+    (288, 3, 72, {"pods": 3}),          # Megatron-Core 177B row (2,304 GPUs)
+    (2048, 3, 512, {"pods": 16}),       # Llama 3 405B (16,384 GPUs)
+])
+def test_superpod_tiers_auto_picks_the_fewest_that_fit(nodes, tiers, leaves, extra):
+    c = load_cluster("dgx-h100-superpod", nodes=nodes)
+    assert c.spec.cluster.fabric.tiers == "auto"
+    f = c.fabric.summary()
+    assert f["tiers"] == tiers and f["leaves"] == leaves
+    assert {k: f[k] for k in extra} == extra
+    if tiers == 3:
+        assert f["cores"] == f["aggregation_per_pod"] * math.ceil(f["pods"] / 2)
+
+
+def test_2048_superpod_nodes_build_in_seconds():
+    t = time.perf_counter()
+    c = load_cluster("dgx-h100-superpod", nodes=2048)
+    r = c.route(0, c.n_gpus - 1)
+    took = time.perf_counter() - t
+    assert c.n_gpus == 16384 and len(r) == 10 and c.path_class(0, c.n_gpus - 1) == "network"
+    assert took < 10.0  # ~0.2 s on a loaded 2-core VM (benchmarks/bench_topology.py); generous for noise
+
+
+@pytest.mark.parametrize("text, nodes, tiers", [
+    ("tiers: auto", 64, 2), ("tiers: null", 64, 2), ("{}", 64, 2), ("tiers: 3", 64, 3), ("tiers: 2", 256, 2),
+    ("{tiers: 1, rail_optimized: false}", 8, 1), ("{tiers: auto, rail_optimized: false}", 8, 1),
+    ("{switch_radix: 8}", 16, 3),
+])
+def test_explicit_and_auto_tiers(tmp_path, text, nodes, tiers):
+    p = tmp_path / "t.yaml"
+    fabric = text if text.startswith("{") else "{" + text + "}"
+    p.write_text(f"extends: dgx-h100\nname: t\ncluster: {{nodes: {nodes}, fabric: {fabric}}}\n")
+    assert load_cluster(p).fabric.tiers == tiers
+
+
+@pytest.mark.parametrize("fabric, nodes, match", [
+    ("{tiers: 2}", 288, "at most 64 leaves .256 nodes.; use tiers: 3 or tiers: auto"),
+    ("{tiers: 4}", 2, "must be 1, 2, 3 or 'auto'"),
+    ("{tiers: 0}", 2, "must be 1, 2, 3 or 'auto'"),
+    ("{tiers: three}", 2, "must be 1, 2, 3 or 'auto'"),
+    ("{tiers: true}", 2, "must be 1, 2, 3 or 'auto'"),
+    # radix 8, non-blocking: 4 hosts per leaf, pods of 4 leaves, at most 8 pods = 32 leaves = 4 blocks of 8 rails
+    ("{switch_radix: 8}", 17, "at most 8 pods .16 nodes."),
+])
+def test_bad_tiers_are_user_errors(tmp_path, fabric, nodes, match):
+    p = tmp_path / "t.yaml"
+    p.write_text(f"extends: dgx-h100\nname: t\ncluster: {{nodes: {nodes}, fabric: {fabric}}}\n")
+    with pytest.raises(ClusterSimError, match=match) as ei:
+        load_cluster(p)
+    assert ei.value.field == "cluster.fabric.tiers"

@@ -164,3 +164,143 @@ def test_small_fat_trees_route_on_shortest_paths(tmp_path, fabric, nodes):
         ends = {c.gpus[s], c.gpus[d]}
         H = nx.subgraph_view(G, filter_node=lambda n: n in ends or G.nodes[n]["kind"] != "gpu")
         assert len(r) == nx.shortest_path_length(H, c.gpus[s], c.gpus[d])
+
+
+# -- spreading over the spine layer (d-mod-k, destination-based) ---------------------------------
+
+def _switch_link_loads(c, pairs):
+    """Flows per cable on every switch-to-switch link, and each link's fair share (flows per cable).
+
+    The fair share of an up-link (leaf -> spine) is what perfect spreading would put on it: the
+    flows its leaf sends upwards times its share of the leaf's up cables; of a down-link
+    (spine -> leaf), the flows the leaf receives from above times its share of the leaf's cables.
+    """
+    count = np.zeros(len(c.link_bandwidth))
+    for s, d in pairs:
+        count[c.route(s, d)] += 1
+    cables = c.link_bandwidth / c.fabric.link_bw
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, name in enumerate(c.link_names):
+        a, b = name.split("->")
+        if a.startswith("leaf") and b.startswith("spine"):
+            groups.setdefault(("up", a), []).append(i)
+        elif a.startswith("spine") and b.startswith("leaf"):
+            groups.setdefault(("down", b), []).append(i)
+    load, fair = [], []
+    for idx in groups.values():
+        idx = np.asarray(idx)
+        flows, cab = count[idx].sum(), cables[idx].sum()
+        if flows == 0:
+            continue
+        load += list(count[idx] / cables[idx])
+        fair += list(np.full(len(idx), flows / cab))
+    return np.asarray(load), np.asarray(fair)
+
+
+def _patterns_128():
+    """Rings and permutations over the 1,024 GPUs of 128 DGX H100 (every GPU sends one flow)."""
+    N, g = 1024, 8
+    H = N // g
+
+    def shift(hosts, rails):
+        return [(i, ((i // g + hosts) % H) * g + (i % g + rails) % g) for i in range(N)]
+
+    return {
+        "ring in rank order": [(i, (i + 1) % N) for i in range(N)],
+        "ring in reverse rank order": [(i, (i - 1) % N) for i in range(N)],
+        "rail-shifted ring (GPU r of host h -> GPU r+1 of host h+1)": shift(1, 1),
+        "shift by one SU, same rail": shift(32, 0),
+        "shift by 37 hosts, same rail": shift(37, 0),
+        "shift by 3 hosts and 3 rails": shift(3, 3),
+        "shift by 64 hosts and 5 rails": shift(64, 5),
+    }
+
+
+@pytest.mark.parametrize("pattern", list(_patterns_128()))
+def test_rings_and_permutations_spread_over_all_spines(pattern):
+    # Bound: no switch-to-switch cable carries more than one flow (a flow never exceeds its NIC's
+    # line rate, which is one cable's, so the non-blocking fabric is never the bottleneck), hence
+    # at most 1x the fair share; the brief asks for <= ~2x, what ECMP-like hashing of 32 flows
+    # onto 16 spines typically reaches. The former port-mod-spines choice put a rail's traffic
+    # on 2 of 16 spines: 8 flows per cable, 8x the fair share, on the rail-shifted ring.
+    c = load_cluster("dgx-h100-superpod", nodes=128)
+    load, fair = _switch_link_loads(c, _patterns_128()[pattern])
+    assert len(load) > 0
+    assert load.max() <= 1.0
+    assert (load / fair).max() <= 2.0
+    assert load.max() / load.mean() <= 1.5
+
+
+def test_trees_over_all_hosts_spread_over_all_spines():
+    # NCCL's double binary tree between the node heads of each rail, both directions
+    c = load_cluster("dgx-h100-superpod", nodes=128)
+    g, H = 8, 128
+    pairs = []
+    for r in range(g):
+        for heads in (list(range(H)), list(range(H))[::-1]):
+            for i in range(1, H):
+                a, p = heads[i] * g + r, heads[(i - 1) // 2] * g + r
+                pairs += [(a, p), (p, a)]
+    load, fair = _switch_link_loads(c, pairs)
+    assert (load / fair).max() <= 2.0
+    assert load.max() / load.mean() <= 2.0
+
+
+def test_flow_tree_and_ring_all_reduce_match_analytical_on_128_nodes():
+    # the spine choice used to put a rail's tree edges on 2 of 16 spines: flow 5.6x analytical
+    from clustersim.collectives import load_profile_for
+    from clustersim.engine import Simulation
+
+    c = load_cluster("dgx-h100-superpod", nodes=128)
+    for algo in ("tree", "ring"):
+        sim = Simulation(c, load_profile_for(c), nvls=False)
+        p = sim.collective("all_reduce", 1024, 2**30, algorithm=algo)
+        sim.env.run()
+        a = sim.model.estimate("all_reduce", 1024, 2**30, algorithm=algo)
+        assert p.value.time_s == pytest.approx(a.time_s, rel=0.01), algo
+
+
+def _fabric_names(c, r):
+    return [n for n in names(c, r) if "leaf" in n or "spine" in n or "agg" in n or "core" in n]
+
+
+def _mirror(ns):
+    return ["->".join(n.split("->")[::-1]) for n in ns[::-1]]
+
+
+def test_routes_symmetric_where_expected():
+    c = load_cluster("dgx-h100-superpod", nodes=128)
+    f = c.fabric
+    rng = np.random.default_rng(3)
+    mirrored = 0
+    for s, d in rng.integers(0, c.n_gpus, size=(300, 2)):
+        s, d = int(s), int(d)
+        a, b = c.route(s, d), c.route(d, s)
+        # always: same length, same link kinds in mirror order
+        assert len(a) == len(b)
+        assert [c.link_kind[i] for i in a] == [c.link_kind[i] for i in b][::-1]
+        hs, hd = int(c.host_of[s]), int(c.host_of[d])
+        rs, rd = c.template.rail[int(c.local_of[s])], c.template.rail[int(c.local_of[d])]
+        # exact mirror when both directions cross the same spine: same leaf, or equal destination slots mod S
+        same_spine = f.leaf_of(hs, rs) == f.leaf_of(hd, rd) or \
+            (f.slot_of(hs, rs) % f.u) % f.n_spines == (f.slot_of(hd, rd) % f.u) % f.n_spines
+        if hs != hd and same_spine:
+            assert _fabric_names(c, b) == _mirror(_fabric_names(c, a))
+            mirrored += 1
+    assert mirrored > 10
+    # a ring edge between hosts 32 apart (one SU) on one rail: the same spine both ways
+    assert _fabric_names(c, c.route(8 * 32 + 3, 3)) == _mirror(_fabric_names(c, c.route(3, 8 * 32 + 3)))
+
+
+def test_destination_based_down_links():
+    # every source outside the destination's leaf enters that leaf over the same spine -> leaf link
+    # (per-destination forwarding, as an InfiniBand subnet manager programs a fat tree), on 2 and 3 tiers
+    for nodes in (128, 288):
+        c = load_cluster("dgx-h100-superpod", nodes=nodes)
+        for dst in (0, 13, 8 * 100 + 6):
+            climbs = [_fabric_names(c, c.route(s, dst)) for s in range(8 * 40, c.n_gpus, 13)]
+            climbs = [r for r in climbs if len(r) > 2]  # other leaves (and, on 3 tiers, other pods)
+            assert len(climbs) > 20 and len({tuple(r[-2:]) for r in climbs}) == 1
+        # and spines are all used by the destinations of one leaf
+        used = {_fabric_names(c, c.route(8 * 40, 8 * h))[1].split("->")[1] for h in range(32)}
+        assert len(used) == (16 if nodes == 128 else 32)
