@@ -68,6 +68,7 @@ def register(root: typer.Typer) -> None:
         trace: Optional[Path] = typer.Option(None, "--trace", help="Write a Chrome/Perfetto trace JSON (ui.perfetto.dev)."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON document."),
         full: bool = typer.Option(False, "--full", help="Simulate every data-parallel replica (no symmetry reduction)."),
+        html: Optional[Path] = typer.Option(None, "--html", help="Write a standalone HTML report (timeline, breakdown, memory, links)."),
     ) -> None:
         """Simulate one training step of a scenario: step time, throughput, MFU, breakdown, memory, links.
 
@@ -78,14 +79,22 @@ def register(root: typer.Typer) -> None:
           clustersim run scenarios/gpt3-175b.yaml --fidelity analytical --json
 
           clustersim run scenarios/montecarlo-pi.yaml --set cluster.gpus=2 --trace pi.json
+
+          clustersim run scenarios/hybrid-tp2-pp2-dp2.yaml --html step.html
         """
         from clustersim.errors import ClusterSimError
         from clustersim.simulate.run import run_scenario
 
         if fidelity is not None and fidelity not in ("flow", "analytical"):
             raise ClusterSimError(f"--fidelity must be flow or analytical, not {fidelity!r}", field="--fidelity")
-        res = run_scenario(scenario, fidelity=fidelity, trace_path=trace, overrides=set_ or [],
-                           reduced=not full)
+        if html is not None:
+            from clustersim.report.html import run_html_report
+
+            res = run_html_report(scenario, html, fidelity=fidelity, trace_path=trace, overrides=set_ or [],
+                                  reduced=not full)
+        else:
+            res = run_scenario(scenario, fidelity=fidelity, trace_path=trace, overrides=set_ or [],
+                               reduced=not full)
         d = res.to_dict()
         if as_json:
             print_json(d)
@@ -93,3 +102,5 @@ def register(root: typer.Typer) -> None:
             _render(d)
             if trace is not None:
                 console.print(f"trace written to {trace} (open in https://ui.perfetto.dev)", highlight=False)
+            if html is not None:
+                console.print(f"HTML report written to {html}", highlight=False)
