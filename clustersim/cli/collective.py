@@ -19,6 +19,9 @@ Examples:
 
   clustersim collective all_reduce --topology hgx-h200 --gpus 2 --sizes 1MiB:4GiB
 
+With a calibrated profile entry that has confidence intervals, the table shows the 95% band and
+--json adds time_lo_s / time_hi_s.
+
   clustersim collective all_reduce --topology dgx-h100 --size 4GiB --algorithm ring --nvls off --json
 
   clustersim collective all_reduce --topology dgx-h100-superpod --nodes 128 --size 1GiB --fidelity flow
@@ -60,6 +63,7 @@ def run_collective_command(op: str, topology: str, gpus: int | None, nodes: int 
     kw = dict(nvls=_onoff(nvls, "nvls"), p2p=_onoff(p2p, "p2p"), gdr=_onoff(gdr, "gdr"))
     n = cluster.n_gpus
     out = []
+    m = None
     if fidelity == "analytical":
         m = CollectiveModel(cluster, prof, **kw)
         results = [m.estimate(op, n, s, algorithm, protocol) for s in size_list]
@@ -72,11 +76,38 @@ def run_collective_command(op: str, topology: str, gpus: int | None, nodes: int 
             p = sim.collective(op, n, s, algorithm=algorithm, protocol=protocol)
             sim.env.run()
             results.append(p.value)
-    for r in results:
+    band_model = m if fidelity == "analytical" else CollectiveModel(cluster, prof, **kw)
+    for s, r in zip(size_list, results):
         d = r.to_dict()
         d.update(topology=cluster.name, fidelity=fidelity, profile=prof.name if prof is not None else None)
+        if r.source == "profile":
+            band = _band(band_model, op, n, s, algorithm, protocol, r.time_s)
+            if band is not None:
+                d["time_lo_s"], d["time_hi_s"] = band
         out.append(d)
     return out
+
+
+def _band(model, op: str, n: int, size: float, algorithm: str, protocol: str,
+          time_s: float) -> tuple[float, float] | None:
+    """95% band (lo, hi) in seconds around ``time_s`` from the CIs of the profile entry used, or None.
+
+    The band of the entry's line (:func:`clustersim.calibration.uncertainty.predict`) is moved onto the
+    reported time (which adds the kernel gap to the entry, and at flow fidelity is the simulated time).
+    """
+    from clustersim.calibration.uncertainty import predict
+    from clustersim.collectives.model import _norm_algo
+
+    rk = model.ranks_of(n)
+    hit = model.match_entry(op, _norm_algo(algorithm), (protocol or "auto").strip().lower(), len(rk),
+                            model.context(rk).scope, float(size))
+    if hit is None:
+        return None
+    entry, seg = hit
+    if seg.alpha_ci_us is None and seg.algbw_ci_GBps is None:
+        return None
+    t, lo, hi = predict(entry, float(size))
+    return max(0.0, time_s - (t - lo)), time_s + (hi - t)
 
 
 def _table(rows: list[dict]) -> None:
@@ -86,13 +117,18 @@ def _table(rows: list[dict]) -> None:
 
     t = Table(title=f"{rows[0]['op']} on {rows[0]['topology']}: {rows[0]['gpus']} GPUs, "
               f"{rows[0]['nodes']} node(s), {rows[0]['fidelity']}")
-    for col in ("size (B)", "count", "type", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "algorithm", "protocol"):
+    banded = any("time_lo_s" in r for r in rows)
+    cols = ["size (B)", "count", "type", "time (us)"] + (["95% band (us)"] if banded else []) + \
+        ["algbw (GB/s)", "busbw (GB/s)", "algorithm", "protocol"]
+    for col in cols:
         t.add_column(col, justify="right" if col not in ("type", "algorithm", "protocol") else "left", no_wrap=True)
     for r in rows:
         count = r["size_bytes"] // 4
         if r["op"] in ("all_gather", "reduce_scatter", "all_to_all", "gather", "scatter"):
             count //= max(1, r["gpus"])  # nccl-tests prints the per-rank count
-        t.add_row(str(r["size_bytes"]), str(count), "float", f"{r['time_us']:.2f}", f"{r['algbw_GBps']:.2f}",
+        band = ([f"{r['time_lo_s'] * 1e6:.2f} - {r['time_hi_s'] * 1e6:.2f}" if "time_lo_s" in r else "-"]
+                if banded else [])
+        t.add_row(str(r["size_bytes"]), str(count), "float", f"{r['time_us']:.2f}", *band, f"{r['algbw_GBps']:.2f}",
                   f"{r['busbw_GBps']:.2f}", r["algorithm"], r["protocol"])
     from rich.console import Console
 
@@ -178,7 +214,8 @@ def register(root: typer.Typer) -> None:
             console.print(f"{r['op']} {r['size_bytes']} B on {r['gpus']} GPUs ({r['nodes']} node(s), "
                           f"{r['topology']}, {r['fidelity']}): {r['time_us']:.2f} us, algbw {r['algbw_GBps']:.2f} "
                           f"GB/s, busbw {r['busbw_GBps']:.2f} GB/s [{r['algorithm']}/{r['protocol']}, "
-                          f"{r['source']}]", highlight=False)
+                          f"{r['source']}]" + (f", 95% band {r['time_lo_s'] * 1e6:.2f} - {r['time_hi_s'] * 1e6:.2f} us"
+                                               if "time_lo_s" in r else ""), highlight=False, markup=False)
         else:
             _table(rows)
         if plot:

@@ -299,7 +299,9 @@ class CollectiveModel:
         hit = self.match_entry(op, algo, proto, n, ctx.scope, S)
         if hit is not None:
             e, seg = hit
-            lat, bwt = seg.alpha_us * 1e-6, S / (seg.algbw_GBps * GB)
+            # entries hold NCCL-level time without the launch (CUDA-graph replay); a back-to-back call
+            # pays the GPU-side kernel gap on top, exactly as the model cells below do
+            lat, bwt = self.launch_s + seg.alpha_us * 1e-6, S / (seg.algbw_GBps * GB)
             auto = self._best(op, ctx, S, algo, proto)
             return self._result(op, ctx, S, lat, bwt, e.algorithm or auto[0], e.protocol or auto[1], 0, "profile")
         a, p, lat, bwt, ch = self._best(op, ctx, S, algo, proto)
@@ -433,3 +435,54 @@ class CollectiveModel:
                 lat = F.BASE_LAT_US["ring"][pi] * 1e-6 + hop
                 out.append(("p2p", p, launch + lat, S / Bp, 1, launch + lat + S / Bp))
         return out
+
+
+#: Operations whose algorithm/protocol NCCL's tuner picks by its cost table (``ncclTopoGetAlgoTime``);
+#: p2p-based ones (all_to_all, send_recv, scatter, gather) follow fixed thresholds the model does not hold.
+TUNED_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
+
+
+def tuner_switches(model: CollectiveModel, op: str, ranks: int | Sequence[int], lo: float = 1.0,
+                   hi: float = float(2**36), per_octave: int = 32) -> list[float]:
+    """Sizes (bytes) in ``[lo, hi]`` where NCCL's tuner, as modelled, changes (algorithm, protocol) for ``op``.
+
+    Uses the NCCL-structured model only (profile entries are ignored): the first size of each new
+    choice on a geometric grid of ``per_octave`` points per doubling, refined by bisection to one byte.
+    Empty for operations NCCL does not tune by its table (:data:`TUNED_OPS`). The calibration fit uses it
+    to keep a protocol change a step rather than a ramp (:func:`clustersim.calibration.fit.fit_piecewise`).
+
+    >>> from clustersim.topology import load_cluster
+    >>> m = CollectiveModel(load_cluster("hgx-h200", gpus=2), None)
+    >>> [round(s / 2**20, 2) for s in tuner_switches(m, "all_reduce", 2, 2**10, 2**32)]  # LL -> Simple
+    [1.64]
+    """
+    if op not in TUNED_OPS:
+        return []
+    rk = model.ranks_of(ranks)
+    if len(rk) < 2:
+        return []
+    ctx = model.context(rk)
+
+    def choice(S: float) -> tuple[str, str]:
+        a, p, *_ = model._best(op, ctx, float(S), "auto", "auto")
+        return a, p
+
+    n = max(2, int(math.ceil(math.log2(hi / lo) * per_octave)) + 1)
+    grid = np.geomspace(lo, hi, n)
+    out: list[float] = []
+    prev = choice(grid[0])
+    for a, b in zip(grid, grid[1:]):
+        cur = choice(b)
+        if cur != prev:
+            x, y = float(a), float(b)   # choice(x) == prev, choice(y) == cur
+            while y - x > 1.0:
+                mid = math.floor((x + y) / 2)
+                if mid <= x:
+                    break
+                if choice(mid) == prev:
+                    x = float(mid)
+                else:
+                    y = float(mid)
+            out.append(float(math.ceil(y)))
+            prev = cur
+    return out

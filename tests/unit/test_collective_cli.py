@@ -78,3 +78,55 @@ def test_bad_arguments_exit_2(args):
     with pytest.raises(SystemExit) as e:
         main(["collective", *args])
     assert e.value.code == 2
+
+
+# -- uncertainty band (issue 5: predictions carry the profile's uncertainty)
+def test_json_band_from_the_profile_entry_cis():
+    from clustersim.calibration.uncertainty import predict
+    from clustersim.collectives import CollectiveModel, load_profile_for
+    from clustersim.topology import load_cluster
+
+    d = json.loads(run("collective", "all_reduce", "--topology", "hgx-h200", "--gpus", "2", "--size", "1GiB",
+                       "--json").stdout)
+    assert d["source"] == "profile"
+    assert d["time_lo_s"] < d["time_s"] < d["time_hi_s"]
+    # the band is the entry's own 95% band, moved onto the reported time (which adds the kernel gap)
+    c = load_cluster("hgx-h200", gpus=2)
+    m = CollectiveModel(c, load_profile_for(c))
+    entry, _ = m.match_entry("all_reduce", "auto", "auto", 2, "intra", 2**30)
+    t, lo, hi = predict(entry, 2**30)
+    assert d["time_s"] - d["time_lo_s"] == pytest.approx(t - lo, rel=1e-9)
+    assert d["time_hi_s"] - d["time_s"] == pytest.approx(hi - t, rel=1e-9)
+    assert d["time_s"] - t == pytest.approx(m.launch_s, rel=1e-9)
+    # flow fidelity carries the same band (uncontended: the same time)
+    f = json.loads(run("collective", "all_reduce", "--topology", "hgx-h200", "--gpus", "2", "--size", "1GiB",
+                       "--fidelity", "flow", "--json").stdout)
+    assert f["time_hi_s"] - f["time_lo_s"] == pytest.approx(d["time_hi_s"] - d["time_lo_s"], rel=1e-6)
+
+
+def test_no_band_without_an_entry_or_without_cis(tmp_path):
+    d = json.loads(run("collective", "all_reduce", "--topology", "dgx-h100", "--size", "1GiB", "--json").stdout)
+    assert d["source"] == "model" and "time_lo_s" not in d and "time_hi_s" not in d
+    prof = tmp_path / "p.yaml"
+    prof.write_text("name: nocis\ncollectives:\n  - {op: all_reduce, ranks: 2, segments: [{alpha_us: 10, "
+                    "algbw_GBps: 300}]}\n")
+    d = json.loads(run("collective", "all_reduce", "--topology", "hgx-h200", "--gpus", "2", "--size", "1GiB",
+                       "--profile", str(prof), "--json").stdout)
+    assert d["source"] == "profile" and "time_lo_s" not in d
+
+
+def test_table_shows_the_band():
+    r = run("collective", "all_reduce", "--topology", "hgx-h200", "--gpus", "2", "--sizes", "1MiB:1GiB:x32")
+    assert r.exit_code == 0, r.output
+    assert "95% band" in r.output
+    r = run("collective", "all_reduce", "--topology", "dgx-h100", "--sizes", "1MiB:1GiB:x32")
+    assert "95% band" not in r.output
+
+
+def test_uncertainty_imports_without_torch():
+    import subprocess
+    import sys
+
+    code = "import sys, clustersim.calibration.uncertainty, clustersim.cli.collective; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -69,7 +69,15 @@ def test_accuracy_hgx_h200_two_gpus_shipped_profile(h200x2_rows):
     m = CollectiveModel(c, load_profile_for(c))
     err = _errors(m, h200x2_rows)
     assert err.mean() <= 0.10
-    assert m.estimate("all_reduce", 2, 8).time_s * 1e6 == pytest.approx(13, rel=0.15)
+    # Latency floor. The profile's entries are NCCL-level kernel time from CUDA-graph replay (no host launch,
+    # 9.2 us at 1 KiB) and the model adds the measured GPU-side kernel gap (compute.kernel_launch_us, 1.75 us):
+    # ~11 us. nccl-tests' 13 us floor is bound by the host issuing NCCL calls one by one (it runs 4.1 us above
+    # the graph time up to 128 KiB and meets it from 2 MiB on), which the profile does not model: documented
+    # in docs/collectives.md, held to 20% here.
+    floor = m.estimate("all_reduce", 2, 8).time_s * 1e6
+    nt_floor = float(np.median([r["time_us"] for r in h200x2_rows if r["size_bytes"] <= 4096]))
+    assert floor == pytest.approx(nt_floor, rel=0.20)
+    assert floor < nt_floor  # never above what the host-bound nccl-tests loop shows
     assert m.estimate("all_reduce", 2, MiB).busbw_GBps == pytest.approx(60, rel=0.15)
     assert m.estimate("all_reduce", 2, GiB).busbw_GBps == pytest.approx(330, rel=0.05)
     assert m.estimate("all_reduce", 2, 4 * GiB).busbw_GBps == pytest.approx(347, rel=0.05)
@@ -107,8 +115,19 @@ def test_a100_azure_log_large_sizes_within_15_percent():
 
 
 # -- lookup and options
-def _profile_with(entries):
-    return Profile(name="t", collectives=entries)
+def _profile_with(entries, launch_us=0.0):
+    return Profile(name="t", collectives=entries, compute={"kernel_launch_us": launch_us})
+
+
+def test_entry_time_adds_the_kernel_gap():
+    # entries are launch-free NCCL-level times (CUDA-graph replay); a back-to-back call pays the GPU-side gap
+    c = load_cluster("hgx-h200", gpus=2)
+    e = CollectiveEntry(op="all_reduce", ranks=2, segments=[Segment(alpha_us=9, algbw_GBps=100)])
+    r0 = CollectiveModel(c, _profile_with([e], 0.0)).estimate("all_reduce", 2, 1e6)
+    r2 = CollectiveModel(c, _profile_with([e], 2.0)).estimate("all_reduce", 2, 1e6)
+    assert r0.time_s == pytest.approx(9e-6 + 1e6 / 100e9)
+    assert r2.time_s - r0.time_s == pytest.approx(2e-6)
+    assert r2.latency_s == pytest.approx(11e-6)
 
 
 def test_most_specific_entry_wins():
@@ -177,3 +196,54 @@ def test_every_shipped_profile_loads():
     root = Path(__file__).resolve().parents[2] / "calibrate" / "profiles"
     for f in sorted(root.glob("*.yaml")):
         assert resolve_profile(f).name == f.stem
+
+
+# -- model check: the NCCL-structured model WITHOUT profile entries against our measured NCCL-level times
+#    (CUDA-graph bench, 2 and 4 H200 on NVSwitch; tests/data/h200x{2,4}/bench-graph.jsonl). The bench rows exclude
+#    the launch, so the model's kernel gap is taken off. Table and discussion: docs/collectives.md.
+CHECK_OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
+CHECK_SIZES = (MiB, 16 * MiB, 256 * MiB, 4 * GiB)
+
+
+def _bench_nccl(n):
+    import json
+
+    rows = [json.loads(line) for line in (DATA / f"h200x{n}" / "bench-graph.jsonl").read_text().splitlines()]
+    return {(r["op"], r["size_bytes"]): r for r in rows if r.get("kind") == "collective" and r.get("mode") == "nccl"}
+
+
+def _model_check(n):
+    c = load_cluster("hgx-h200", gpus=n)
+    m = CollectiveModel(c, load_profile_for(c).model_copy(update={"collectives": []}))
+    meas = _bench_nccl(n)
+    out = {}
+    for op in CHECK_OPS:
+        for S in CHECK_SIZES:
+            r = m.estimate(op, n, S)
+            assert r.source == "model"
+            t = r.time_s - m.launch_s
+            out[(op, S)] = (t * 1e6 - meas[(op, S)]["time_us"]) / meas[(op, S)]["time_us"]
+    return out
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_model_without_entries_against_measured_bench(n):
+    err = _model_check(n)
+    # large messages: within 16% for every op (worst: 2-rank all_gather/reduce_scatter, -15%)
+    assert all(abs(err[(op, 4 * GiB)]) <= 0.16 for op in CHECK_OPS), err
+    # the model is never much slower than NCCL (it is the optimistic side at mid sizes: its ramp is too fast)
+    assert max(err.values()) <= 0.06, err
+    # mean over the 24 points: 2 ranks 17.3%, 4 ranks 13.3% (docs/collectives.md)
+    assert np.mean(np.abs(list(err.values()))) <= 0.20, err
+    # all_reduce and broadcast, the ring ops NCCL's tuning model describes best, from 256 MiB on: within 16%
+    assert all(abs(err[(op, S)]) <= 0.16 for op in ("all_reduce", "broadcast") for S in (256 * MiB, 4 * GiB))
+
+
+@pytest.mark.xfail(strict=True, reason="known gap: measured all_gather/reduce_scatter on 2 H200 reach 270 GB/s busbw "
+                   "at 1 GiB against 330 for all_reduce; NCCL's own tuning table (nccl_debug.log) predicts the same "
+                   "busbw for both, and so does the model (docs/collectives.md)")
+def test_model_reproduces_the_all_gather_busbw_deficit():
+    c = load_cluster("hgx-h200", gpus=2)
+    m = CollectiveModel(c, load_profile_for(c).model_copy(update={"collectives": []}))
+    ag, ar = m.estimate("all_gather", 2, GiB), m.estimate("all_reduce", 2, GiB)
+    assert ag.busbw_GBps / ar.busbw_GBps == pytest.approx(270 / 330, rel=0.05)

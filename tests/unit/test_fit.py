@@ -91,12 +91,36 @@ def rows_of(file: str, op: str) -> list[dict]:
 # --------------------------------------------------------------------------- the Bar
 
 
+SIX_OPS = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv"}
+
+
+def h200_switches():
+    """Where NCCL's tuner (the NCCL-structured model of hgx-h200, no profile entries) switches protocol."""
+    from clustersim.collectives.model import CollectiveModel, tuner_switches
+    from clustersim.topology import load_cluster
+
+    cache = {}
+
+    def switches(op, ranks, scope):
+        if not ranks or scope != "intra":
+            return []
+        if ranks not in cache:
+            cache[ranks] = CollectiveModel(load_cluster("hgx-h200", gpus=ranks), None)
+        return tuner_switches(cache[ranks], op, ranks)
+
+    return switches
+
+
+def test_bar_covers_all_six_ops_of_the_real_bench():
+    assert {op for f, op in bench_ops() if f == "bench-graph.jsonl"} == SIX_OPS
+
+
 @pytest.mark.parametrize("file,op", bench_ops())
 def test_bar_half_sizes_predict_the_other_half(file, op):
     """Fit on the even-indexed sizes, predict the odd ones: <= 5% mean (none > 12%) >= 1 MiB, <= 15% below."""
     rows = [r for r in rows_of(file, op) if r.get("mode", "nccl") == "nccl"]  # NCCL-level times (nccl-tests' meaning)
     meas = measurements(rows)
-    res = F.fit_profile(meas, name="bar", holdout="odd")
+    res = F.fit_profile(meas, name="bar", holdout="odd", switches=h200_switches())
     rep = evaluate(meas.rows, res.profile, holdout="odd")
     # every held-out size was predicted, and none of them was fitted on
     fitted_sizes = {r["size_bytes"] for r in meas.rows if r["kind"] == "collective"} - {r["size_bytes"] for r in rep.rows}
@@ -108,7 +132,7 @@ def test_bar_half_sizes_predict_the_other_half(file, op):
 def test_bar_on_the_real_all_reduce_numbers():
     """The held-out table of docs/calibration.md (recomputed here; the bar, not the numbers, is asserted)."""
     meas = measurements(nt_rows(NT_LOG))
-    res = F.fit_profile(meas, name="bar", holdout="odd")
+    res = F.fit_profile(meas, name="bar", holdout="odd", switches=h200_switches())
     rep = evaluate(meas.rows, res.profile, holdout="odd")
     s = rep.summary[0]
     assert s["label"].startswith("all_reduce 2r intra")
@@ -525,3 +549,61 @@ def test_cli_fit_base_by_path(tmp_path):
     assert p.name == "hgx-h200" and {e.op for e in p.collectives} == {"all_gather", "all_reduce"}
     r = run_cli("calibrate", "fit", str(real_jsonl(tmp_path)), "-o", str(out), "--base", str(tmp_path / "none.yaml"))
     assert r.exit_code == 2
+
+
+# --------------------------------------------------------------------------- gaps: switches and bridges
+
+
+def _two_regimes(step: bool):
+    """Sizes 1 KiB..4 GiB (x2): LL-like regime up to 1 MiB, Simple-like above; ``step``: a jump at 1.5 MiB."""
+    S = np.array([2.0 ** k for k in range(10, 33)])
+    lo = 9e-6 + S / 150e9
+    hi = (22e-6 if step else 9e-6 + 2**20 / 150e9 - 2**20 / 330e9) + S / 330e9
+    return S, np.where(S < 1.5 * 2**20, lo, hi)
+
+
+def _predict(segs, x):
+    return next(s.line.predict(x) for s in segs if s.size_min <= x and (s.size_max is None or x < s.size_max))
+
+
+def test_switch_in_a_gap_keeps_the_step():
+    S, t = _two_regimes(step=True)
+    keep = S != 2 * 2**20  # hold out 2 MiB: the gap (1 MiB, 4 MiB) then holds the switch
+    old = F.fit_piecewise(S[keep], t[keep])
+    new = F.fit_piecewise(S[keep], t[keep], switches=[1.5 * 2**20])
+    x, truth = 2 * 2**20, t[S == 2 * 2**20][0]
+    assert abs(_predict(new, x) - truth) / truth < 0.02
+    assert abs(_predict(old, x) - truth) / truth > 0.10  # the cheaper-line rule cannot see the step
+    assert any(s.size_min == math.ceil(1.5 * 2**20) for s in new)
+
+
+def test_smooth_gap_is_bridged_with_an_interval():
+    S = np.array([2.0 ** k for k in range(20, 33)])
+    t = 10e-6 + S / (360e9 * S / (S + 64 * 2**20))  # a concave ramp to 360 GB/s, no protocol change
+    keep = np.arange(S.size) % 2 == 0
+    old = F.fit_piecewise(S[keep], t[keep], max_segments=3, segments=2)
+    new = F.fit_piecewise(S[keep], t[keep], max_segments=3, segments=2, switches=[])
+    bridges = [s for s in new if s.line.bridge]
+    assert len(bridges) == 1 and len(new) == len(old) + 1
+    seg = bridges[0].to_segment()
+    assert seg.points == 0 and seg.alpha_ci_us[0] <= seg.alpha_us <= seg.alpha_ci_us[1]
+    assert seg.algbw_ci_GBps[0] <= seg.algbw_GBps <= seg.algbw_ci_GBps[1]
+    gap = [x for x in S[~keep] if bridges[0].size_min <= x < bridges[0].size_max]
+    assert gap
+    for x in gap:
+        truth = t[S == x][0]
+        assert abs(_predict(new, x) - truth) <= abs(_predict(old, x) - truth) + 1e-12
+    # contiguous, from 0 to unbounded
+    assert new[0].size_min == 0 and new[-1].size_max is None
+    assert all(a.size_max == b.size_min for a, b in zip(new, new[1:]))
+
+
+def test_tuner_switches_only_for_tuned_ops():
+    from clustersim.collectives.model import CollectiveModel, tuner_switches
+    from clustersim.topology import load_cluster
+
+    m = CollectiveModel(load_cluster("hgx-h200", gpus=2), None)
+    (sw,) = tuner_switches(m, "all_reduce", 2, 2**10, 2**32)
+    assert 2**20 < sw < 2 * 2**20  # LL -> Simple between the measured 1 MiB and 2 MiB
+    assert m.estimate("all_reduce", 2, sw - 1).protocol != m.estimate("all_reduce", 2, sw).protocol
+    assert tuner_switches(m, "all_to_all", 2) == [] and tuner_switches(m, "send_recv", 2) == []

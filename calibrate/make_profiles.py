@@ -1,0 +1,260 @@
+"""Regenerate the default profiles ``hgx-h200`` and ``dgx-h100`` from the raw measurements.
+
+Command (from the repository root; reproducible: same inputs -> same files, no date of its own)::
+
+    python calibrate/make_profiles.py            # writes calibrate/profiles/{hgx-h200,dgx-h100}.yaml
+    python calibrate/make_profiles.py --check    # exits 1 when a shipped profile differs from a fresh fit
+    python calibrate/make_profiles.py --bar odd  # issue 5's Bar table on the bench (fit even sizes, predict odd)
+
+What goes where (``calibrate/raw/README.md`` says how each raw file was measured):
+
+* ``hgx-h200``: published / NCCL-derived base values (link classes, NVLS default; the numbers and
+  their sources are in ``BASE_H200`` below and are *not* measured -- a 2-rank send/recv alpha is a
+  whole-call cost, not NCCL's per-hop latency, so the link classes are never overwritten by the fit)
+  + collective entries fitted (:func:`clustersim.calibration.fit.fit_profile`) from the CUDA-graph /
+  eager / framework bench on 2 and 4 H200 ranks of one host (``raw/h200x2/bench-graph.jsonl``,
+  ``raw/h200x4/bench-graph.jsonl``: every op, every mode, ``ranks`` and ``scope: intra`` set)
+  + host (framework call, per-call overhead, communicator start-up at 2 and 4 ranks)
+  + compute (GEMM table / plateau / roll-off, HBM copy bandwidth, GPU-side kernel gap) from the
+  ``gemm``, ``hbm`` and ``launch`` rows of ``raw/h200x2/bench-run1.jsonl``. That file's
+  ``collective`` rows are *not* used: they were timed back to back through eager calls although
+  labelled ``mode: nccl`` (the bench had no CUDA-graph mode yet).
+* ``dgx-h100``: the published NCCL / link values of DGX H100 (no multi-GPU H100 has been measured)
+  + the compute part fitted from ``raw/h100/bench.jsonl`` (1x H100 80GB HBM3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+from pathlib import Path
+
+import yaml
+
+from clustersim.calibration.fit import Measurements, fit_profile, profile_yaml, read_measurements
+from clustersim.config.base import validate
+from clustersim.config.profile import Profile
+
+HERE = Path(__file__).resolve().parent          # calibrate/
+COMMAND = "python calibrate/make_profiles.py"
+
+H200_COLLECTIVES = ["raw/h200x2/bench-graph.jsonl", "raw/h200x4/bench-graph.jsonl"]
+H200_COMPUTE = "raw/h200x2/bench-run1.jsonl"
+H100_COMPUTE = "raw/h100/bench.jsonl"
+COMPUTE_KINDS = ("gemm", "hbm", "launch")
+
+LINKS_PUBLISHED = {
+    "nvlink": {"latency_us": 3.4, "bandwidth_GBps": 370.8},
+    "pcie": {"latency_us": 5.7, "bandwidth_GBps": 48.0},
+    "network": {"latency_us": 14.0, "bandwidth_GBps": 48.0},
+}
+LINK_SOURCES = (
+    "nvlink.bandwidth_GBps = 18 links x 20.6 GB/s (NCCL SM90_NVLINK_BW, src/graph/topo.h:22; log line "
+    "'NVL[370.8] - NVS/0' in nccl#1189); nvlink.latency_us = NCCL hwLat NVLINK Ring Simple 3.4 us (tuning.cc). "
+    "network.bandwidth_GBps = 48 GB/s achievable per CX-7 NDR 400G (AddyLaddy, nccl-tests#267; NCCL models 50); "
+    "network.latency_us = NCCL hwLat NET Ring Simple 14 us. pcie: x16 Gen5 = 16*240/80 = 48 GB/s "
+    "(topo.cc:651-657), PCI Ring Simple hop 5.7 us."
+)
+
+BASE_H200 = {
+    "name": "hgx-h200",
+    "description": "HGX H200 8-GPU: NCCL-model link classes (published) plus collectives, host and compute "
+                   "measured on 2 and 4 H200 GPUs of one host",
+    "source": {"gpu": "NVIDIA H200", "nvls": False, "measured": False},
+    "links": LINKS_PUBLISHED,
+    "nvls": False,
+    "host": {"per_call_overhead_us": 8.0},
+    "compute": {"dtype": "bf16", "kernel_launch_us": 4.0},
+}
+
+BASE_H100 = {
+    "name": "dgx-h100",
+    "description": "DGX H100 / HGX H100 8-GPU: published and NCCL-model link values (no multi-GPU H100 measured); "
+                   "compute part measured on one H100 80GB HBM3",
+    "source": {"gpu": "NVIDIA H100 80GB HBM3", "host": "DGX H100",
+               "nccl_version": "2.30 (tuning.cc constants at NVIDIA/nccl 5067397c)", "nvls": True,
+               "measured": False},
+    "links": LINKS_PUBLISHED,
+    "nvls": True,
+    "host": {"per_call_overhead_us": 8.0},
+    "compute": {"dtype": "bf16", "gemm_efficiency": 0.75, "kernel_launch_us": 4.0},
+}
+
+
+def _read(rel: str, kinds: tuple[str, ...] | None = None) -> Measurements:
+    meas = read_measurements([HERE / rel])
+    for msg in meas.skipped:
+        print(f"warning: {msg}", file=sys.stderr)
+    if kinds is not None:
+        meas.rows = [r for r in meas.rows if r["kind"] in kinds or r["kind"] == "meta"]
+    meas.files = [rel]
+    return meas
+
+
+def _merge(*parts: Measurements) -> Measurements:
+    out = Measurements()
+    for p in parts:
+        out.rows.extend(p.rows)
+        out.files.extend(p.files)
+        out.skipped.extend(p.skipped)
+    return out
+
+
+def _meta(meas: Measurements) -> dict:
+    return next((r for r in meas.rows if r["kind"] == "meta"), {})
+
+
+def nccl_switches(topology: str, base: Profile):
+    """``switches(op, ranks, scope)`` for the fit: where NCCL's tuner (the NCCL-structured model on the
+    topology with the base profile's published link classes, no entries) changes protocol."""
+    from clustersim.collectives.model import CollectiveModel, tuner_switches
+    from clustersim.topology import load_cluster
+
+    bare = base.model_copy(update={"collectives": []})
+    cache: dict = {}
+
+    def switches(op: str, ranks: int | None, scope: str | None) -> list[float]:
+        if ranks is None or scope != "intra":
+            return []
+        if ranks not in cache:
+            cache[ranks] = CollectiveModel(load_cluster(topology, gpus=ranks), bare)
+        return tuner_switches(cache[ranks], op, ranks)
+
+    return switches
+
+
+def make_h200() -> Profile:
+    coll = _merge(*(_read(f) for f in H200_COLLECTIVES))
+    comp = _read(H200_COMPUTE, COMPUTE_KINDS)
+    # comp's meta row goes last: the graph runs' metadata wins where both say something
+    meas = _merge(coll, comp)
+    base = validate(Profile, copy.deepcopy(BASE_H200), file=None)
+    prof = fit_profile(meas, name="hgx-h200", base=base, files=meas.files,
+                       switches=nccl_switches("hgx-h200", base)).profile
+    meta = _meta(coll)
+    data = prof.model_dump(mode="json")
+    data["links"] = copy.deepcopy(LINKS_PUBLISHED)       # published, not measured (see the module doc)
+    data["nvls"] = False
+    src = data["source"]
+    src.update({
+        "gpu": meta.get("gpu"), "host": "vm (one VM, 2 resp. 4 H200 SXM GPUs, NV18 into NVSwitch)",
+        "driver": meta.get("driver"), "nccl_version": meta.get("nccl_version"),
+        "torch_version": meta.get("torch_version"), "date": str(meta.get("date", ""))[:10] or None,
+        "nvls": bool(meta.get("nvls")), "measured": True,
+        "notes": (
+            "Measured (calibrate/raw/README.md): collectives (all six ops, 1 KiB-4 GiB, modes nccl = CUDA-graph "
+            "replay without host launch, eager = back-to-back torch.distributed calls, framework = one isolated "
+            "call) on 2 and 4 ranks; host framework call, per-call overhead, comm_init (2 and 4 ranks, "
+            "extrapolated beyond); compute (bf16 GEMM table, D2D HBM copy, empty-kernel gap) from bench-run1 "
+            "(whose collective rows are eager timings mislabelled nccl and are not used). "
+            "Not measured: link classes and the NVLS default are published / NCCL-derived: " + LINK_SOURCES
+            + f" Written by `{COMMAND}`."),
+    })
+    return validate(Profile, data, file=None)
+
+
+def make_h100() -> Profile:
+    comp = _read(H100_COMPUTE, COMPUTE_KINDS + ("comm_init",))
+    base = validate(Profile, copy.deepcopy(BASE_H100), file=None)
+    prof = fit_profile(comp, name="dgx-h100", base=base, files=comp.files).profile
+    meta = _meta(comp)
+    data = prof.model_dump(mode="json")
+    data["links"] = copy.deepcopy(LINKS_PUBLISHED)
+    data["nvls"] = True  # NCCL_NVLS_ENABLE defaults to on where NVSwitch multicast exists (env.rst)
+    src = data["source"]
+    src.update({
+        "gpu": meta.get("gpu"), "host": "DGX H100 (links, NCCL); compute measured on a 1x H100 80GB HBM3 VM",
+        "driver": meta.get("driver"), "nccl_version": BASE_H100["source"]["nccl_version"],
+        "torch_version": meta.get("torch_version"), "date": str(meta.get("date", ""))[:10] or None,
+        "nvls": True, "measured": True,
+        "notes": (
+            "Only the compute part (bf16 GEMM table, D2D HBM copy, empty-kernel gap) and a 1-rank comm_init are "
+            "measured (calibrate/raw/h100/bench.jsonl, one H100 80GB HBM3). No multi-GPU H100 has been measured: "
+            "link classes, NVLS default and collectives are published / NCCL-derived: " + LINK_SOURCES
+            + " NVLS on: NCCL_NVLS_ENABLE defaults to on where NVSwitch multicast exists (env.rst)."
+            + f" Written by `{COMMAND}`."),
+    })
+    return validate(Profile, data, file=None)
+
+
+HEADERS = {
+    "hgx-h200": [
+        "# NVIDIA HGX H200 8-GPU default profile. GENERATED -- do not edit; regenerate with:",
+        f"#   {COMMAND}",
+        "# from calibrate/raw/h200x2/bench-graph.jsonl, calibrate/raw/h200x4/bench-graph.jsonl (collectives, host)",
+        "# and calibrate/raw/h200x2/bench-run1.jsonl (gemm, hbm, launch rows only). Link classes: published.",
+    ],
+    "dgx-h100": [
+        "# NVIDIA DGX H100 8-GPU default profile. GENERATED -- do not edit; regenerate with:",
+        f"#   {COMMAND}",
+        "# link classes / NVLS: published NCCL values (no multi-GPU H100 measured);",
+        "# compute: fitted from calibrate/raw/h100/bench.jsonl (1x H100 80GB HBM3).",
+    ],
+}
+
+
+def render(profile: Profile) -> str:
+    text = profile_yaml(profile, command=COMMAND, date=profile.source.date or "unknown")
+    body = text.split("\n", 1)[1]  # drop the generic first header line
+    body = "\n".join(line for line in body.splitlines() if not line.startswith("# made:")) + "\n"
+    out = "\n".join(HEADERS[profile.name]) + "\n" + body
+    validate(Profile, yaml.safe_load(out), file=profile.name)
+    return out
+
+
+OPS6 = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
+
+
+def bar_table(holdout: str = "odd") -> str:
+    """Issue 5's Bar on the bench's NCCL-level rows: fit on half of the sizes, predict the other half.
+
+    Per rank count and op, the same fit as the profile (:func:`nccl_switches` included), Markdown table.
+    """
+    from clustersim.calibration.report import bar_check, evaluate
+
+    base = validate(Profile, copy.deepcopy(BASE_H200), file=None)
+    sw = nccl_switches("hgx-h200", base)
+    lines = ["| ranks | op | mean \\|err\\| < 1 MiB | mean \\|err\\| >= 1 MiB | max \\|err\\| >= 1 MiB | Bar |",
+             "|---|---|---|---|---|---|"]
+    for rel in H200_COLLECTIVES:
+        meas = _read(rel)
+        for op in OPS6:
+            sub = Measurements(rows=[r for r in meas.rows if r["kind"] == "meta" or (
+                r["kind"] == "collective" and r["op"] == op and r.get("mode") == "nccl")], files=meas.files)
+            fit = fit_profile(sub, name="bar", holdout=holdout, switches=sw).profile
+            rep = evaluate(sub.rows, fit, holdout=holdout)
+            s = rep.summary[0]
+            ranks = fit.collectives[0].ranks
+            verdict = "meets" if not bar_check(rep) else "misses"
+            lines.append(f"| {ranks} | {op} | {s['mean_abs_err_small_pct']:.1f}% | "
+                         f"{s['mean_abs_err_large_pct']:.1f}% | {s['max_abs_err_large_pct']:.1f}% | {verdict} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--check", action="store_true", help="compare with the shipped files instead of writing")
+    ap.add_argument("--bar", choices=("odd", "even"), help="print issue 5's Bar table (held-out sizes) and exit")
+    ap.add_argument("--out", default=str(HERE / "profiles"), help="output folder (default calibrate/profiles)")
+    args = ap.parse_args(argv)
+    if args.bar:
+        print(bar_table(args.bar))
+        return 0
+    rc = 0
+    for prof in (make_h200(), make_h100()):
+        path = Path(args.out) / f"{prof.name}.yaml"
+        text = render(prof)
+        if args.check:
+            same = path.is_file() and path.read_text(encoding="utf-8") == text
+            print(f"{path}: {'up to date' if same else 'DIFFERS'}")
+            rc |= 0 if same else 1
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {path} ({len(prof.collectives)} collective entries)")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
