@@ -24,7 +24,9 @@ def execute_flow(sim, graph, comm_time, private_tp: bool = True):
     comm_time: closed-form time of a :class:`~clustersim.workload.ops.Coll` (used for private TP).
     private_tp: take the closed form for inner TP collectives.
     """
-    from clustersim.simulate.execute import Timeline
+    from clustersim.simulate.execute import Timeline, host_issue
+
+    issue = host_issue(graph)
 
     env: simpy.Environment = sim.env
     n = len(graph.ops)
@@ -45,6 +47,9 @@ def execute_flow(sim, graph, comm_time, private_tp: bool = True):
                 yield env.all_of(pend)
         t0 = env.now
         start[op.id] = t0
+        win = issue.get(op.id)
+        if win is not None and op.coll is None and win[0] > t0:
+            yield env.timeout(win[0] - t0)  # the host has not issued it yet
         if op.coll is not None:
             if op.coll.size_bytes > 0 or op.coll.op == "barrier":
                 yield env.all_of(coll_events(op.coll, op.name))
@@ -53,6 +58,8 @@ def execute_flow(sim, graph, comm_time, private_tp: bool = True):
             if op.duration > 0:
                 yield env.timeout(op.duration)
             parts[op.id] = {op.category: op.duration}
+            if win is not None and env.now < win[1]:
+                yield env.timeout(win[1] - env.now)
         else:
             comp = tp = 0.0
             acc = 0.0  # merge compute and private collectives into one timeout
@@ -73,15 +80,16 @@ def execute_flow(sim, graph, comm_time, private_tp: bool = True):
                     tp += env.now - t1
             if acc > 0:
                 yield env.timeout(acc)
-            busy = env.now - t0
-            host = max(0.0, op.args.get("host_s", 0.0) - busy)
-            if host > 0:
-                yield env.timeout(host)
+            if win is not None and env.now < win[1]:
+                yield env.timeout(win[1] - env.now)  # the GPU waits for the last calls
             parts[op.id] = {"compute": comp}
             if tp:
                 parts[op.id]["comm_tp"] = tp
-            if host:
-                parts[op.id]["host"] = host
+        if op.coll is None and win is not None:
+            busy = sum(parts[op.id].values())
+            host = (env.now - t0) - busy
+            if host > 1e-15:
+                parts[op.id]["host"] = parts[op.id].get("host", 0.0) + host
         end[op.id] = env.now
         done[op.id].succeed()
 

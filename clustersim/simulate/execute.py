@@ -52,19 +52,53 @@ def topo_order(graph: Graph) -> list[int]:
 
 
 def compute_parts(op: Op, comm_time) -> tuple[float, dict[str, float]]:
-    """Duration and category split of a compute/host op with closed-form inner collectives."""
+    """GPU-busy duration and category split of a compute op with closed-form inner collectives.
+
+    Host issue time is not included: :func:`host_issue` and :func:`with_host` add it.
+    """
     if op.segments is None:
         return op.duration, {op.category: op.duration}
     comp = sum(s[1] for s in op.segments if s[0] == "c")
     tp = sum(comm_time(s[1]) for s in op.segments if s[0] == "tp")
-    busy = comp + tp
-    host = max(0.0, op.args.get("host_s", 0.0) - busy)
     parts = {"compute": comp}
     if tp:
         parts["comm_tp"] = tp
-    if host:
-        parts["host"] = host
-    return busy + host, parts
+    return comp + tp, parts
+
+
+def host_issue(graph: Graph) -> dict[int, tuple[float, float]]:
+    """When the host thread of each rank issues each op that carries ``host_s``: ``{op id: (start, end)}``.
+
+    Eager PyTorch: one Python thread per rank issues every kernel and collective call in program
+    order, and each call costs CPU time (dispatch, autograd bookkeeping, launch). The thread
+    never waits for the GPU inside a step of the reference programs (no ``.item()``; NCCL
+    ``work.wait()`` only makes the compute stream wait), so it runs ahead of the GPU: its issue
+    times are the running sum of the ``host_s`` of the rank's ops in issue order (graph order).
+    A GPU op cannot start before its issue starts nor end before its last call was issued.
+    """
+    out: dict[int, tuple[float, float]] = {}
+    t: dict[int, float] = {}
+    for op in graph.ops:
+        h = op.args.get("host_s")
+        if h is None:
+            continue
+        s = t.get(op.rank, 0.0)
+        out[op.id] = (s, s + h)
+        t[op.rank] = s + h
+    return out
+
+
+def with_host(t0: float, busy: float, parts: dict[str, float], issue: tuple[float, float] | None):
+    """End time and parts of an op released at ``t0`` that is busy ``busy`` on the GPU, given its host issue window."""
+    if issue is None:
+        return t0 + busy, parts
+    start = max(t0, issue[0])
+    end = max(start + busy, issue[1])
+    host = end - t0 - busy
+    if host > 1e-15:
+        parts = dict(parts)
+        parts["host"] = parts.get("host", 0.0) + host
+    return end, parts
 
 
 def execute_analytical(graph: Graph, comm_time) -> Timeline:
@@ -74,6 +108,7 @@ def execute_analytical(graph: Graph, comm_time) -> Timeline:
     end = [0.0] * n
     parts: list[dict[str, float]] = [{} for _ in range(n)]
     memo: dict[tuple, tuple] = {}  # ops sharing a segment list (identical chunks) cost the same
+    issue = host_issue(graph)
     for i in topo_order(graph):
         op = graph.ops[i]
         t0 = max((end[d] for d in op.deps), default=0.0)
@@ -81,13 +116,17 @@ def execute_analytical(graph: Graph, comm_time) -> Timeline:
             dur = comm_time(op.coll)
             parts[i] = {op.category: dur}
         elif op.segments is not None:
-            key = (id(op.segments), op.args.get("host_s", 0.0))
+            key = id(op.segments)
             hit = memo.get(key)
             if hit is None:
                 hit = memo[key] = compute_parts(op, comm_time)
             dur, parts[i] = hit[0], dict(hit[1])
         else:
             dur, parts[i] = compute_parts(op, comm_time)
+        if op.coll is None:
+            e, parts[i] = with_host(t0, dur, parts[i], issue.get(i))
+            start[i], end[i] = t0, e
+            continue
         start[i], end[i] = t0, t0 + dur
     return Timeline(start, end, parts)
 

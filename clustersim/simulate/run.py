@@ -187,7 +187,10 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
 
         dtype = sc.training.precision.params
         cm = cm_for(dtype)  # GEMMs run at the peak of the weights' dtype (fp8 -> fp8 tensor cores)
-        step = TransformerStep(sc, cm, host_call_s=host_call, reduced=reduced)
+        # host CPU time per kernel call: the profile's per-call overhead, but never below the issue
+        # latency of one torch op measured by the event-timed GEMM bench (the floor of its table)
+        host_kernel = max(host_call, cm.issue_floor_s)
+        step = TransformerStep(sc, cm, host_call_s=host_call, reduced=reduced, host_kernel_s=host_kernel)
         graph = step.build()
         exec_ranks = step.exec_ranks
     else:

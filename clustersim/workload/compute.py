@@ -20,6 +20,44 @@ from dataclasses import dataclass, field
 from clustersim.errors import ClusterSimError
 
 
+def issue_corrected_table(pts: list[tuple[int, int, int, float]], peak: float, large_eff: float,
+                          ratio: float = 5.0) -> tuple[list[tuple[int, int, int, float]], float]:
+    """Remove the host issue latency from an event-timed GEMM table.
+
+    ``calibrate bench`` times every GEMM alone between two CUDA events on an idle GPU
+    (``clustersim/calibration/bench.py`` ``_event_times``): the start event runs at once, the GEMM
+    kernel only after the host has dispatched ``torch.matmul`` and launched it. Each point's time
+    is therefore ``issue + kernel``. The smallest GEMM of the table measures ``issue`` when its
+    time is more than ``ratio`` x its FLOP time at the large-GEMM efficiency (a 256^3 GEMM is
+    34 MFLOP, well under a microsecond of tensor-core work). That floor is subtracted from every
+    point; points whose time is under twice the floor are dropped (the remainder is too small to
+    be a kernel measurement). Returns the corrected points and the floor (seconds; 0 when the
+    smallest point is not launch-bound, and the table unchanged).
+
+    >>> pk = 1e15
+    >>> t = lambda m, n, k, e: (m, n, k, 2 * m * n * k / (pk * e))
+    >>> raw = [(256, 256, 256, 2 * 256**3 / (pk * 18e-6)), (4096, 4096, 4096, 2 * 4096**3 / (pk * (18e-6 + 2 * 4096**3 / (pk * 0.8))))]
+    >>> pts, floor = issue_corrected_table(raw, pk, 0.75)
+    >>> round(floor * 1e6, 1), [(p[0], round(p[3], 3)) for p in pts]
+    (18.0, [(4096, 0.8)])
+    """
+    if len(pts) < 2:
+        return list(pts), 0.0
+    times = [(2.0 * m * n * k / (peak * e), (m, n, k, e)) for m, n, k, e in pts]
+    small = min(times, key=lambda x: 2.0 * x[1][0] * x[1][1] * x[1][2])
+    f_small = 2.0 * small[1][0] * small[1][1] * small[1][2]
+    kernel_small = f_small / (peak * large_eff)
+    if small[0] < ratio * kernel_small:
+        return list(pts), 0.0
+    floor = small[0] - kernel_small
+    out = []
+    for t, (m, n, k, e) in times:
+        if t < 2.0 * floor:
+            continue
+        out.append((m, n, k, 2.0 * m * n * k / (peak * (t - floor))))
+    return (out or list(pts)), floor
+
+
 @dataclass
 class ComputeModel:
     """Seconds for kernels on one GPU.
@@ -39,6 +77,7 @@ class ComputeModel:
     attention_efficiency: float = 0.55
     kernel_launch_s: float = 4e-6
     gemm_table: list[tuple[int, int, int, float]] = field(default_factory=list)
+    issue_floor_s: float = 0.0  # host issue latency found in (and removed from) the GEMM table
 
     @classmethod
     def from_profile(cls, compute, gpu_spec, dtype: str = "bf16") -> "ComputeModel":
@@ -56,10 +95,11 @@ class ComputeModel:
             peak = table[key] * 1e12
         hbm = (compute.hbm_bandwidth_GBps * 1e9 if compute.hbm_bandwidth_GBps
                else 0.9 * gpu_spec.hbm_bandwidth_GBps * 1e9)
-        pts = [(p.m, p.n, p.k, p.efficiency) for p in compute.gemm_table]
+        pts, floor = issue_corrected_table([(p.m, p.n, p.k, p.efficiency) for p in compute.gemm_table], peak,
+                                           compute.gemm_efficiency)
         return cls(peak_flops=peak, hbm_bandwidth=hbm, gemm_efficiency=compute.gemm_efficiency,
                    gemm_half_flops=compute.gemm_half_flops, attention_efficiency=compute.attention_efficiency,
-                   kernel_launch_s=compute.kernel_launch_us * 1e-6, gemm_table=pts)
+                   kernel_launch_s=compute.kernel_launch_us * 1e-6, gemm_table=pts, issue_floor_s=floor)
 
     def efficiency(self, m: int, n: int, k: int) -> float:
         """GEMM efficiency (fraction of peak) for an ``m x n x k`` problem."""

@@ -19,7 +19,9 @@ How a step is laid out (Megatron-LM semantics; see ``docs/training.md``):
   backward of the last micro-batch (gradient accumulation communicates once); ZeRO-1/2 reduce-scatter
   the buckets and all-gather the updated weights after the optimizer; ZeRO-3/FSDP all-gathers
   each layer's weights before its forward and backward (one layer prefetched ahead) and
-  reduce-scatters its gradients after the last micro-batch's backward.
+  reduce-scatters its gradients after every micro-batch's backward (FSDP2's default).
+* Host: every compute op carries ``host_s``, the CPU time of the kernel and collective calls the
+  eager program makes for it (``docs/training.md``, "Host (CPU) issue thread").
 """
 
 from __future__ import annotations
@@ -117,6 +119,7 @@ class Unit:
     segments: list  # ("c", seconds, kernels) | ("tp", op, size_bytes)
     grad_bytes: float  # gradient bytes this unit produces (per TP rank)
     param_count: float  # parameters of the unit held per TP rank
+    tensors: int = 0  # parameter tensors of the unit (one AccumulateGrad / DDP hook / optimizer entry each)
 
 
 class TransformerStep:
@@ -130,11 +133,13 @@ class TransformerStep:
     reduced: simulate one DP replica (the symmetry reduction); False simulates every replica.
     """
 
-    def __init__(self, scenario, compute: ComputeModel, host_call_s: float = 0.0, reduced: bool = True):
+    def __init__(self, scenario, compute: ComputeModel, host_call_s: float = 0.0, reduced: bool = True,
+                 host_kernel_s: float | None = None):
         self.sc = scenario
         self.m = ModelDims.from_section(scenario.model)
         self.cm = compute
         self.host_call_s = host_call_s
+        self.host_kernel_s = host_call_s if host_kernel_s is None else host_kernel_s
         par, tr = scenario.parallelism, scenario.training
         self.par, self.tr = par, tr
         self.t, self.p, self.d, self.v = par.tp, par.pp, par.dp, par.virtual_stages
@@ -166,10 +171,11 @@ class TransformerStep:
         fwd: list = []
         bwd: list = []
 
-        def mem(nbytes, k=1, both=True):
+        def mem(nbytes, k=1, both=True, kb=None):
             fwd.append(("c", cm.memory(nbytes, k), k))
             if both:
-                bwd.append(("c", cm.memory(2 * nbytes, k), k))
+                kb = k if kb is None else kb
+                bwd.append(("c", cm.memory(2 * nbytes, kb), kb))
 
         def gemm(M, N, K):
             fwd.append(("c", cm.gemm(M, N, K), 1))
@@ -178,6 +184,8 @@ class TransformerStep:
         def tp_in():  # "f" operator of Megatron: identity fwd / AR bwd (SP: AG fwd / RS bwd)
             if t == 1:
                 return
+            # the operator is a Python autograd.Function: its identity pass is a host call too
+            (bwd if self.sp else fwd).append(("h", 1))
             if self.sp:
                 fwd.append(self._tp("all_gather", full))
                 bwd.append(self._tp("reduce_scatter", full))
@@ -187,6 +195,8 @@ class TransformerStep:
         def tp_out():  # "g" operator: AR fwd / identity bwd (SP: RS fwd / AG bwd)
             if t == 1:
                 return
+            if not self.sp:
+                bwd.append(("h", 1))  # identity backward of the Python autograd.Function
             if self.sp:
                 fwd.append(self._tp("reduce_scatter", full))
                 bwd.append(self._tp("all_gather", full))
@@ -194,10 +204,12 @@ class TransformerStep:
                 fwd.append(self._tp("all_reduce", full))
 
         norm_bytes = 2 * Tn * h * ab  # read x, write y (statistics negligible)
-        # --- attention block
-        mem(norm_bytes)
+        # --- attention block (norm backward: one dx kernel and one gain/bias-gradient kernel)
+        mem(norm_bytes, kb=2)
         tp_in()
         gemm(T, (h + 2 * m.kv_hidden) // t, h)
+        # the fused QKV output is split into q, k, v views; backward concatenates their gradients
+        bwd.append(("c", cm.memory(2 * T * (h + 2 * m.kv_hidden) // t * ab), 1))
         if m.position_embedding == "rope":
             mem(2 * T * (h + m.kv_hidden) // t * ab)
         heads_local = a // t
@@ -206,7 +218,8 @@ class TransformerStep:
         if m.attention == "flash":
             f_fl = 4.0 * b * s * s * d * heads_local * 0.5  # QK^T and PV, causal half skipped
             fwd.append(("c", cm.attention(f_fl), 1))
-            bwd.append(("c", cm.attention(2.5 * f_fl), 1))
+            # FlashAttention-2 backward: softmax-denominator (dO.O) pre-pass, the main kernel, dQ conversion
+            bwd.append(("c", cm.attention(2.5 * f_fl, 3), 3))
         else:
             batch = b * heads_local
             scores = batch * s * s
@@ -222,7 +235,7 @@ class TransformerStep:
         tp_out()
         mem(7 * Tn * h)  # bias-dropout-add: read x and residual (2+2), write 2, mask 1
         # --- MLP block
-        mem(norm_bytes)
+        mem(norm_bytes, kb=2)
         tp_in()
         gemm(T, m.mlp_in_width // t, h)
         f_loc = m.ffn_hidden // t
@@ -232,8 +245,11 @@ class TransformerStep:
         mem(7 * Tn * h)
         bwd.reverse()
         n_local = m.layer_matmul_params / t + m.layer_other_params
-        fu = Unit("layer", fwd, 0.0, n_local)
-        bu = Unit("layer", bwd, n_local * self.gb, n_local)
+        mats = 5 if m.mlp == "swiglu" else 4  # QKV, output, MLP matrices
+        norm_t = 2 if (m.norm == "layernorm" and m.bias) else 1
+        nt = mats * (2 if m.bias else 1) + 2 * norm_t
+        fu = Unit("layer", fwd, 0.0, n_local, nt)
+        bu = Unit("layer", bwd, n_local * self.gb, n_local, nt)
         eu = Unit("recompute", extra, 0.0, 0.0) if extra else None
         return fu, bu, eu
 
@@ -244,15 +260,26 @@ class TransformerStep:
         fwd: list = [("c", cm.memory(2 * full), 1)]  # gather rows + write
         if m.position_embedding == "learned":
             fwd.append(("c", cm.memory(3 * full), 1))
-        bwd: list = [("c", cm.memory(full + 2 * T * h * 4), 1)]  # scatter-add into fp32 grad rows
+        # embedding_dense_backward: zero the table gradient, sort the indices, segment-reduce the
+        # rows (fp32 partials) and cast: ~5 kernels; the table gradient is written whole
+        vrows = m.vocab / (t if self.vocab_par else 1)
+        bwd: list = [("c", cm.memory(full + 2 * T * h * 4 + vrows * h * self.gb), 5)]
+        if m.position_embedding == "learned":
+            # broadcast-add backward: sum over the batch, then slice-backward (zeros + copy)
+            bwd.append(("c", cm.memory(3 * full), 3))
+        if t > 1 and self.vocab_par:
+            # masked lookup: shift, two compares, or, masked_fill before and after the gather
+            fwd.append(("c", cm.memory(6 * T * 8 + 2 * full), 6))
         if t > 1 and self.vocab_par:
             fwd.append(self._tp("reduce_scatter" if self.sp else "all_reduce", full))
             if self.sp:
                 bwd.insert(0, self._tp("all_gather", full))
         n = (m.vocab / (t if self.vocab_par else 1)) * h
+        nt = 1
         if m.position_embedding == "learned":
             n += m.seq_len * h
-        return Unit("embedding", fwd, 0.0, n), Unit("embedding", bwd[::-1], n * self.gb, n)
+            nt += 1
+        return Unit("embedding", fwd, 0.0, n, nt), Unit("embedding", bwd[::-1], n * self.gb, n, nt)
 
     def _head_units(self) -> tuple[Unit, Unit]:
         m, cm, t, T = self.m, self.cm, self.t, self.b * self.m.seq_len
@@ -261,7 +288,7 @@ class TransformerStep:
         full = T * h * ab
         vloc = m.vocab // t if (self.vocab_par and t > 1) else m.vocab
         fwd: list = [("c", cm.memory(2 * Tn * h * ab), 1)]  # final norm
-        bwd: list = [("c", cm.memory(4 * Tn * h * ab), 1)]
+        bwd: list = [("c", cm.memory(4 * Tn * h * ab, 2), 2)]
         if self.sp:
             fwd.append(self._tp("all_gather", full))
             bwd.append(self._tp("reduce_scatter", full))
@@ -270,14 +297,25 @@ class TransformerStep:
         fwd.append(("c", cm.gemm(T, vloc, h), 1))
         bwd.append(("c", cm.gemm(T, h, vloc) + cm.gemm(h, vloc, T), 2))
         # cross-entropy over fp32 logits: cast (r2 w4), max/sum-exp/loss passes (~3 reads of 4)
-        fwd.append(("c", cm.memory(T * vloc * 18.0, 3), 3))
-        bwd.append(("c", cm.memory(T * vloc * 10.0, 1), 1))  # softmax - onehot: r4 w4 (+r2)
         if t > 1 and self.vocab_par:
-            for _ in range(3):  # max, sum of exp, target logit (Megatron vocab-parallel CE)
+            # vocab-parallel CE (train_gpt._VocabParallelCE): float cast, max, subtract, target mask
+            # (sub, 2 compares, or, masked_fill), gather, masked_fill, exp, sum, log, sub, softmax
+            # divide, mean and the 1/micro-batches scale: 17 kernels; three 4-byte-per-token all-reduces
+            fwd.append(("c", cm.memory(T * vloc * 26.0, 17), 17))
+            for _ in range(3):  # max, target logit, sum of exp
                 fwd.append(self._tp("all_reduce", T * 4))
+            # backward: zeros_like + scatter (one-hot), masked_fill, subtract, scale, cast to bf16
+            bwd.append(("c", cm.memory(T * vloc * 22.0, 6), 6))
+        else:
+            # F.cross_entropy(logits.float()): cast (r2 w4), log_softmax (r4 w4), nll, the 1/micro-batches
+            # scale and the running loss sum
+            fwd.append(("c", cm.memory(T * vloc * 18.0, 5), 5))
+            # nll backward (zero + scatter), log_softmax backward (r4 r4 w4), cast back (r4 w2), scale
+            bwd.append(("c", cm.memory(T * vloc * 18.0, 5), 5))
         n = 0.0 if m.tied_embeddings else vloc * h
         n += 2 * h if m.norm == "layernorm" else h
-        return Unit("head", fwd, 0.0, n), Unit("head", bwd[::-1], n * self.gb, n)
+        nt = (0 if m.tied_embeddings else 1) + (2 if (m.norm == "layernorm" and m.bias) else 1)
+        return Unit("head", fwd, 0.0, n, nt), Unit("head", bwd[::-1], n * self.gb, n, nt)
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -287,8 +325,40 @@ class TransformerStep:
             self._cache_units = (self._layer_units(), self._embed_units(), self._head_units())
         return self._cache_units
 
-    def chunk_units(self, vs: int, kind: str) -> list[Unit]:
-        """Units of virtual stage ``vs`` in execution order for ``kind`` F or B."""
+    def _extra(self, u: Unit, mb: int | None) -> Unit:
+        """``u`` (a backward unit) with the per-parameter work of micro-batch ``mb`` appended.
+
+        Plain autograd gradients (``precision.grads`` equal to ``params``: PyTorch ``.grad``):
+
+        * Gradient accumulation: the first micro-batch's backward hands its gradients to
+          ``.grad`` (AccumulateGrad steals the buffer); every later one adds into it: one ``add_``
+          kernel per parameter tensor (read both, write one).
+        * DDP (``zero: 0``, ``dp > 1``), last micro-batch: the reducer's autograd hook copies each
+          gradient into its bucket, and after the all-reduce copies it back (``bucket_cap_mb``
+          buckets, ``gradient_as_bucket_view`` off): two copy kernels per tensor.
+        """
+        if mb is None or not u.tensors or self.tr.precision.grads != self.tr.precision.params:
+            # 16-bit weights with fp32 gradients are Megatron's main_grad buffers: the wgrad GEMM
+            # accumulates into them (gradient-accumulation fusion) and they are the DDP bucket
+            # memory, so there is neither an add nor a bucket copy
+            return u
+        extra = []
+        if mb > 0:
+            extra.append(("c", self.cm.memory(3 * u.grad_bytes, u.tensors), u.tensors))
+        if mb == self.n_mb - 1 and self.d > 1 and self.par.zero == 0:
+            extra.append(("c", self.cm.memory(4 * u.grad_bytes, 2 * u.tensors), 2 * u.tensors))
+        if not extra:
+            return u
+        return Unit(u.name, list(u.segments) + extra, u.grad_bytes, u.param_count, u.tensors)
+
+    def chunk_units(self, vs: int, kind: str, mb: int | None = None) -> list[Unit]:
+        """Units of virtual stage ``vs`` in execution order for ``kind`` F or B (``mb``: micro-batch)."""
+        if mb is not None and kind == "B":
+            key = (vs, mb > 0, mb == self.n_mb - 1)
+            cache = self.__dict__.setdefault("_cu_cache", {})
+            if key not in cache:
+                cache[key] = [self._extra(u, mb) for u in self.chunk_units(vs, kind)]
+            return cache[key]
         (lf, lb, le), (ef, eb), (hf, hb) = self.units
         units: list[Unit] = []
         if kind == "F":
@@ -307,7 +377,7 @@ class TransformerStep:
         elif self.tr.recompute == "selective" and le is not None:
             pre = list(le.segments)
         if pre:
-            lay = Unit("layer", pre + lb.segments, lb.grad_bytes, lb.param_count)
+            lay = Unit("layer", pre + lb.segments, lb.grad_bytes, lb.param_count, lb.tensors)
         units += [lay] * self.vs_layers[vs]
         if vs == 0:
             units.append(eb)
@@ -326,14 +396,37 @@ class TransformerStep:
                 n += ef.param_count  # a copy of the embedding for the tied head
         return n
 
+    def stage_tensors(self, j: int) -> int:
+        """Parameter tensors on pipeline rank ``j`` (entries in the optimizer's lists)."""
+        (lf, _, _), (ef, _), (hf, _) = self.units
+        vss = [c * self.p + j for c in range(self.v)]
+        n = sum(self.vs_layers[vs] for vs in vss) * lf.tensors
+        if 0 in vss:
+            n += ef.tensors
+        if self.n_vstages - 1 in vss:
+            n += hf.tensors
+        return n
+
+    def _optimizer_host(self, j: int) -> float:
+        """Host seconds of ``optimizer.step()``: torch's multi-tensor (foreach) AdamW walks its
+        parameter list in Python once (state, grads, step counters: one call's worth per tensor)
+        and issues 9 foreach operations (decay, lerp, mul, addcmul, sqrt, div, add, addcdiv, step
+        increment); SGD 1."""
+        ops = 9 if self.tr.optimizer == "adamw" else 1
+        return (ops + self.stage_tensors(j)) * self.host_kernel_s
+
     def _segs(self, units: list[Unit]) -> tuple[list, float]:
         """Merge consecutive compute items; return segments and host-issue seconds."""
         out: list = []
         calls = 0
+        kernels = 0
         for u in units:
             for sg in u.segments:
+                if sg[0] == "h":  # host-only work (Python, no kernel)
+                    calls += sg[1]
+                    continue
                 if sg[0] == "c":
-                    calls += sg[2]
+                    kernels += sg[2]
                     if out and out[-1][0] == "c":
                         out[-1] = ("c", out[-1][1] + sg[1])
                     else:
@@ -341,7 +434,7 @@ class TransformerStep:
                 else:
                     calls += 1
                     out.append(sg)
-        return out, calls * self.host_call_s
+        return out, calls * self.host_call_s + kernels * self.host_kernel_s
 
     # ------------------------------------------------------------------ the DAG
     def build(self) -> Graph:
@@ -379,11 +472,11 @@ class TransformerStep:
                 acc, blist = 0.0, []
                 for kind, mb, c in self.orders[j]:
                     vs = c * p + j
-                    units = self.chunk_units(vs, kind)
+                    units = self.chunk_units(vs, kind, mb)
                     split = (kind == "B" and mb == last_mb and dp_on) or (kind == "F" and mb == 0 and gather_on)
                     groups = [[u] for u in units] if split else [units]
                     for gi, us in enumerate(groups):
-                        key = (d, j, vs, kind, split, gi)
+                        key = (d, j, vs, kind, split, gi, kind == "B" and mb > 0, kind == "B" and mb == last_mb)
                         hit = seg_cache.get(key)
                         if hit is None:
                             segs, host = self._segs(us)
@@ -428,6 +521,11 @@ class TransformerStep:
                     coll = Coll("send_recv", [[a, bb] for a, bb in zip(src, dst)], act, "pp")
                     sid = g.add(r, "pp_" + ("f" if kind == "F" else "b"), f"send {kind}{mb}", "comm_pp",
                                 coll=coll, deps=[chunk_op[(d, j, kind, mb, c)]])
+                    # the sender's host issues the send and the receiver's host the matching recv
+                    # (torch.distributed.pipelining: one batch_isend_irecv call each)
+                    for key in ((d, j, kind, mb, c), (d, nj, kind, mb, nc, "first")):
+                        a = g.ops[chunk_op[key]].args
+                        a["host_s"] = a.get("host_s", 0.0) + self.host_call_s
                     send_op[(d, j, kind, mb, c)] = sid
                     g.ops[chunk_op[(d, nj, kind, mb, nc, "first")]].deps.append(sid)
                 # backward of the last virtual stage waits for its own forward
@@ -460,6 +558,9 @@ class TransformerStep:
                 r0 = lay.rank(dp=replicas[0], pp=j)
                 for k, (oid0, nbytes) in enumerate(buckets[(replicas[0], j)]):
                     deps = [buckets[(d, j)][k][0] for d in replicas]
+                    for d in replicas:  # the reducer's hook issues the bucket's collective from the host
+                        a = g.ops[buckets[(d, j)][k][0]].args
+                        a["host_s"] = a.get("host_s", 0.0) + self.host_call_s
                     extra = [(lay.rank(dp=d, pp=j), "dp") for d in replicas[1:]]
                     dp_ops[j].append(g.add(r0, "dp", f"grad {op} b{k}", "comm_dp",
                                            coll=Coll(op, groups, nbytes, "dp"), deps=deps, extra_streams=extra))
@@ -499,11 +600,27 @@ class TransformerStep:
                     deps.append(tied_ops[(d, j)])
                 if d in norm_ops:
                     deps.append(norm_ops[d])
-                g.add(r, "compute", "optimizer", "optimizer", duration=self.cm.memory(shard * upd, 2), deps=deps)
+                dur, host = self.cm.memory(shard * upd, 2), self._optimizer_host(j)
+                if p > 1 and self.tr.precision.grads == self.tr.precision.params:
+                    # torch.distributed.pipelining (plain autograd gradients) scales the accumulated
+                    # gradients by 1/micro-batches after the last backward: one div_ per tensor
+                    nt = self.stage_tensors(j)
+                    dur += self.cm.memory(2 * n * self.gb, nt)
+                    host += nt * self.host_kernel_s
+                g.add(r, "compute", "optimizer", "optimizer", duration=dur, deps=deps, host_s=host)
         return g
 
     def _build_fsdp(self, g: Graph) -> None:
-        """ZeRO-3 / FSDP (pp = 1): per-layer all-gather (prefetch one ahead), reduce-scatter on the last micro-batch."""
+        """ZeRO-3 / FSDP2 (pp = 1): per-unit all-gather before forward and backward (prefetch one
+        ahead), per-unit reduce-scatter after every micro-batch's backward.
+
+        FSDP2 (``fully_shard`` per block, the default ``reshard_after_forward``) gathers a unit's
+        parameters through a copy-in kernel (the local shards into one flat buffer), the
+        all-gather and a copy-out kernel (``split_with_sizes_copy`` into the unsharded
+        parameters). Without ``set_requires_gradient_sync(False)`` it reduce-scatters every
+        micro-batch: a copy-in kernel (``chunk_cat`` of the gradients), the reduce-scatter, the
+        averaging division, and from the second micro-batch on an add into the sharded gradient.
+        """
         lay, t = self.layout, self.t
         r = lay.rank()
         groups = [lay.group("dp", tp=i) for i in range(t)]
@@ -511,26 +628,45 @@ class TransformerStep:
         dp_on = self.d > 1
         rs_ops = []
         comp_hist: list[int] = []
+        cm = self.cm
+        hk, hc = self.host_kernel_s, self.host_call_s
         for kind, mb, c in self.orders[0]:
             units = self.chunk_units(c, kind)
             for ui, u in enumerate(units):
                 ag = None
+                segs, host = self._segs([u])
+                segs = [s if s[0] == "c" else ("tp", Coll(s[1], [tpg], s[2], "tp")) for s in segs]
                 if dp_on and u.param_count > 0:
                     # prefetch: may start once the unit two places earlier finished (2 units resident)
                     pre = comp_hist[-2] if len(comp_hist) >= 2 else None
+                    pbytes = u.param_count * self.pb
                     ag = g.add(r, "dp_ag", f"AG {u.name}", "comm_dp",
-                               coll=Coll("all_gather", groups, u.param_count * self.pb, "dp"), deps=[pre])
-                segs, host = self._segs([u])
-                segs = [s if s[0] == "c" else ("tp", Coll(s[1], [tpg], s[2], "tp")) for s in segs]
+                               coll=Coll("all_gather", groups, pbytes, "dp"), deps=[pre])
+                    # copy-in (shards -> flat buffer) and copy-out (flat buffer -> parameters)
+                    segs = [("c", cm.memory(2 * pbytes / self.d, 1) + cm.memory(2 * pbytes, 1))] + segs
+                    # the all-gather call; per parameter: alloc_storage before, free_storage at reshard
+                    host += hc + (2 + 2 * u.tensors) * hk
+                rs_on = dp_on and kind == "B" and u.grad_bytes > 0
+                if rs_on:
+                    gb = u.grad_bytes
+                    # chunk_cat copy-in, the divide by the group size, (accumulate into the shard)
+                    segs = segs + [("c", cm.memory(2 * gb, 1) + cm.memory((2 + (3 if mb > 0 else 0)) * gb / self.d, 1))]
+                    # the reduce-scatter call; per parameter: as_strided view of the output shard,
+                    # then a new sharded DTensor gradient (first micro-batch) or ``+=`` into it
+                    host += hc + (2 + 2 * u.tensors) * hk
                 oid = g.add(r, "compute", f"{kind}{mb}.{u.name}", "compute", segments=segs, deps=[ag],
                             mb=mb, kind=kind, host_s=host)
                 comp_hist.append(oid)
-                if dp_on and kind == "B" and mb == self.n_mb - 1 and u.grad_bytes > 0:
+                if rs_on:
                     rs_ops.append(g.add(r, "dp_rs", f"RS {u.name}", "comm_dp",
                                         coll=Coll("reduce_scatter", groups, u.grad_bytes, "dp"), deps=[oid]))
         upd = optimizer_update_bytes(self.tr.precision, self.tr.optimizer)
         shard = self.stage_params(0) / self.d
-        g.add(r, "compute", "optimizer", "optimizer", duration=self.cm.memory(shard * upd, 2), deps=rs_ops)
+        # FSDP2 parameters are DTensors: every foreach op of the optimizer is dispatched per tensor
+        ops = 9 if self.tr.optimizer == "adamw" else 1
+        opt_host = ops * self.stage_tensors(0) * self.host_kernel_s if dp_on else self._optimizer_host(0)
+        g.add(r, "compute", "optimizer", "optimizer", duration=self.cm.memory(shard * upd, 2), deps=rs_ops,
+              host_s=opt_host)
 
     # ------------------------------------------------------------------ memory
     def memory(self, capacity_bytes: float) -> dict:

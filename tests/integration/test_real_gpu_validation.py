@@ -1,0 +1,188 @@
+"""Real GPUs (issue 4): `clustersim run` against measured step times of calibrate/train_gpt.py.
+
+The measured rows are copies of ``calibrate/raw/{h200x2,h200x4,h100}/train_steps.jsonl`` in
+``tests/data/real_gpu/`` (one JSON object per configuration: scenario name, ``--set`` overrides,
+median step time of the timed steps). Each row is predicted from the scenario file plus the same
+overrides, with the topology's default profile (``calibrate/profiles/hgx-h200.yaml`` and
+``dgx-h100.yaml``), at both fidelities. Nothing is read from the measurement except the
+configuration and the number it is compared with.
+
+Tolerance: 10% (issue 4, "Real GPUs"). Rows the model does not reach are listed in
+``KNOWN_MISS`` with the reason (docs/validation.md, "Real GPUs"); they are strict expected
+failures, so a model change that brings one inside 10% shows up. Every row, miss or not, must stay
+inside ``GUARD`` (a regression guard) and the two fidelities must agree.
+
+Run ``python tests/integration/test_real_gpu_validation.py`` to print the validation table.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clustersim.config.base import load_model
+from clustersim.config.scenario import Scenario
+from clustersim.simulate.run import run_scenario
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data" / "real_gpu"
+FILES = ("h200x2-train_steps.jsonl", "h100-train_steps.jsonl", "h200x4-train_steps.jsonl")
+TOL = 0.10
+GUARD = 0.40
+
+# (scenario, sorted overrides) -> why the model misses it (see docs/validation.md "Real GPUs")
+_MP = ("multi-process run: per-rank host time per kernel call is ~1.4x that of the single-process run "
+       "(measured rows themselves), not in the profile")
+KNOWN_MISS = {
+    ("ref-single", ("cluster.gpus=1",)): "host-bound; profile per_call_overhead_us (29.5 us, fitted on 2-4 "
+                                          "processes) exceeds the single-process cost (~24 us)",
+    ("ref-single", ("cluster.gpus=1", "cluster.topology=dgx-h100")): "dgx-h100 host section not fitted "
+                                                                     "(per_call 8 us default; issue floor 18 us used)",
+    ("ref-ddp2", ("cluster.gpus=2",)): _MP,
+    ("ref-fsdp2", ("cluster.gpus=2",)): "FSDP2 Python hook/DTensor cost beyond the counted calls",
+    ("ref-tp2", ("cluster.gpus=2",)): "custom-Function TP: host cost per all-reduce far above the bench's",
+    ("ref-pp2-gpipe", ("cluster.gpus=2",)): _MP + "; GPipe 25 ms slower than 1F1B, unexplained",
+    ("ref-pp2-1f1b", ("cluster.gpus=2",)): _MP,
+    ("ref-pp2-interleaved", ("cluster.gpus=2",)): _MP,
+    ("ref-pp2-1f1b", ("cluster.gpus=4", "parallelism.pp=4")): _MP,
+    ("ref-tp2", ("cluster.gpus=4", "parallelism.tp=4")): "custom-Function TP: host cost per all-reduce far "
+                                                         "above the bench's",
+    ("ref-pp2-interleaved", ("cluster.gpus=4", "parallelism.pp=4")): _MP,
+}
+
+
+def load_rows() -> list[dict]:
+    rows = []
+    for name in FILES:
+        for line in (DATA / name).read_text().splitlines():
+            if not line.strip():
+                continue
+            r = json.loads(line)
+            if r.get("kind") != "train_step" or r.get("status") != "ok":
+                continue
+            rows.append({"file": name, "scenario": r["scenario"], "overrides": list(r["overrides"]),
+                         "gpus": r["world_size"], "measured_s": float(r["step_time_s"])})
+    return rows
+
+
+ROWS = load_rows()
+_CACHE: dict = {}
+
+
+def key(row) -> tuple:
+    return row["scenario"], tuple(sorted(row["overrides"]))
+
+
+def predict(row) -> dict[str, float]:
+    k = key(row)
+    if k not in _CACHE:
+        sc = load_model(Scenario, ROOT / "scenarios" / f"{row['scenario']}.yaml", row["overrides"])
+        _CACHE[k] = {f: run_scenario(sc, fidelity=f).step_time_s for f in ("analytical", "flow")}
+    return _CACHE[k]
+
+
+def _id(row) -> str:
+    return row["scenario"] + ("[" + ",".join(key(row)[1]) + "]")
+
+
+def test_every_reference_configuration_is_measured():
+    names = {r["scenario"] for r in ROWS}
+    expected = {p.stem for p in (ROOT / "scenarios").glob("ref-*.yaml")}
+    assert expected <= names
+    assert len(ROWS) == 12
+
+
+@pytest.mark.parametrize("row", [pytest.param(r, marks=pytest.mark.xfail(reason=KNOWN_MISS[key(r)], strict=True))
+                                 if key(r) in KNOWN_MISS else r for r in ROWS], ids=[_id(r) for r in ROWS])
+def test_real_gpu_step_time_within_10_percent(row):
+    p = predict(row)
+    for fid, t in p.items():
+        assert t == pytest.approx(row["measured_s"], rel=TOL), (fid, t, row["measured_s"])
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[_id(r) for r in ROWS])
+def test_real_gpu_regression_guard(row):
+    """Every row inside the guard band, and flow equal to analytical (these runs have no contention)."""
+    p = predict(row)
+    assert p["analytical"] == pytest.approx(row["measured_s"], rel=GUARD)
+    assert p["flow"] == pytest.approx(p["analytical"], rel=0.01)
+
+
+VIEW_OPS = {"view", "t", "transpose", "_unsafe_view", "detach", "split_with_sizes", "slice", "expand",
+            "alias", "as_strided", "unsqueeze", "squeeze", "reshape", "permute"}
+
+
+def test_layer_kernel_counts_match_the_reference_program():
+    """The calls the simulator charges per layer are the kernel-launching aten ops of train_gpt.py.
+
+    Traces one block of ``calibrate/train_gpt.py`` (CPU, tiny dimensions, same code path) with a
+    dispatch mode: forward 10 kernel ops; backward 21 (with gradients already present, as for every
+    micro-batch after the first: 6 ``add_`` of gradient accumulation). On CUDA the LayerNorm backward
+    is 2 kernels and the flash backward 3, so 10 + 25 = 35 kernels, which is what the layer units
+    carry.
+    """
+    torch = pytest.importorskip("torch")
+    import sys
+    from collections import Counter
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    sys.path.insert(0, str(ROOT / "calibrate"))
+    import train_gpt
+
+    sc = load_model(Scenario, ROOT / "scenarios" / "ref-single.yaml",
+                    ["model.layers=1", "model.hidden=64", "model.heads=4", "model.ffn_hidden=256",
+                     "model.vocab=128", "model.seq_len=32"])
+    torch.manual_seed(0)
+    block = train_gpt.Block(sc.model, 1, None, False).to(torch.bfloat16)
+
+    class Count(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.c = Counter()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.c[func.overloadpacket.__name__] += 1
+            return func(*args, **(kwargs or {}))
+
+    x = torch.randn(1, 32, 64, dtype=torch.bfloat16, requires_grad=True)
+    g = torch.ones(1, 32, 64, dtype=torch.bfloat16)
+    torch.autograd.backward(block(x), g)  # first micro-batch: gradients created
+    x.grad = None  # the block input of the real model is no leaf: no accumulation into it
+    with Count() as f:
+        y = block(x)
+    with Count() as b:
+        torch.autograd.backward(y, g)
+    kern = lambda c: sum(n for k, n in c.items() if k not in VIEW_OPS)  # noqa: E731
+    assert kern(f.c) == 10, f.c
+    assert kern(b.c) == 21, b.c
+    assert b.c["add_"] == 6 and b.c["mm"] == 8 and b.c["native_layer_norm_backward"] == 2
+
+    from clustersim.simulate.resolve import resolve_scenario
+    from clustersim.workload.compute import ComputeModel
+    from clustersim.workload.transformer import TransformerStep
+
+    rs = resolve_scenario(ROOT / "scenarios" / "ref-single.yaml")
+    step = TransformerStep(rs.scenario, ComputeModel.from_profile(rs.profile.compute, rs.cluster.gpu_spec))
+    (lf, lb, _), _, _ = step.units
+    assert sum(s[2] for s in lf.segments) == 10
+    later = step._extra(lb, 1)  # a micro-batch after the first
+    assert sum(s[2] for s in later.segments) == 21 + 1 * 2 + 2  # LN backward x2 kernels, flash bwd 3
+
+
+def table() -> str:
+    out = ["| config | overrides | GPUs | measured (ms) | flow (ms) | analytical (ms) | error (flow) |",
+           "|---|---|---|---|---|---|---|"]
+    for r in ROWS:
+        p = predict(r)
+        err = p["flow"] / r["measured_s"] - 1
+        ov = " ".join(f"`{o}`" for o in r["overrides"])
+        out.append(f"| {r['scenario']} | {ov} | {r['gpus']} | {r['measured_s'] * 1e3:.1f} | {p['flow'] * 1e3:.1f} | "
+                   f"{p['analytical'] * 1e3:.1f} | {err * 100:+.1f}% |")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(table())
