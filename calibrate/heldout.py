@@ -1,0 +1,103 @@
+"""Held-out check of training-step predictions on configurations the model was not fitted on.
+
+  python calibrate/heldout.py predict -o calibrate/raw/heldout/predictions.json   # before measuring
+  python calibrate/heldout.py commands                                           # what to run on the GPUs
+  python calibrate/heldout.py compare calibrate/raw/heldout/predictions.json calibrate/raw/heldout/train_steps.jsonl
+
+The predictions are written (and committed) before the measurement exists, so they cannot
+have been tuned to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CONFIGS = HERE / "heldout_configs.txt"
+
+
+def configs() -> list[tuple[str, str, list[str]]]:
+    out = []
+    for line in CONFIGS.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, scenario, *sets = line.split()
+            out.append((name, scenario, sets))
+    return out
+
+
+def gpus(scenario: str, sets: list[str]) -> int:
+    from clustersim.config.base import load_model
+    from clustersim.config.scenario import Scenario
+
+    s = load_model(Scenario, HERE.parent / scenario, sets)
+    return s.cluster.gpus or s.world_size
+
+
+def predict(out: Path) -> None:
+    rows = {}
+    for name, scenario, sets in configs():
+        res = {}
+        for fid in ("flow", "analytical"):
+            cmd = [sys.executable, "-m", "clustersim", "run", str(HERE.parent / scenario), "--fidelity", fid, "--json"]
+            for kv in sets:
+                cmd += ["--set", kv]
+            r = subprocess.run(cmd, capture_output=True, text=True, check=True)
+            res[fid] = json.loads(r.stdout)["step_time_s"]
+        rows[name] = {"scenario": scenario, "overrides": sets, "gpus": gpus(scenario, sets),
+                      "predicted_step_time_s": res}
+        print(f"{name:18s} flow {res['flow'] * 1e3:8.1f} ms  analytical {res['analytical'] * 1e3:8.1f} ms")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(rows, indent=2) + "\n")
+
+
+def commands() -> None:
+    for name, scenario, sets in configs():
+        n = gpus(scenario, sets)
+        s = " ".join(f"--set {kv}" for kv in sets)
+        print(f"python3 -m torch.distributed.run --standalone --nproc-per-node {n} calibrate/train_gpt.py {scenario} "
+              f"{s} --steps 10 --warmup 3 --run-id {name} -o $OUT/train_steps.jsonl")
+
+
+def compare(pred: Path, meas: Path) -> None:
+    p = json.loads(pred.read_text())
+    m = {}
+    for line in meas.read_text().splitlines():
+        r = json.loads(line)
+        if r.get("status") == "ok":
+            m[r.get("run_id")] = r["step_time_s"]
+    print("| config | GPUs | measured ms | predicted flow ms | error | predicted analytical ms | error |")
+    print("|---|---|---|---|---|---|---|")
+    for name, row in p.items():
+        if name not in m:
+            print(f"| {name} | {row['gpus']} | not measured | | | | |")
+            continue
+        t = m[name]
+        f, a = row["predicted_step_time_s"]["flow"], row["predicted_step_time_s"]["analytical"]
+        print(f"| {name} | {row['gpus']} | {t * 1e3:.1f} | {f * 1e3:.1f} | {100 * (f - t) / t:+.1f}% | "
+              f"{a * 1e3:.1f} | {100 * (a - t) / t:+.1f}% |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("predict")
+    p.add_argument("-o", "--output", type=Path, required=True)
+    sub.add_parser("commands")
+    c = sub.add_parser("compare")
+    c.add_argument("predictions", type=Path)
+    c.add_argument("measurements", type=Path)
+    a = ap.parse_args()
+    if a.cmd == "predict":
+        predict(a.output)
+    elif a.cmd == "commands":
+        commands()
+    else:
+        compare(a.predictions, a.measurements)
+
+
+if __name__ == "__main__":
+    main()
