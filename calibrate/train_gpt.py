@@ -727,8 +727,8 @@ def run(args) -> int:
         opt.zero_grad(set_to_none=True)
         batch = data[i]
         if schedule is not None:
-            x = batch[:, :, :-1].reshape(n_mb * tr.micro_batch, m.seq_len)
-            y = batch[:, :, 1:].reshape(n_mb * tr.micro_batch, m.seq_len)
+            x = batch[:, :, :-1].reshape(n_mb * tr.micro_batch, m.seq_len).contiguous()
+            y = batch[:, :, 1:].reshape(n_mb * tr.micro_batch, m.seq_len).contiguous()
             losses = []
             is_first = any(c == 0 for c, _ in stages)
             is_last = any(c == n_chunks - 1 for c, _ in stages)
