@@ -69,6 +69,7 @@ def register(root: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print one JSON document."),
         full: bool = typer.Option(False, "--full", help="Simulate every data-parallel replica (no symmetry reduction)."),
         html: Optional[Path] = typer.Option(None, "--html", help="Write a standalone HTML report (timeline, breakdown, memory, links)."),
+        band: bool = typer.Option(False, "--band", help="Also simulate at the profile's 95% confidence bounds and report the step-time band."),
     ) -> None:
         """Simulate one training step of a scenario: step time, throughput, MFU, breakdown, memory, links.
 
@@ -81,6 +82,8 @@ def register(root: typer.Typer) -> None:
           clustersim run scenarios/montecarlo-pi.yaml --set cluster.gpus=2 --trace pi.json
 
           clustersim run scenarios/hybrid-tp2-pp2-dp2.yaml --html step.html
+
+          clustersim run scenarios/gpt-1b-ddp.yaml --band --json
         """
         from clustersim.errors import ClusterSimError
         from clustersim.simulate.run import run_scenario
@@ -96,10 +99,20 @@ def register(root: typer.Typer) -> None:
             res = run_scenario(scenario, fidelity=fidelity, trace_path=trace, overrides=set_ or [],
                                reduced=not full)
         d = res.to_dict()
+        if band:
+            from clustersim.simulate.band import step_time_band
+            from clustersim.simulate.resolve import resolve_scenario
+
+            lo, hi = step_time_band(resolve_scenario(scenario, overrides=set_ or []), fidelity=fidelity,
+                                    reduced=not full)
+            d["step_time_band_s"] = [lo, hi]
         if as_json:
             print_json(d)
         else:
             _render(d)
+            if band:
+                lo, hi = d["step_time_band_s"]
+                console.print(f"step time with the profile's 95% bounds: {lo * 1e3:.4g} .. {hi * 1e3:.4g} ms", highlight=False)
             if trace is not None:
                 console.print(f"trace written to {trace} (open in https://ui.perfetto.dev)", highlight=False)
             if html is not None:
