@@ -21,6 +21,9 @@ What goes where (``calibrate/raw/README.md`` says how each raw file was measured
   labelled ``mode: nccl`` (the bench had no CUDA-graph mode yet).
 * ``dgx-h100``: the published NCCL / link values of DGX H100 (no multi-GPU H100 has been measured)
   + the compute part fitted from ``raw/h100/bench.jsonl`` (1x H100 80GB HBM3).
+* both: the kernel-class tables (``attention_table``, ``gemm_layout_table``, ``memory_table``;
+  :func:`fit_kernels`) from the ``kernel`` rows of ``raw/h200x2/kernels.jsonl`` resp.
+  ``raw/h100/kernels.jsonl`` (``calibrate bench --ops none --kernels``), when the file exists.
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ H200_COLLECTIVES = ["raw/h200x2/bench-graph.jsonl", "raw/h200x4/bench-graph.json
 H200_COMPUTE = "raw/h200x2/bench-run1.jsonl"
 H100_COMPUTE = "raw/h100/bench.jsonl"
 COMPUTE_KINDS = ("gemm", "hbm", "launch")
+#: kernel-class rows (``calibrate bench --ops none --kernels``, rank 0 of the job)
+H200_KERNELS = "raw/h200x2/kernels.jsonl"
+H100_KERNELS = "raw/h100/kernels.jsonl"
 
 LINKS_PUBLISHED = {
     "nvlink": {"latency_us": 3.4, "bandwidth_GBps": 370.8},
@@ -105,6 +111,85 @@ def _meta(meas: Measurements) -> dict:
     return next((r for r in meas.rows if r["kind"] == "meta"), {})
 
 
+# bench kernel name -> (memory_table class, kernels the simulator charges a launch gap for)
+MEMORY_CLASSES = {
+    "layernorm_fwd": ("layernorm_fwd", 1), "layernorm_bwd": ("layernorm_bwd", 2),
+    "gelu_fwd": ("gelu_fwd", 1), "gelu_bwd": ("gelu_bwd", 1), "residual_add": ("add", 1),
+    "cross_entropy_fwd_bwd": ("cross_entropy", 10), "adamw_step": ("adamw", 2),
+}
+
+
+def _r4(x: float) -> float:
+    return float(f"{x:.4g}")
+
+
+def fit_kernels(rows: list[dict], peak_tflops: float, hbm_GBps: float, launch_us: float) -> dict:
+    """``attention_table``, ``gemm_layout_table`` and ``memory_table`` from ``kernel`` rows.
+
+    Each efficiency is the one the simulator (``clustersim/workload/compute.py``) must use to
+    reproduce the measured GPU-bound time, given the profile's peak, HBM copy bandwidth and
+    per-kernel gap (``launch_us`` x the kernels the simulator charges for the op is taken off the
+    measured time first):
+
+    * attention: forward FLOPs ``4 b heads s^2 head_dim / 2`` (the simulator's causal count),
+      forward efficiency from the ``attention_fwd`` time (1 kernel), backward (2.5 x the FLOPs)
+      from ``attention_fwd_bwd - attention_fwd`` (3 kernels);
+    * GEMMs of a linear layer: ``2 tokens out in`` FLOPs per layout (1 kernel);
+    * memory-bound classes: the row's minimum ``bytes`` / time / ``hbm_GBps``.
+    """
+    peak = peak_tflops * 1e12
+    L = launch_us * 1e-6
+    kern = [r for r in rows if r.get("kind") == "kernel"]
+    att: dict[tuple, dict[str, float]] = {}
+    for r in kern:
+        if r["name"] in ("attention_fwd", "attention_fwd_bwd"):
+            att.setdefault((r["batch"], r["seq"], r["heads"], r["head_dim"]), {})[r["name"]] = r["time_us"] * 1e-6
+    attention = []
+    for (b, s, nh, hd), t in sorted(att.items()):
+        f = 4.0 * b * nh * hd * s * s * 0.5
+        if "attention_fwd" not in t:
+            continue
+        base = {"seq": s, "head_dim": hd, "heads": nh, "batch": b}
+        attention.append({"direction": "fwd", **base,
+                          "efficiency": _r4(min(1.0, f / (peak * (t["attention_fwd"] - L))))})
+        if "attention_fwd_bwd" in t and t["attention_fwd_bwd"] > t["attention_fwd"] + 3 * L:
+            tb = t["attention_fwd_bwd"] - t["attention_fwd"] - 3 * L
+            attention.append({"direction": "bwd", **base, "efficiency": _r4(min(1.0, 2.5 * f / (peak * tb)))})
+    layout = []
+    for r in sorted((r for r in kern if r["name"].startswith("gemm_")),
+                    key=lambda r: (r["layout"], r["out_features"], r["in_features"], r["tokens"])):
+        flops = 2.0 * r["tokens"] * r["out_features"] * r["in_features"]
+        layout.append({"layout": r["layout"], "tokens": r["tokens"], "out_features": r["out_features"],
+                       "in_features": r["in_features"],
+                       "efficiency": _r4(min(1.0, flops / (peak * (r["time_us"] * 1e-6 - L))))})
+    memory = []
+    for r in sorted((r for r in kern if r["name"] in MEMORY_CLASSES),
+                    key=lambda r: (MEMORY_CLASSES[r["name"]][0], r["bytes"], r["time_us"])):
+        op, k = MEMORY_CLASSES[r["name"]]
+        t = r["time_us"] * 1e-6 - k * L
+        memory.append({"op": op, "bytes": int(r["bytes"]), "efficiency": _r4(r["bytes"] / t / (hbm_GBps * 1e9))})
+    return {"attention_table": attention, "gemm_layout_table": layout, "memory_table": memory}
+
+
+def _add_kernels(data: dict, rel: str) -> None:
+    """Fit the kernel-class tables of ``data['compute']`` from ``rel`` when it exists (else leave them out)."""
+    from clustersim.calibration.fit import peak_tflops_for
+
+    path = HERE / rel
+    if not path.is_file():
+        print(f"warning: {rel} not found: no kernel-class tables", file=sys.stderr)
+        return
+    from clustersim.calibration.jsonl import read_rows
+
+    allrows = read_rows(path)  # (fit.read_measurements keeps only the kinds fit_profile uses)
+    rows = [r for r in allrows if r.get("kind") == "kernel" and r.get("dtype") == "bf16"]
+    meta = next((r for r in allrows if r.get("kind") == "meta"), {})
+    comp = data["compute"]
+    peak = comp.get("peak_tflops") or peak_tflops_for(meta.get("gpu"))
+    comp.update(fit_kernels(rows, float(peak), float(comp["hbm_bandwidth_GBps"]), float(comp["kernel_launch_us"])))
+    data["source"]["files"] = list(data["source"].get("files", [])) + [rel]
+
+
 def nccl_switches(topology: str, base: Profile):
     """``switches(op, ranks, scope)`` for the fit: where NCCL's tuner (the NCCL-structured model on the
     topology with the base profile's published link classes, no entries) changes protocol."""
@@ -136,6 +221,7 @@ def make_h200() -> Profile:
     data = prof.model_dump(mode="json")
     data["links"] = copy.deepcopy(LINKS_PUBLISHED)       # published, not measured (see the module doc)
     data["nvls"] = False
+    _add_kernels(data, H200_KERNELS)
     src = data["source"]
     src.update({
         "gpu": meta.get("gpu"), "host": "vm (one VM, 2 resp. 4 H200 SXM GPUs, NV18 into NVSwitch)",
@@ -162,6 +248,7 @@ def make_h100() -> Profile:
     data = prof.model_dump(mode="json")
     data["links"] = copy.deepcopy(LINKS_PUBLISHED)
     data["nvls"] = True  # NCCL_NVLS_ENABLE defaults to on where NVSwitch multicast exists (env.rst)
+    _add_kernels(data, H100_KERNELS)
     src = data["source"]
     src.update({
         "gpu": meta.get("gpu"), "host": "DGX H100 (links, NCCL); compute measured on a 1x H100 80GB HBM3 VM",
@@ -184,12 +271,14 @@ HEADERS = {
         f"#   {COMMAND}",
         "# from calibrate/raw/h200x2/bench-graph.jsonl, calibrate/raw/h200x4/bench-graph.jsonl (collectives, host)",
         "# and calibrate/raw/h200x2/bench-run1.jsonl (gemm, hbm, launch rows only). Link classes: published.",
+        "# Kernel-class tables: calibrate/raw/h200x2/kernels.jsonl (kernel rows).",
     ],
     "dgx-h100": [
         "# NVIDIA DGX H100 8-GPU default profile. GENERATED -- do not edit; regenerate with:",
         f"#   {COMMAND}",
         "# link classes / NVLS: published NCCL values (no multi-GPU H100 measured);",
-        "# compute: fitted from calibrate/raw/h100/bench.jsonl (1x H100 80GB HBM3).",
+        "# compute: fitted from calibrate/raw/h100/bench.jsonl (1x H100 80GB HBM3);",
+        "# kernel-class tables: calibrate/raw/h100/kernels.jsonl (kernel rows).",
     ],
 }
 

@@ -37,7 +37,14 @@ collective (slowest rank), and from process start.
 ``gemm``, ``hbm`` (device-to-device copy, read + write counted), ``launch``
 (GPU-side gap between back-to-back tiny kernels, queued behind a sleep kernel so
 the host is never the bottleneck) and ``framework_call`` (the smallest framework
-time per op). A ``meta`` row comes first (GPU, driver, CUDA, NCCL, torch, hosts,
+time per op). ``kernel`` rows (``--kernels``, rank 0; see :func:`kernel_plan`): SDPA causal
+flash attention fwd and fwd+bwd (``flops`` as executed with the causal mask, ``flops_full``
+the full s^2 count), the linears of a layer in the three training layouts (forward NT
+``x @ W^T``, dgrad NN ``dy @ W``, wgrad TN ``dy^T @ x``), LayerNorm/GELU fwd and bwd,
+residual add, cross-entropy fwd+bwd over bf16 logits, one foreach AdamW step; GPU-bound
+(warm-up, then ``reps`` repetitions of back-to-back calls queued behind a sleep kernel,
+between two CUDA events; median). ``bytes`` of memory-bound rows is the minimum traffic
+(each tensor read or written once). A ``meta`` row comes first (GPU, driver, CUDA, NCCL, torch, hosts,
 ``nvidia-smi topo -m``, NCCL topology dump, NVLS state).
 """
 
@@ -125,6 +132,8 @@ class BenchConfig:
     hbm: bool = True
     hbm_bytes: int = 2 * GiB
     launch: bool = True
+    kernels: bool = False
+    """Kernel-class sweep (attention, GEMM layouts, memory-bound ops, cross-entropy, AdamW): rank 0."""
     memory_fraction: float = 0.8
     """Use at most this fraction of free memory for buffers; larger sizes are skipped and logged."""
     timeout_s: float = 600.0
@@ -135,6 +144,73 @@ class BenchConfig:
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (for the meta row)."""
         return asdict(self)
+
+
+#: Kernel sweep (``--kernels``): one repetition lasts about this long (GPU-bound: the queue never drains).
+KERNEL_REP_TARGET_S = 0.005
+KERNEL_MAX_ITERS = 500
+KERNEL_REPS = 5
+#: ~5 ms of GPU sleep in front of each timed repetition (covers the host's enqueueing of the calls).
+KERNEL_SLEEP_CYCLES = 10_000_000
+#: AdamW parameters are split into tensors of this many elements (a layer's matrices are 4-64M).
+KERNEL_ADAMW_TENSOR = 1 << 23
+
+
+def kernel_plan(cfg: BenchConfig) -> dict[str, list[tuple[int, ...]]]:
+    """Points of the kernel-class sweep.
+
+    - ``attention``: (batch, seq, heads, head_dim), SDPA causal; h = heads x head_dim in
+      {1024, 2048, 4096, 8192}, head_dim 64 and 128, seq 2048 and 4096 at 8192 tokens, plus
+      2048 and 16384 tokens at h 2048.
+    - ``gemm``: (tokens, out_features, in_features, label): the linears of one layer (qkv 3h x h,
+      proj h x h, fc1 4h x h, fc2 h x 4h) for h in {1024, 2048, 4096, 8192} and tokens in
+      {2048, 8192, 16384}, and the LM head (vocab 50304, 128256) at h 2048 and 4096; each in the
+      three training layouts (forward NT, dgrad NN, wgrad TN).
+    - ``elementwise``: (tokens, hidden) for LayerNorm fwd/bwd, tanh GELU fwd/bwd (on tokens x 4h),
+      residual add.
+    - ``cross_entropy``: (tokens, vocab), fwd + bwd over bf16 logits upcast to fp32 (as train_gpt).
+    - ``adamw``: parameter counts for one foreach AdamW step on bf16 params.
+
+    On CPU (``--device cpu``, for CI) a tiny version of every class.
+    """
+    if cfg.device != "cuda" or cfg.quick:
+        small = cfg.device != "cuda"
+        hs = (64,) if small else (1024,)
+        toks = (128,) if small else (2048,)
+        return {
+            "attention": [(1, 128, 2, 32)] if small else [(1, 2048, 8, 128)],
+            "gemm": [(t, o, i, lab) for t in toks for h in hs
+                     for o, i, lab in ((3 * h, h, "qkv"), (4 * h, h, "fc1"))],
+            "elementwise": [(t, h) for t in toks for h in hs],
+            "cross_entropy": [(128, 1000)] if small else [(2048, 50304)],
+            "adamw": [100_000] if small else [10_000_000],
+        }
+    hs = (1024, 2048, 4096, 8192)
+    attention = []
+    for h in hs:
+        for hd in (128, 64):
+            for s in (2048, 4096):
+                attention.append((8192 // s, s, h // hd, hd))
+    for t in (2048, 16384):
+        for hd in (128, 64):
+            attention.append((t // 2048, 2048, 2048 // hd, hd))
+    gemm = []
+    for t in (2048, 8192, 16384):
+        for h in hs:
+            gemm += [(t, 3 * h, h, "qkv"), (t, h, h, "proj"), (t, 4 * h, h, "fc1"), (t, h, 4 * h, "fc2")]
+        for h in (2048, 4096):
+            for v in (50304, 128256):
+                gemm.append((t, v, h, f"lm_head{v}"))
+    elementwise = [(t, h) for t in (2048, 8192, 16384) for h in hs]
+    ce = [(t, v) for t in (2048, 8192, 16384) for v in (50304, 128256)]
+    return {"attention": attention, "gemm": gemm, "elementwise": elementwise, "cross_entropy": ce,
+            "adamw": [100_000_000, 400_000_000]}
+
+
+def kernel_plan_size(plan: dict[str, list[tuple[int, ...]]]) -> int:
+    """Rows the sweep writes (progress total)."""
+    return (2 * len(plan["attention"]) + 3 * len(plan["gemm"]) + 5 * len(plan["elementwise"])
+            + len(plan["cross_entropy"]) + len(plan["adamw"]))
 
 
 def quick_config(output: str, **kw: Any) -> BenchConfig:
@@ -674,6 +750,8 @@ class _Bench:
                 self.hbm()
             if self.cuda and cfg.launch:
                 self.launch_overhead()
+            if cfg.kernels:
+                self.kernels()
             if not self.cuda and (cfg.hbm or cfg.launch):
                 _log("skipped hbm and launch measurements: CUDA only")
         self.dist.barrier()
@@ -777,6 +855,246 @@ class _Bench:
                        "method": "back-to-back 1-element add_ kernels queued behind torch.cuda._sleep, CUDA events"})
         self.advance()
 
+    # ---------------------------------------------------------------- kernel classes (rank 0, --kernels)
+    def _gpu_bound_times(self, fn: Callable[[], None]) -> tuple[list[float], int]:
+        """Per-call times (s) of ``fn``: warm-up, then ``reps`` repetitions of ``iters`` back-to-back calls.
+
+        ``iters`` is chosen from one timed call so that a repetition lasts about
+        ``KERNEL_REP_TARGET_S`` (at least 1 call): the GPU queue stays full, so the
+        host's launch cost is hidden (GPU-bound time, as in a training step).
+        """
+        torch, cfg = self.torch, self.cfg
+        for _ in range(1 if cfg.quick else 2):
+            fn()
+        self._sync()
+        t0 = time.perf_counter()
+        fn()
+        self._sync()
+        est = max(time.perf_counter() - t0, 1e-6)
+        target = 0.002 if cfg.quick or not self.cuda else KERNEL_REP_TARGET_S
+        iters = max(1, min(KERNEL_MAX_ITERS, int(target / est)))
+        reps = 3 if cfg.quick or not self.cuda else KERNEL_REPS
+        out = []
+        host: list[float] = []
+        for _ in range(reps):
+            if self.cuda:
+                # a sleep kernel in front keeps the GPU busy while the host enqueues the calls, so that
+                # even small multi-kernel ops are timed GPU-bound (host_enqueue_us says how close it was)
+                torch.cuda._sleep(KERNEL_SLEEP_CYCLES)
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                s.record()
+                h0 = time.perf_counter()
+                for _ in range(iters):
+                    fn()
+                host.append((time.perf_counter() - h0) / iters)
+                e.record()
+                e.synchronize()
+                out.append(s.elapsed_time(e) / 1e3 / iters)
+            else:
+                t0 = time.perf_counter()
+                for _ in range(iters):
+                    fn()
+                out.append((time.perf_counter() - t0) / iters)
+        self._last_host_us = statistics.median(host) * 1e6 if host else None
+        return out, iters
+
+    def _kernel_point(self, key: dict[str, Any], fields: dict[str, Any], setup: Callable[[], Callable[[], None]],
+                      need_bytes: int, flops: float | None = None, nbytes: float | None = None,
+                      extra: dict[str, Any] | None = None) -> None:
+        """Measure one kernel point (skipped when already in the file or too big) and emit its row."""
+        torch = self.torch
+        if nbytes is not None:
+            key = {**key, "bytes": int(nbytes)}  # "bytes" is part of a row's identity (resume)
+        self.describe(f"kernel {key['op']}"[:34])
+        if self.skip(key):
+            self.advance()
+            return
+        if need_bytes > self.cfg.memory_fraction * self.free_bytes():
+            _log(f"skipped kernel {key['op']}: needs {format_bytes(need_bytes)}")
+            self.advance()
+            return
+        try:
+            fn = setup()
+            ts, iters = self._gpu_bound_times(fn)
+        except (RuntimeError, NotImplementedError) as exc:  # e.g. no flash kernel for this shape / device
+            _log(f"skipped kernel {key['op']}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+            fn = None
+            if self.cuda:
+                torch.cuda.empty_cache()
+            self.advance()
+            return
+        del fn
+        s = summarize(ts)
+        row = {**key, **fields, **s, "iters": iters, "reps": len(ts),
+               "timing": "back-to-back behind a sleep kernel, CUDA events" if self.cuda else "back-to-back, perf_counter"}
+        if getattr(self, "_last_host_us", None) is not None:
+            row["host_enqueue_us"] = self._last_host_us
+        if flops is not None:
+            row["flops"] = flops
+            row["tflops"] = flops / (s["time_us"] * 1e-6) / 1e12
+        if nbytes is not None:
+            row["bytes"] = int(nbytes)
+            row["bandwidth_GBps"] = nbytes / (s["time_us"] * 1e-6) / 1e9
+        row.update(extra or {})
+        if row.get("flops_full"):
+            row["tflops_full"] = row["flops_full"] / (s["time_us"] * 1e-6) / 1e12
+        self.emit(row)
+        if self.cuda:
+            torch.cuda.empty_cache()
+        self.advance()
+
+    def kernels(self) -> None:
+        """Kernel classes of a transformer training step (see :func:`kernel_plan`)."""
+        torch, cfg = self.torch, self.cfg
+        F = torch.nn.functional
+        dev = self.device
+        dt = torch.bfloat16 if self.cuda else torch.float32
+        dname = "bf16" if self.cuda else "fp32"
+        elt = 2 if self.cuda else 4
+        plan = kernel_plan(cfg)
+        base = {"kind": "kernel", "dtype": dname, "device": cfg.device}
+
+        for b, s, nh, hd in plan["attention"]:
+            h = nh * hd
+            # as executed with the causal mask: q_i attends to keys 0..i -> s(s+1)/2 score entries per head
+            causal = 4.0 * b * nh * hd * s * (s + 1) / 2
+            full = 4.0 * b * nh * hd * s * s
+            shape = {"batch": b, "seq": s, "heads": nh, "head_dim": hd, "hidden": h, "tokens": b * s, "causal": True}
+            need = 12 * b * s * h * elt + 4 * b * nh * s * 4
+            for name, mult in (("attention_fwd", 1.0), ("attention_fwd_bwd", 3.5)):
+                def setup(name: str = name) -> Callable[[], None]:
+                    grad = name != "attention_fwd"
+                    # q, k, v as in train_gpt: views of one fused projection output, (b, s, nh, hd) -> (b, nh, s, hd)
+                    qkv = torch.randn(b, s, 3, nh, hd, device=dev, dtype=dt).requires_grad_(grad)
+                    q, k, v = (qkv[:, :, i].transpose(1, 2) for i in range(3))
+                    dy = torch.randn(b, nh, s, hd, device=dev, dtype=dt)
+                    if not grad:
+                        def fwd() -> None:
+                            with torch.no_grad():
+                                F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                        return fwd
+
+                    def fwd_bwd() -> None:
+                        qkv.grad = None
+                        F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(dy)
+                    return fwd_bwd
+                op = f"{name}:b{b}:s{s}:nh{nh}:hd{hd}"
+                self._kernel_point({**base, "op": op}, {"name": name, **shape}, setup, need, flops=mult * causal,
+                                   extra={"flops_full": mult * full, "flops_per_fwd_causal": causal,
+                                          "backward_flops_factor": 2.5})
+
+        for t, out_f, in_f, label in plan["gemm"]:
+            for layout in ("NT", "NN", "TN"):
+                # forward y = x W^T (NT): (t, in) x (out, in)^T; dgrad dx = dy W (NN): (t, out) x (out, in);
+                # wgrad dW = dy^T x (TN): (t, out)^T x (t, in)
+                m, n, k = {"NT": (t, out_f, in_f), "NN": (t, in_f, out_f), "TN": (out_f, in_f, t)}[layout]
+                role = {"NT": "forward", "NN": "dgrad", "TN": "wgrad"}[layout]
+
+                def setup(layout: str = layout) -> Callable[[], None]:
+                    w = torch.randn(out_f, in_f, device=dev, dtype=dt)
+                    if layout == "NT":
+                        x = torch.randn(t, in_f, device=dev, dtype=dt)
+                        o = torch.empty(t, out_f, device=dev, dtype=dt)
+                        return lambda: torch.matmul(x, w.t(), out=o)
+                    dy = torch.randn(t, out_f, device=dev, dtype=dt)
+                    if layout == "NN":
+                        o = torch.empty(t, in_f, device=dev, dtype=dt)
+                        return lambda: torch.matmul(dy, w, out=o)
+                    x = torch.randn(t, in_f, device=dev, dtype=dt)
+                    o = torch.empty(out_f, in_f, device=dev, dtype=dt)
+                    return lambda: torch.matmul(dy.t(), x, out=o)
+                need = (t * in_f + t * out_f + 2 * out_f * in_f) * elt
+                op = f"gemm_{layout}:{label}:t{t}:o{out_f}:i{in_f}"
+                self._kernel_point({**base, "op": op, "m": m, "n": n, "k": k},
+                                   {"name": f"gemm_{layout.lower()}", "layout": layout, "role": role, "linear": label,
+                                    "tokens": t, "out_features": out_f, "in_features": in_f},
+                                   setup, need, flops=2.0 * m * n * k,
+                                   nbytes=(m * k + k * n + m * n) * elt)
+
+        for t, h in plan["elementwise"]:
+            shape = {"tokens": t, "hidden": h}
+            n_el = t * h
+            ln_need = 6 * n_el * elt
+
+            def ln_fwd() -> Callable[[], None]:
+                ln = torch.nn.LayerNorm(h, device=dev, dtype=dt)
+                x = torch.randn(t, h, device=dev, dtype=dt)
+
+                def f() -> None:
+                    with torch.no_grad():
+                        ln(x)
+                return f
+
+            def ln_bwd() -> Callable[[], None]:
+                ln = torch.nn.LayerNorm(h, device=dev, dtype=dt)
+                x = torch.randn(t, h, device=dev, dtype=dt).requires_grad_(True)
+                y = ln(x)
+                dy = torch.randn_like(y)
+                # backward only: the graph is kept and replayed (dx, dgamma, dbeta)
+                return lambda: torch.autograd.grad(y, (x, ln.weight, ln.bias), dy, retain_graph=True)
+
+            def gelu_fwd(n4: int = 4 * n_el) -> Callable[[], None]:
+                x = torch.randn(n4, device=dev, dtype=dt)
+                return lambda: F.gelu(x, approximate="tanh")
+
+            def gelu_bwd(n4: int = 4 * n_el) -> Callable[[], None]:
+                x = torch.randn(n4, device=dev, dtype=dt).requires_grad_(True)
+                y = F.gelu(x, approximate="tanh")
+                dy = torch.randn_like(y)
+                return lambda: torch.autograd.grad(y, x, dy, retain_graph=True)
+
+            def residual() -> Callable[[], None]:
+                a = torch.randn(t, h, device=dev, dtype=dt)
+                r = torch.randn(t, h, device=dev, dtype=dt)
+                return lambda: a + r
+
+            # bytes: the minimum HBM traffic of the op (each tensor read or written once)
+            for name, setup, nbytes, extra_shape in (
+                ("layernorm_fwd", ln_fwd, 2 * n_el * elt, {}),
+                ("layernorm_bwd", ln_bwd, 3 * n_el * elt, {}),
+                ("gelu_fwd", gelu_fwd, 2 * 4 * n_el * elt, {"elements": 4 * n_el}),
+                ("gelu_bwd", gelu_bwd, 3 * 4 * n_el * elt, {"elements": 4 * n_el}),
+                ("residual_add", residual, 3 * n_el * elt, {"elements": n_el}),
+            ):
+                self._kernel_point({**base, "op": f"{name}:t{t}:h{h}"},
+                                   {"name": name, **shape, **extra_shape, "elements": extra_shape.get("elements", n_el)},
+                                   setup, 5 * nbytes + ln_need, nbytes=nbytes,
+                                   extra={"bytes_model": "each tensor read or written once"})
+
+        for t, vocab in plan["cross_entropy"]:
+            def ce(t: int = t, vocab: int = vocab) -> Callable[[], None]:
+                logits = torch.randn(t, vocab, device=dev, dtype=dt).requires_grad_(True)
+                tgt = torch.randint(0, vocab, (t,), device=dev)
+
+                def f() -> None:
+                    logits.grad = None
+                    # as train_gpt: upcast the bf16 logits, loss, backward to the bf16 logits
+                    F.cross_entropy(logits.float(), tgt).backward()
+                return f
+            n_el = t * vocab
+            nbytes = 3 * n_el * elt  # read logits (fwd), read logits (bwd), write dlogits
+            self._kernel_point({**base, "op": f"cross_entropy_fwd_bwd:t{t}:v{vocab}"},
+                               {"name": "cross_entropy_fwd_bwd", "tokens": t, "vocab": vocab, "elements": n_el},
+                               ce, n_el * (3 * elt + 3 * 4), nbytes=nbytes,
+                               extra={"bytes_model": "bf16 logits read in fwd and bwd, bf16 grad written (fp32 upcast not counted)"})
+
+        for n_params in plan["adamw"]:
+            def adamw(n_params: int = n_params) -> Callable[[], None]:
+                chunk = KERNEL_ADAMW_TENSOR
+                sizes = [chunk] * (n_params // chunk) + ([n_params % chunk] if n_params % chunk else [])
+                params = [torch.zeros(sz, device=dev, dtype=dt, requires_grad=True) for sz in sizes]
+                for p in params:
+                    p.grad = torch.randn_like(p) * 1e-3
+                opt = torch.optim.AdamW(params, lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1, eps=1e-8,
+                                        foreach=True)
+                opt.step()  # creates the state (exp_avg, exp_avg_sq: the params' dtype)
+                return opt.step
+            nbytes = 7 * n_params * elt  # read p, g, m, v; write p, m, v
+            self._kernel_point({**base, "op": f"adamw_step:n{n_params}"},
+                               {"name": "adamw_step", "params": n_params, "tensor_elements": KERNEL_ADAMW_TENSOR,
+                                "foreach": True},
+                               adamw, 5 * n_params * elt, nbytes=nbytes,
+                               extra={"bytes_model": "read param, grad, exp_avg, exp_avg_sq; write param, exp_avg, exp_avg_sq"})
 
 def _nccl_count(op: str, layout: tuple[int, int, int], n: int) -> int:
     """The element count nccl-tests prints: per rank for AG (input) and RS (output), per peer for A2A."""
@@ -804,6 +1122,8 @@ def _gemm_shapes(cfg: BenchConfig) -> tuple[tuple[int, int, int], ...]:
 def _plan_size(cfg: BenchConfig, world: int, scopes: list[str]) -> int:
     coll = len(cfg.ops) * len(cfg.sizes) * len(cfg.modes) * len(scopes)
     compute = (len(_gemm_shapes(cfg)) if cfg.gemm else 0) + (1 if cfg.hbm else 0) + (1 if cfg.launch else 0)
+    if cfg.kernels:
+        compute += kernel_plan_size(kernel_plan(cfg))
     return coll + compute
 
 
@@ -932,6 +1252,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-hbm", action="store_true")
     ap.add_argument("--hbm-bytes")
     ap.add_argument("--no-launch", action="store_true")
+    ap.add_argument("--kernels", action="store_true", help="Kernel-class sweep (attention, GEMM layouts, "
+                    "memory-bound ops, cross-entropy, AdamW), rank 0.")
     ap.add_argument("--memory-fraction", type=float, default=0.8)
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--run-id")
@@ -946,6 +1268,7 @@ def main(argv: list[str] | None = None) -> int:
                                   framework_max_bytes=parse_size(a.framework_max_size), dtype=a.dtype,
                                   nccl_algo=a.nccl_algo, nccl_proto=a.nccl_proto, nvls=a.nvls, scopes=csv(a.scopes),
                                   gemm=not a.no_gemm, gemm_dtype=a.gemm_dtype, hbm=not a.no_hbm, launch=not a.no_launch,
+                                  kernels=a.kernels,
                                   memory_fraction=a.memory_fraction, timeout_s=a.timeout, run_id=a.run_id,
                                   progress=not a.no_progress)
         if a.sizes:

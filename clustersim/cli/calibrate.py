@@ -46,6 +46,8 @@ def bench(
     hbm: bool = typer.Option(True, "--hbm/--no-hbm", help="HBM copy bandwidth (GPU only)."),
     hbm_bytes: Optional[str] = typer.Option(None, "--hbm-bytes", help="Copy size (default 2GiB; quick 256MiB)."),
     launch: bool = typer.Option(True, "--launch/--no-launch", help="Kernel launch overhead (GPU only)."),
+    kernels: bool = typer.Option(False, "--kernels", help="Kernel-class sweep (rank 0): SDPA attention, GEMM layouts "
+                                 "(NT/NN/TN), LayerNorm/GELU/residual, cross-entropy, foreach AdamW."),
     memory_fraction: float = typer.Option(0.8, "--memory-fraction", help="Skip sizes whose buffers need more of the free memory."),
     timeout: float = typer.Option(600.0, "--timeout", help="Seconds before a stuck rendezvous/collective fails."),
     run_id: Optional[str] = typer.Option(None, "--run-id", help="Run id stored in every row (default: time + random)."),
@@ -61,7 +63,7 @@ def bench(
 
     kw = dict(device=device, ops=_csv(ops), modes=_csv(modes), framework_max_bytes=parse_size(framework_max),
               dtype=dtype, nccl_algo=nccl_algo, nccl_proto=nccl_proto, nvls=nvls, scopes=_csv(scopes), gemm=gemm,
-              gemm_dtype=gemm_dtype, hbm=hbm, launch=launch, memory_fraction=memory_fraction, timeout_s=timeout,
+              gemm_dtype=gemm_dtype, hbm=hbm, launch=launch, kernels=kernels, memory_fraction=memory_fraction, timeout_s=timeout,
               run_id=run_id, progress=progress)
     if sizes:
         kw["sizes"] = tuple(parse_size_range(sizes))

@@ -118,6 +118,47 @@ class GemmPoint(StrictModel):
     efficiency: Pos = Field(description="Achieved / peak dense FLOP/s of the dtype.")
 
 
+class AttentionPoint(StrictModel):
+    """Measured flash-attention efficiency (``calibrate bench --kernels``) at one shape and pass.
+
+    ``efficiency`` = FLOPs / (peak x kernel time) with the simulator's count: forward
+    ``4 b heads s^2 head_dim x 0.5`` (causal half), backward 2.5 x that.
+    """
+
+    direction: Literal["fwd", "bwd"] = Field(description="fwd or bwd (bwd time = fwd+bwd time - fwd time).")
+    seq: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    heads: int = Field(gt=0)
+    batch: int = Field(gt=0)
+    efficiency: Pos = Field(le=1.0)
+
+
+class GemmLayoutPoint(StrictModel):
+    """Measured efficiency of one training GEMM of a linear layer ``W: (out_features, in_features)``.
+
+    ``layout``: NT forward ``x @ W^T``, NN dgrad ``dy @ W``, TN wgrad ``dy^T @ x`` (``tokens`` rows of x).
+    """
+
+    layout: Literal["NT", "NN", "TN"]
+    tokens: int = Field(gt=0)
+    out_features: int = Field(gt=0)
+    in_features: int = Field(gt=0)
+    efficiency: Pos = Field(le=1.0)
+
+
+class MemoryPoint(StrictModel):
+    """Measured efficiency of one memory-bound kernel class at one size.
+
+    ``efficiency`` = (minimum HBM bytes of the op / kernel time) / ``hbm_bandwidth_GBps`` (the copy
+    bandwidth); ``bytes`` is that minimum traffic (each tensor read or written once; AdamW: read
+    param, grad, exp_avg, exp_avg_sq and write param, exp_avg, exp_avg_sq).
+    """
+
+    op: Literal["layernorm_fwd", "layernorm_bwd", "gelu_fwd", "gelu_bwd", "add", "cross_entropy", "adamw"]
+    bytes: Pos
+    efficiency: Pos
+
+
 class ComputeParams(StrictModel):
     """GPU compute model."""
 
@@ -128,7 +169,17 @@ class ComputeParams(StrictModel):
     gemm_table: list[GemmPoint] = Field(default_factory=list, description="Measured points; the model interpolates by log(FLOPs) and shape.")
     hbm_bandwidth_GBps: Pos | None = Field(None, description="Achievable HBM bandwidth (read + write counted); default: 0.9 x spec.")
     kernel_launch_us: NonNeg = Field(4.0, description="GPU-side gap between dependent kernels.")
-    attention_efficiency: Pos = Field(0.55, le=1.0, description="Flash-attention efficiency relative to dense peak.")
+    attention_efficiency: Pos = Field(0.55, le=1.0, description="Flash-attention efficiency relative to dense peak "
+                                      "(used when attention_table is empty).")
+    attention_table: list[AttentionPoint] = Field(
+        default_factory=list, description="Measured flash-attention points (bench --kernels); the model "
+        "interpolates by log(FLOPs) among the points of the same pass, head_dim and seq.")
+    gemm_layout_table: list[GemmLayoutPoint] = Field(
+        default_factory=list, description="Measured GEMMs of linear layers in the three training layouts "
+        "(bench --kernels); when it has a layout, that layout's linears use it instead of gemm_table.")
+    memory_table: list[MemoryPoint] = Field(
+        default_factory=list, description="Measured memory-bound kernel classes (bench --kernels): efficiency "
+        "relative to hbm_bandwidth_GBps, interpolated by log(bytes); classes not listed use bytes / HBM bandwidth.")
 
 
 class Profile(StrictModel):

@@ -7,8 +7,17 @@ and the GPU's vendor figures (:class:`clustersim.config.topology.GPUSpec`):
   log(FLOPs) among the points of the same ``n, k`` shape if any, else among all points,
   clamped at the ends), otherwise ``gemm_efficiency * F / (F + gemm_half_flops)`` (a
   saturating roll-off: half the large-GEMM efficiency at ``F = gemm_half_flops``).
-* Flash attention: ``attention_efficiency`` of dense peak.
-* Memory-bound kernels: bytes / HBM bandwidth (profile ``hbm_bandwidth_GBps``, else 0.9 x spec).
+* Linear layers (:meth:`ComputeModel.linear`): the profile's ``gemm_layout_table`` (bench
+  ``--kernels``: forward NT, dgrad NN, wgrad TN measured separately) when it has points of the
+  layout -- the points of the same weight shape, else of the nearest weight shape in log space,
+  interpolated in log(tokens) and clamped -- otherwise the GEMM table above.
+* Flash attention: the profile's ``attention_table`` (efficiency per pass, head_dim, seq;
+  interpolated in log(FLOPs) among the points of the nearest head_dim and seq, clamped) when it
+  has points of the pass, else ``attention_efficiency`` of dense peak.
+* Memory-bound kernels: bytes / HBM bandwidth (profile ``hbm_bandwidth_GBps``, else 0.9 x spec);
+  kernel classes measured by bench ``--kernels`` (:meth:`ComputeModel.memory_op`: LayerNorm,
+  GELU, add, cross-entropy, AdamW) use their minimum traffic at the measured fraction of that
+  bandwidth (``memory_table``, interpolated in log(bytes), clamped).
 * Every kernel adds ``kernel_launch_us`` of GPU-side gap.
 """
 
@@ -58,6 +67,41 @@ def issue_corrected_table(pts: list[tuple[int, int, int, float]], peak: float, l
     return (out or list(pts)), floor
 
 
+def interp_log(points: list[tuple[float, float]], x: float) -> float:
+    """Piecewise-linear interpolation of ``(x, y)`` points in log(x), clamped at the ends.
+
+    Points at the same x are averaged.
+
+    >>> interp_log([(1.0, 0.2), (100.0, 0.6)], 10.0)
+    0.4
+    >>> interp_log([(1.0, 0.2), (100.0, 0.6)], 1e6)
+    0.6
+    """
+    acc: dict[float, list[float]] = {}
+    for px, py in points:
+        acc.setdefault(math.log(px), []).append(py)
+    xs = sorted((k, sum(v) / len(v)) for k, v in acc.items())
+    lx = math.log(max(x, 1e-300))
+    if lx <= xs[0][0]:
+        return xs[0][1]
+    if lx >= xs[-1][0]:
+        return xs[-1][1]
+    for (x0, y0), (x1, y1) in zip(xs, xs[1:]):
+        if x0 <= lx <= x1:
+            w = (lx - x0) / (x1 - x0)
+            return round(y0 + w * (y1 - y0), 12)
+    return xs[-1][1]  # pragma: no cover
+
+
+def _nearest(values, target: float) -> float:
+    """The value closest to ``target`` in log space (ties: the smaller)."""
+    return min(sorted(set(values)), key=lambda v: abs(math.log(v / target)))
+
+
+#: Linear-layer roles: training layout and the GEMM (m, n, k) for forward shape (M tokens, N out, K in).
+LINEAR_ROLES = {"fwd": "NT", "dgrad": "NN", "wgrad": "TN"}
+
+
 @dataclass
 class ComputeModel:
     """Seconds for kernels on one GPU.
@@ -78,6 +122,12 @@ class ComputeModel:
     kernel_launch_s: float = 4e-6
     gemm_table: list[tuple[int, int, int, float]] = field(default_factory=list)
     issue_floor_s: float = 0.0  # host issue latency found in (and removed from) the GEMM table
+    # (direction, seq, head_dim, heads, batch, efficiency) of flash attention (bench --kernels)
+    attention_table: list[tuple[str, int, int, int, int, float]] = field(default_factory=list)
+    # (layout, tokens, out_features, in_features, efficiency) of linear-layer GEMMs (bench --kernels)
+    gemm_layout_table: list[tuple[str, int, int, int, float]] = field(default_factory=list)
+    # op class -> [(minimum bytes, efficiency vs hbm_bandwidth)] (bench --kernels)
+    memory_table: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
 
     @classmethod
     def from_profile(cls, compute, gpu_spec, dtype: str = "bf16") -> "ComputeModel":
@@ -97,9 +147,17 @@ class ComputeModel:
                else 0.9 * gpu_spec.hbm_bandwidth_GBps * 1e9)
         pts, floor = issue_corrected_table([(p.m, p.n, p.k, p.efficiency) for p in compute.gemm_table], peak,
                                            compute.gemm_efficiency)
+        mem: dict[str, list[tuple[float, float]]] = {}
+        for p in compute.memory_table:
+            mem.setdefault(p.op, []).append((p.bytes, p.efficiency))
         return cls(peak_flops=peak, hbm_bandwidth=hbm, gemm_efficiency=compute.gemm_efficiency,
                    gemm_half_flops=compute.gemm_half_flops, attention_efficiency=compute.attention_efficiency,
-                   kernel_launch_s=compute.kernel_launch_us * 1e-6, gemm_table=pts, issue_floor_s=floor)
+                   kernel_launch_s=compute.kernel_launch_us * 1e-6, gemm_table=pts, issue_floor_s=floor,
+                   attention_table=[(p.direction, p.seq, p.head_dim, p.heads, p.batch, p.efficiency)
+                                    for p in compute.attention_table],
+                   gemm_layout_table=[(p.layout, p.tokens, p.out_features, p.in_features, p.efficiency)
+                                      for p in compute.gemm_layout_table],
+                   memory_table=mem)
 
     def efficiency(self, m: int, n: int, k: int) -> float:
         """GEMM efficiency (fraction of peak) for an ``m x n x k`` problem."""
@@ -127,15 +185,77 @@ class ComputeModel:
             return 0.0
         return count * (flops / (self.peak_flops * self.efficiency(m, n, k)) + self.kernel_launch_s)
 
+    def linear_efficiency(self, M: int, N: int, K: int, role: str) -> float | None:
+        """Measured efficiency of a linear layer's ``role`` GEMM (forward shape: ``M`` tokens, weight
+        ``N x K``) from ``gemm_layout_table``; None when the table has no point of that layout."""
+        layout = LINEAR_ROLES[role]
+        pts = [p for p in self.gemm_layout_table if p[0] == layout]
+        if not pts:
+            return None
+        shapes = {(p[2], p[3]) for p in pts}
+        if (N, K) not in shapes:
+            # nearest weight shape in log space (out and in features together)
+            (N, K) = min(sorted(shapes), key=lambda sh: abs(math.log(sh[0] / N)) + abs(math.log(sh[1] / K)))
+        return interp_log([(p[1], p[4]) for p in pts if (p[2], p[3]) == (N, K)], M)
+
+    def linear(self, M: int, N: int, K: int, role: str = "fwd") -> float:
+        """Seconds for one GEMM of a linear layer ``y = x W^T`` (x: ``M x K``, W: ``N x K``).
+
+        ``role``: ``fwd`` (NT), ``dgrad`` (``dx = dy W``, NN) or ``wgrad`` (``dW = dy^T x``, TN).
+        Without layout points: :meth:`gemm` of the role's shape (forward ``(M, N, K)``, dgrad
+        ``(M, K, N)``, wgrad ``(K, N, M)``).
+        """
+        flops = 2.0 * M * N * K
+        if flops <= 0:
+            return 0.0
+        eff = self.linear_efficiency(M, N, K, role)
+        if eff is None:
+            shape = {"fwd": (M, N, K), "dgrad": (M, K, N), "wgrad": (K, N, M)}[role]
+            return self.gemm(*shape)
+        return flops / (self.peak_flops * eff) + self.kernel_launch_s
+
     def flops_time(self, flops: float, efficiency: float | None = None, kernels: int = 1) -> float:
         """Seconds for ``flops`` at ``efficiency`` (default: the large-GEMM efficiency)."""
         eff = efficiency if efficiency is not None else self.gemm_efficiency
         return flops / (self.peak_flops * eff) + kernels * self.kernel_launch_s
 
-    def attention(self, flops: float, kernels: int = 1) -> float:
-        """Seconds for a fused (flash) attention kernel doing ``flops``."""
-        return flops / (self.peak_flops * self.attention_efficiency) + kernels * self.kernel_launch_s
+    def attention_eff(self, flops: float, direction: str = "fwd", seq: int | None = None,
+                      head_dim: int | None = None) -> float:
+        """Flash-attention efficiency: ``attention_table`` points of ``direction`` at the nearest
+        head_dim and seq, interpolated in log(FLOPs); else ``attention_efficiency``."""
+        pts = [p for p in self.attention_table if p[0] == direction]
+        if not pts:
+            return self.attention_efficiency
+        if head_dim:
+            hd = _nearest([p[2] for p in pts], head_dim)
+            pts = [p for p in pts if p[2] == hd]
+        if seq:
+            sq = _nearest([p[1] for p in pts], seq)
+            pts = [p for p in pts if p[1] == sq]
+        mult = 2.5 if direction == "bwd" else 1.0
+        return interp_log([(mult * 2.0 * b * nh * s * s * d, e) for _, s, d, nh, b, e in pts], flops)
+
+    def attention(self, flops: float, kernels: int = 1, direction: str = "fwd", seq: int | None = None,
+                  head_dim: int | None = None) -> float:
+        """Seconds for a fused (flash) attention kernel doing ``flops`` (causal: the executed half)."""
+        eff = self.attention_eff(flops, direction, seq, head_dim)
+        return flops / (self.peak_flops * eff) + kernels * self.kernel_launch_s
 
     def memory(self, nbytes: float, kernels: int = 1) -> float:
         """Seconds for memory-bound kernels moving ``nbytes`` (read + write) through HBM."""
         return nbytes / self.hbm_bandwidth + kernels * self.kernel_launch_s
+
+    def memory_op(self, op: str, min_bytes: float, legacy_bytes: float, kernels: int = 1,
+                  size_bytes: float | None = None) -> float:
+        """Seconds for a memory-bound kernel class ``op`` (a ``memory_table`` class).
+
+        Measured class: ``min_bytes`` (the op's minimum traffic, the bench's byte count) at the
+        measured fraction of the HBM bandwidth, looked up at ``size_bytes`` (default ``min_bytes``;
+        the size of the measured op when this is a part of it); otherwise :meth:`memory` of
+        ``legacy_bytes``.
+        """
+        pts = self.memory_table.get(op)
+        if not pts or min_bytes <= 0:
+            return self.memory(legacy_bytes, kernels)
+        eff = interp_log(pts, size_bytes or min_bytes)
+        return min_bytes / (self.hbm_bandwidth * eff) + kernels * self.kernel_launch_s

@@ -177,9 +177,28 @@ class TransformerStep:
                 kb = k if kb is None else kb
                 bwd.append(("c", cm.memory(2 * nbytes, kb), kb))
 
-        def gemm(M, N, K):
-            fwd.append(("c", cm.gemm(M, N, K), 1))
-            bwd.append(("c", cm.gemm(M, K, N) + cm.gemm(K, N, M), 2))
+        def mop(op, min_f, op_b, min_b, legacy, kb=1):
+            """A measured memory-bound class (ComputeModel.memory_op): forward ``op`` moving
+            ``min_f`` bytes, backward ``op_b`` moving ``min_b``; ``legacy``: bytes of the
+            uncalibrated model (forward; backward twice that)."""
+            fwd.append(("c", cm.memory_op(op, min_f, legacy, 1), 1))
+            bwd.append(("c", cm.memory_op(op_b, min_b, 2 * legacy, kb), kb))
+
+        def gemm(M, N, K):  # a linear layer: forward NT, backward dgrad NN + wgrad TN
+            fwd.append(("c", cm.linear(M, N, K, "fwd"), 1))
+            bwd.append(("c", cm.linear(M, N, K, "dgrad") + cm.linear(M, N, K, "wgrad"), 2))
+
+        def norm():
+            if m.norm == "layernorm":  # LayerNorm backward: dx kernel and gain/bias-gradient kernel
+                mop("layernorm_fwd", 2 * Tn * h * ab, "layernorm_bwd", 3 * Tn * h * ab, norm_bytes, kb=2)
+            else:
+                mem(norm_bytes, kb=2)
+
+        def residual():
+            # bias-dropout-add (uncalibrated: read x and residual (2+2), write 2, mask 1); measured
+            # class: an add (read 2, write 1) forward, and backward the add that accumulates the
+            # residual-stream gradient with the branch's
+            mop("add", 3 * Tn * h * ab, "add", 3 * Tn * h * ab, 7 * Tn * h)
 
         def tp_in():  # "f" operator of Megatron: identity fwd / AR bwd (SP: AG fwd / RS bwd)
             if t == 1:
@@ -205,7 +224,7 @@ class TransformerStep:
 
         norm_bytes = 2 * Tn * h * ab  # read x, write y (statistics negligible)
         # --- attention block (norm backward: one dx kernel and one gain/bias-gradient kernel)
-        mem(norm_bytes, kb=2)
+        norm()
         tp_in()
         gemm(T, (h + 2 * m.kv_hidden) // t, h)
         # the fused QKV output is split into q, k, v views; backward concatenates their gradients
@@ -217,9 +236,9 @@ class TransformerStep:
         extra = None
         if m.attention == "flash":
             f_fl = 4.0 * b * s * s * d * heads_local * 0.5  # QK^T and PV, causal half skipped
-            fwd.append(("c", cm.attention(f_fl), 1))
+            fwd.append(("c", cm.attention(f_fl, 1, "fwd", seq=s, head_dim=d), 1))
             # FlashAttention-2 backward: softmax-denominator (dO.O) pre-pass, the main kernel, dQ conversion
-            bwd.append(("c", cm.attention(2.5 * f_fl, 3), 3))
+            bwd.append(("c", cm.attention(2.5 * f_fl, 3, "bwd", seq=s, head_dim=d), 3))
         else:
             batch = b * heads_local
             scores = batch * s * s
@@ -233,16 +252,19 @@ class TransformerStep:
                 extra = [("c", qk + sm_f + pv, 4)]
         gemm(T, h, h // t)
         tp_out()
-        mem(7 * Tn * h)  # bias-dropout-add: read x and residual (2+2), write 2, mask 1
+        residual()
         # --- MLP block
-        mem(norm_bytes, kb=2)
+        norm()
         tp_in()
         gemm(T, m.mlp_in_width // t, h)
         f_loc = m.ffn_hidden // t
-        mem((3 if m.mlp == "swiglu" else 2) * T * f_loc * ab)
+        if m.mlp == "gelu":  # GELU forward (read, write), backward (read dy and x, write dx)
+            mop("gelu_fwd", 2 * T * f_loc * ab, "gelu_bwd", 3 * T * f_loc * ab, 2 * T * f_loc * ab)
+        else:
+            mem(3 * T * f_loc * ab)
         gemm(T, h, f_loc)
         tp_out()
-        mem(7 * Tn * h)
+        residual()
         bwd.reverse()
         n_local = m.layer_matmul_params / t + m.layer_other_params
         mats = 5 if m.mlp == "swiglu" else 4  # QKV, output, MLP matrices
@@ -287,15 +309,19 @@ class TransformerStep:
         Tn = T // t if self.sp else T
         full = T * h * ab
         vloc = m.vocab // t if (self.vocab_par and t > 1) else m.vocab
-        fwd: list = [("c", cm.memory(2 * Tn * h * ab), 1)]  # final norm
-        bwd: list = [("c", cm.memory(4 * Tn * h * ab, 2), 2)]
+        if m.norm == "layernorm":  # final norm (measured classes when the profile has them)
+            fwd: list = [("c", cm.memory_op("layernorm_fwd", 2 * Tn * h * ab, 2 * Tn * h * ab, 1), 1)]
+            bwd: list = [("c", cm.memory_op("layernorm_bwd", 3 * Tn * h * ab, 4 * Tn * h * ab, 2), 2)]
+        else:
+            fwd = [("c", cm.memory(2 * Tn * h * ab), 1)]
+            bwd = [("c", cm.memory(4 * Tn * h * ab, 2), 2)]
         if self.sp:
             fwd.append(self._tp("all_gather", full))
             bwd.append(self._tp("reduce_scatter", full))
         elif t > 1 and self.vocab_par:
             bwd.append(self._tp("all_reduce", full))
-        fwd.append(("c", cm.gemm(T, vloc, h), 1))
-        bwd.append(("c", cm.gemm(T, h, vloc) + cm.gemm(h, vloc, T), 2))
+        fwd.append(("c", cm.linear(T, vloc, h, "fwd"), 1))
+        bwd.append(("c", cm.linear(T, vloc, h, "dgrad") + cm.linear(T, vloc, h, "wgrad"), 2))
         # cross-entropy over fp32 logits: cast (r2 w4), max/sum-exp/loss passes (~3 reads of 4)
         if t > 1 and self.vocab_par:
             # vocab-parallel CE (train_gpt._VocabParallelCE): float cast, max, subtract, target mask
@@ -309,9 +335,12 @@ class TransformerStep:
         else:
             # F.cross_entropy(logits.float()): cast (r2 w4), log_softmax (r4 w4), nll, the 1/micro-batches
             # scale and the running loss sum
-            fwd.append(("c", cm.memory(T * vloc * 18.0, 5), 5))
+            # measured class (bench: fwd + bwd together, minimum traffic: the 16-bit logits read in
+            # the forward and in the backward, their gradient written): half of it to each pass
+            ce_min = T * vloc * 3.0 * ab
+            fwd.append(("c", cm.memory_op("cross_entropy", ce_min / 2, T * vloc * 18.0, 5, size_bytes=ce_min), 5))
             # nll backward (zero + scatter), log_softmax backward (r4 r4 w4), cast back (r4 w2), scale
-            bwd.append(("c", cm.memory(T * vloc * 18.0, 5), 5))
+            bwd.append(("c", cm.memory_op("cross_entropy", ce_min / 2, T * vloc * 18.0, 5, size_bytes=ce_min), 5))
         n = 0.0 if m.tied_embeddings else vloc * h
         n += 2 * h if m.norm == "layernorm" else h
         nt = (0 if m.tied_embeddings else 1) + (2 if (m.norm == "layernorm" and m.bias) else 1)
@@ -344,7 +373,7 @@ class TransformerStep:
             return u
         extra = []
         if mb > 0:
-            extra.append(("c", self.cm.memory(3 * u.grad_bytes, u.tensors), u.tensors))
+            extra.append(("c", self.cm.memory_op("add", 3 * u.grad_bytes, 3 * u.grad_bytes, u.tensors), u.tensors))
         if mb == self.n_mb - 1 and self.d > 1 and self.par.zero == 0:
             extra.append(("c", self.cm.memory(4 * u.grad_bytes, 2 * u.tensors), 2 * u.tensors))
         if not extra:
@@ -406,6 +435,19 @@ class TransformerStep:
         if self.n_vstages - 1 in vss:
             n += hf.tensors
         return n
+
+    def _optimizer_time(self, n: float, upd: float) -> float:
+        """GPU seconds of the optimizer step over ``n`` parameters (``upd`` bytes each,
+        :func:`optimizer_update_bytes`, which includes one gradient read for the norm clip).
+
+        AdamW with a measured ``adamw`` class (bench ``--kernels``: one foreach step): the step's
+        bytes at the measured fraction of HBM bandwidth, the norm's gradient read at full copy
+        bandwidth; otherwise all ``upd`` bytes at HBM bandwidth.
+        """
+        if self.tr.optimizer == "adamw" and self.cm.memory_table.get("adamw"):
+            norm = n * self.gb
+            return self.cm.memory_op("adamw", n * upd - norm, n * upd, 2) + self.cm.memory(norm, 0)
+        return self.cm.memory(n * upd, 2)
 
     def _optimizer_host(self, j: int) -> float:
         """Host seconds of ``optimizer.step()``: torch's multi-tensor (foreach) AdamW walks its
@@ -600,7 +642,7 @@ class TransformerStep:
                     deps.append(tied_ops[(d, j)])
                 if d in norm_ops:
                     deps.append(norm_ops[d])
-                dur, host = self.cm.memory(shard * upd, 2), self._optimizer_host(j)
+                dur, host = self._optimizer_time(shard, upd), self._optimizer_host(j)
                 if p > 1 and self.tr.precision.grads == self.tr.precision.params:
                     # torch.distributed.pipelining (plain autograd gradients) scales the accumulated
                     # gradients by 1/micro-batches after the last backward: one div_ per tensor
@@ -665,7 +707,7 @@ class TransformerStep:
         # FSDP2 parameters are DTensors: every foreach op of the optimizer is dispatched per tensor
         ops = 9 if self.tr.optimizer == "adamw" else 1
         opt_host = ops * self.stage_tensors(0) * self.host_kernel_s if dp_on else self._optimizer_host(0)
-        g.add(r, "compute", "optimizer", "optimizer", duration=self.cm.memory(shard * upd, 2), deps=rs_ops,
+        g.add(r, "compute", "optimizer", "optimizer", duration=self._optimizer_time(shard, upd), deps=rs_ops,
               host_s=opt_host)
 
     # ------------------------------------------------------------------ memory

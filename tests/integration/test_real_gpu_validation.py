@@ -44,7 +44,6 @@ KNOWN_MISS = {
     ("ref-fsdp2", ("cluster.gpus=2",)): "FSDP2 Python hook/DTensor cost beyond the counted calls",
     ("ref-tp2", ("cluster.gpus=2",)): "custom-Function TP: host cost per all-reduce far above the bench's",
     ("ref-pp2-gpipe", ("cluster.gpus=2",)): _MP + "; GPipe 25 ms slower than 1F1B, unexplained",
-    ("ref-pp2-1f1b", ("cluster.gpus=2",)): _MP,
     ("ref-pp2-interleaved", ("cluster.gpus=2",)): _MP,
     ("ref-pp2-1f1b", ("cluster.gpus=4", "parallelism.pp=4")): _MP,
     ("ref-tp2", ("cluster.gpus=4", "parallelism.tp=4")): "custom-Function TP: host cost per all-reduce far "

@@ -52,8 +52,9 @@ def test_h200_source_is_the_measurement(h200):
     assert (s.gpu, s.driver, s.nccl_version, s.torch_version) == (meta["gpu"], meta["driver"], meta["nccl_version"],
                                                                    meta["torch_version"])
     assert s.date == meta["date"][:10]
+    kern = ["raw/h200x2/kernels.jsonl"] if (RAW / "h200x2" / "kernels.jsonl").is_file() else []
     assert set(s.files) == {"raw/h200x2/bench-graph.jsonl", "raw/h200x4/bench-graph.jsonl",
-                            "raw/h200x2/bench-run1.jsonl"}
+                            "raw/h200x2/bench-run1.jsonl", *kern}
     for f in s.files:
         assert (ROOT / "calibrate" / f).is_file()
 
@@ -115,9 +116,65 @@ def test_h100_is_published_links_plus_measured_compute(h100):
     bench = RAW / "h100" / "bench.jsonl"
     assert h100.collectives == [] and h100.nvls is True
     assert h100.links["nvlink"].bandwidth_GBps == 370.8
-    assert h100.source.gpu == rows(bench, "meta")[0]["gpu"] and h100.source.files == ["raw/h100/bench.jsonl"]
+    assert h100.source.gpu == rows(bench, "meta")[0]["gpu"]
+    kern = ["raw/h100/kernels.jsonl"] if (RAW / "h100" / "kernels.jsonl").is_file() else []
+    assert h100.source.files == ["raw/h100/bench.jsonl", *kern]
     assert "No multi-GPU H100 has been measured" in h100.source.notes
     c = h100.compute
     assert c.hbm_bandwidth_GBps == pytest.approx(rows(bench, "hbm")[0]["bandwidth_GBps"], rel=1e-5)
     assert c.kernel_launch_us == pytest.approx(rows(bench, "launch")[0]["overhead_us"], rel=1e-5)
     assert len(c.gemm_table) == 24 and 0.6 < c.gemm_efficiency < 0.85
+
+
+@pytest.mark.parametrize("name,raw", [("hgx-h200", "h200x2"), ("dgx-h100", "h100")])
+def test_kernel_tables_reproduce_the_kernel_rows(name, raw):
+    """The compute model built from the profile gives back every measured kernel time (bench --kernels)."""
+    from clustersim.topology import load_cluster
+    from clustersim.workload.compute import ComputeModel
+
+    if not (RAW / raw / "kernels.jsonl").is_file():
+        pytest.skip(f"calibrate/raw/{raw}/kernels.jsonl not measured")
+    prof = resolve_profile(name)
+    c = prof.compute
+    kern = rows(RAW / raw / "kernels.jsonl", "kernel")
+    assert kern and c.attention_table and c.gemm_layout_table and c.memory_table
+    cm = ComputeModel.from_profile(c, load_cluster(name, gpus=1).gpu_spec)
+    assert cm.attention_table and cm.gemm_layout_table and cm.memory_table
+    fwd = {}
+
+    def att_dup(r):  # another attention shape of the same FLOPs at this seq and head_dim: the table averages them
+        return any(q["name"] == r["name"] and q is not r and (q["seq"], q["head_dim"]) == (r["seq"], r["head_dim"])
+                   and q["batch"] * q["heads"] == r["batch"] * r["heads"] for q in kern)
+
+    n = 0
+    for r in kern:
+        t = r["time_us"] * 1e-6
+        nm = r["name"]
+        if nm == "attention_fwd":
+            f = 4.0 * r["batch"] * r["heads"] * r["head_dim"] * r["seq"] ** 2 * 0.5
+            fwd[(r["batch"], r["seq"], r["heads"], r["head_dim"])] = t
+            if att_dup(r):
+                continue
+            got = cm.attention(f, 1, "fwd", seq=r["seq"], head_dim=r["head_dim"])
+        elif nm.startswith("gemm_"):
+            role = {"NT": "fwd", "NN": "dgrad", "TN": "wgrad"}[r["layout"]]
+            got = cm.linear(r["tokens"], r["out_features"], r["in_features"], role)
+        elif nm in ("layernorm_fwd", "layernorm_bwd", "gelu_fwd", "gelu_bwd", "residual_add", "adamw_step"):
+            op, k = {"residual_add": ("add", 1), "adamw_step": ("adamw", 2), "layernorm_bwd": ("layernorm_bwd", 2)}.get(
+                nm, (nm, 1))
+            if any(q["name"] == nm and q["bytes"] == r["bytes"] and q is not r for q in kern):
+                continue  # two shapes of the same size: the table holds their mean
+            got = cm.memory_op(op, r["bytes"], r["bytes"], k)
+        elif nm == "cross_entropy_fwd_bwd":
+            got = cm.memory_op("cross_entropy", r["bytes"], r["bytes"], 10)
+        else:
+            continue
+        assert got == pytest.approx(t, rel=0.01), (nm, r.get("op"))
+        n += 1
+    for r in kern:
+        if r["name"] == "attention_fwd_bwd" and not att_dup(r):
+            k = (r["batch"], r["seq"], r["heads"], r["head_dim"])
+            f = 4.0 * r["batch"] * r["heads"] * r["head_dim"] * r["seq"] ** 2 * 0.5
+            got = fwd[k] + cm.attention(2.5 * f, 3, "bwd", seq=r["seq"], head_dim=r["head_dim"])
+            assert got == pytest.approx(r["time_us"] * 1e-6, rel=0.01), r["op"]
+    assert n > 100
