@@ -3,6 +3,7 @@
   python calibrate/heldout.py predict -o calibrate/raw/heldout/predictions.json   # before measuring
   python calibrate/heldout.py commands                                           # what to run on the GPUs
   python calibrate/heldout.py compare calibrate/raw/heldout/predictions.json calibrate/raw/heldout/train_steps.jsonl
+  python calibrate/heldout.py --configs calibrate/blind2_configs.txt predict -o calibrate/raw/blind2/predictions.json
 
 The predictions are written (and committed) before the measurement exists, so they cannot
 have been tuned to it.
@@ -11,6 +12,7 @@ have been tuned to it.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import subprocess
 import sys
@@ -50,6 +52,12 @@ def predict(out: Path) -> None:
         rows[name] = {"scenario": scenario, "overrides": sets, "gpus": gpus(scenario, sets),
                       "predicted_step_time_s": res}
         print(f"{name:18s} flow {res['flow'] * 1e3:8.1f} ms  analytical {res['analytical'] * 1e3:8.1f} ms")
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=HERE.parent, capture_output=True, text=True).stdout.strip()
+    dirty = bool(subprocess.run(["git", "status", "--porcelain", "clustersim", "topologies", "scenarios"],
+                                cwd=HERE.parent, capture_output=True, text=True).stdout.strip())
+    rows["_meta"] = {"predicted_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                     "clustersim_commit": commit or None, "model_files_modified": dirty,
+                     "configs": str(CONFIGS.resolve().relative_to(HERE.parent))}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=2) + "\n")
 
@@ -72,6 +80,8 @@ def compare(pred: Path, meas: Path) -> None:
     print("| config | GPUs | measured ms | predicted flow ms | error | predicted analytical ms | error |")
     print("|---|---|---|---|---|---|---|")
     for name, row in p.items():
+        if name.startswith("_"):
+            continue
         if name not in m:
             print(f"| {name} | {row['gpus']} | not measured | | | | |")
             continue
@@ -82,7 +92,9 @@ def compare(pred: Path, meas: Path) -> None:
 
 
 def main() -> None:
+    global CONFIGS
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--configs", type=Path, default=CONFIGS, help="configuration list (default: %(default)s)")
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("predict")
     p.add_argument("-o", "--output", type=Path, required=True)
@@ -91,6 +103,7 @@ def main() -> None:
     c.add_argument("predictions", type=Path)
     c.add_argument("measurements", type=Path)
     a = ap.parse_args()
+    CONFIGS = a.configs.resolve()
     if a.cmd == "predict":
         predict(a.output)
     elif a.cmd == "commands":
