@@ -591,7 +591,9 @@ def run(args) -> int:
             _log(rank, "note: bf16 on CPU is slow; CI runs use pure fp32")
     dtype = getattr(torch, dtype_name)
 
-    distributed = world > 1
+    if args.force_ddp and (world != 1 or par.pp > 1 or par.tp > 1 or par.zero):
+        raise Unsupported("--force-ddp is for one process without tp, pp or zero (a host-cost probe)")
+    distributed = world > 1 or args.force_ddp
     if distributed:
         backend = "nccl" if device_kind == "cuda" else "gloo"
         kw = {"device_id": device} if device_kind == "cuda" else {}
@@ -672,13 +674,15 @@ def run(args) -> int:
                                 device_id=device if device_kind == "cuda" else None, use_orig_params=True)
             impl["dp"] = "FSDP1 FULL_SHARD, Block wrap policy"
         params_modules = [train_module]
-    elif par.dp > 1:
+    elif par.dp > 1 or args.force_ddp:
         ddp = nn.parallel.DistributedDataParallel(
             model, device_ids=[local_rank] if device_kind == "cuda" else None,
             process_group=groups.groups["dp"], bucket_cap_mb=par.ddp_bucket_mb)
         train_module = ddp
         params_modules = [ddp]
         impl["dp"] = f"DistributedDataParallel bucket_cap_mb={par.ddp_bucket_mb}, no_sync on accumulation micro-batches"
+        if args.force_ddp:
+            impl["dp"] += " (--force-ddp: one-rank process group, a host-cost probe)"
     else:
         train_module = model
         params_modules = [model]
@@ -756,7 +760,7 @@ def run(args) -> int:
 
     if device_kind == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    losses, times = [], []
+    losses, times, issue = [], [], []
     for i in range(total_steps):
         if i == args.warmup and distributed:
             sync()
@@ -764,10 +768,12 @@ def run(args) -> int:
         sync()
         t = time.perf_counter()
         loss = step(i)
+        t_issued = time.perf_counter()  # the host has issued the whole step (no sync inside it)
         sync()
         dt = time.perf_counter() - t
         if i >= args.warmup:
             times.append(dt)
+            issue.append(t_issued - t)
         losses.append(loss)
         if i < args.warmup:
             _log(rank, f"warm-up step {i + 1}/{args.warmup}: {dt * 1e3:.1f} ms")
@@ -831,6 +837,10 @@ def run(args) -> int:
             "step_time_s_mean": statistics.fmean(times_max),
             "step_times_s": times_max,
             "step_times_rank0_s": times,
+            # host seconds from the step's start until the last kernel of the step was issued (rank 0):
+            # equal to the step time when the step is bound by the CPU that issues the kernels
+            "host_issue_s_rank0": issue,
+            "forced_ddp": bool(args.force_ddp),
             "wall_s_rank0": wall,
             "tokens_per_s": tokens / med,
             "samples_per_s": tr.global_batch / med,
@@ -863,6 +873,9 @@ def main(argv=None) -> int:
     ap.add_argument("--device", choices=["cuda", "cpu"], default=None, help="default: cuda if available")
     ap.add_argument("-o", "--output", required=True, help="JSON lines file; rows are appended")
     ap.add_argument("--run-id", default=None, help="tag stored in the row")
+    ap.add_argument("--force-ddp", action="store_true",
+                    help="one process only: initialise a one-rank process group and wrap the model in DDP anyway "
+                         "(measures the host cost the distributed machinery adds; recorded in the row)")
     ap.add_argument("--dist-timeout", type=int, default=300, help="process-group timeout in seconds")
     args = ap.parse_args(argv)
     if args.steps < 1 or args.warmup < 0:
