@@ -50,6 +50,8 @@ between two CUDA events; median). ``bytes`` of memory-bound rows is the minimum 
 
 from __future__ import annotations
 
+import math
+
 import datetime as _dt
 import os
 import platform
@@ -166,8 +168,13 @@ def kernel_plan(cfg: BenchConfig) -> dict[str, list[tuple[int, ...]]]:
       proj h x h, fc1 4h x h, fc2 h x 4h) for h in {1024, 2048, 4096, 8192} and tokens in
       {2048, 8192, 16384}, and the LM head (vocab 50304, 128256) at h 2048 and 4096; each in the
       three training layouts (forward NT, dgrad NN, wgrad TN).
-    - ``elementwise``: (tokens, hidden) for LayerNorm fwd/bwd, tanh GELU fwd/bwd (on tokens x 4h),
-      residual add.
+    - ``elementwise``: (tokens, hidden) for LayerNorm and RMSNorm fwd/bwd, tanh GELU fwd/bwd (on
+      tokens x 4h), residual add, and the unfused PyTorch sequences of the reference program
+      (calibrate/train_gpt.py), each forward + backward: rotary embedding (on the q view of a fused
+      QKV output, head_dim 128), SwiGLU ``silu(g) * u`` (on tokens x 4h), the GQA ``repeat_interleave``
+      of k (4 query heads per KV head).
+    - ``eager_attention``: (batch, seq, heads, head_dim): materialised attention as train_gpt runs
+      it (``q k^T``, scale, causal ``masked_fill``, softmax, ``@ v``), forward and forward + backward.
     - ``cross_entropy``: (tokens, vocab), fwd + bwd over bf16 logits upcast to fp32 (as train_gpt).
     - ``adamw``: parameter counts for one foreach AdamW step on bf16 params.
 
@@ -182,6 +189,7 @@ def kernel_plan(cfg: BenchConfig) -> dict[str, list[tuple[int, ...]]]:
             "gemm": [(t, o, i, lab) for t in toks for h in hs
                      for o, i, lab in ((3 * h, h, "qkv"), (4 * h, h, "fc1"))],
             "elementwise": [(t, h) for t in toks for h in hs],
+            "eager_attention": [(1, 128, 2, 32)] if small else [(1, 2048, 8, 128)],
             "cross_entropy": [(128, 1000)] if small else [(2048, 50304)],
             "adamw": [100_000] if small else [10_000_000],
         }
@@ -203,13 +211,15 @@ def kernel_plan(cfg: BenchConfig) -> dict[str, list[tuple[int, ...]]]:
                 gemm.append((t, v, h, f"lm_head{v}"))
     elementwise = [(t, h) for t in (2048, 8192, 16384) for h in hs]
     ce = [(t, v) for t in (2048, 8192, 16384) for v in (50304, 128256)]
-    return {"attention": attention, "gemm": gemm, "elementwise": elementwise, "cross_entropy": ce,
-            "adamw": [100_000_000, 400_000_000]}
+    eager = [(8192 // s, s, h // 128, 128) for h in (1024, 2048, 4096) for s in (1024, 2048, 4096)]
+    return {"attention": attention, "gemm": gemm, "elementwise": elementwise, "eager_attention": eager,
+            "cross_entropy": ce, "adamw": [100_000_000, 400_000_000]}
 
 
 def kernel_plan_size(plan: dict[str, list[tuple[int, ...]]]) -> int:
     """Rows the sweep writes (progress total)."""
-    return (2 * len(plan["attention"]) + 3 * len(plan["gemm"]) + 5 * len(plan["elementwise"])
+    return (2 * len(plan["attention"]) + 3 * len(plan["gemm"]) + 10 * len(plan["elementwise"])
+            + 2 * len(plan.get("eager_attention", ()))
             + len(plan["cross_entropy"]) + len(plan["adamw"]))
 
 
@@ -967,11 +977,16 @@ class _Bench:
                     # q, k, v as in train_gpt: views of one fused projection output, (b, s, nh, hd) -> (b, nh, s, hd)
                     qkv = torch.randn(b, s, 3, nh, hd, device=dev, dtype=dt).requires_grad_(grad)
                     q, k, v = (qkv[:, :, i].transpose(1, 2) for i in range(3))
-                    dy = torch.randn(b, nh, s, hd, device=dev, dtype=dt)
+                    # the output gradient as train_gpt's y.transpose(1, 2).reshape(b, s, h) hands it back:
+                    # a (b, s, nh, hd) tensor seen as (b, nh, s, hd)
+                    dy = torch.randn(b, s, nh, hd, device=dev, dtype=dt).transpose(1, 2)
                     if not grad:
+                        # forward as in training (autograd on, so the backend saves what backward needs),
+                        # the graph dropped at once
+                        qkv.requires_grad_(True)
+
                         def fwd() -> None:
-                            with torch.no_grad():
-                                F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                            F.scaled_dot_product_attention(q, k, v, is_causal=True)
                         return fwd
 
                     def fwd_bwd() -> None:
@@ -1043,6 +1058,58 @@ class _Bench:
                 dy = torch.randn_like(y)
                 return lambda: torch.autograd.grad(y, x, dy, retain_graph=True)
 
+            def rms_fwd() -> Callable[[], None]:
+                w = torch.ones(h, device=dev, dtype=dt)
+                x = torch.randn(t, h, device=dev, dtype=dt)
+
+                def f() -> None:
+                    with torch.no_grad():
+                        F.rms_norm(x, (h,), w, 1e-5)
+                return f
+
+            def rms_bwd() -> Callable[[], None]:
+                w = torch.ones(h, device=dev, dtype=dt, requires_grad=True)
+                x = torch.randn(t, h, device=dev, dtype=dt).requires_grad_(True)
+                y = F.rms_norm(x, (h,), w, 1e-5)
+                dy = torch.randn_like(y)
+                return lambda: torch.autograd.grad(y, (x, w), dy, retain_graph=True)
+
+            hd_r = min(128, h // 2)
+
+            def rope() -> Callable[[], None]:
+                # train_gpt.apply_rope on q, a (1, s, nh, hd) slice of the fused QKV output seen as (1, nh, s, hd)
+                nh = h // hd_r
+                qkv = torch.randn(1, t, 3, nh, hd_r, device=dev, dtype=dt).requires_grad_(True)
+                ang = torch.randn(t, hd_r, device=dev, dtype=dt)
+                cos, sin = ang.cos(), ang.sin()
+                dy = torch.randn(1, nh, t, hd_r, device=dev, dtype=dt)
+
+                def f() -> None:
+                    q = qkv[:, :, 0].transpose(1, 2)
+                    x1, x2 = q.chunk(2, dim=-1)
+                    y = q * cos + torch.cat([-x2, x1], dim=-1) * sin
+                    torch.autograd.grad(y, qkv, dy)
+                return f
+
+            def swiglu(n4: int = 4 * n_el) -> Callable[[], None]:
+                g = torch.randn(t, n4 // t, device=dev, dtype=dt).requires_grad_(True)
+                u = torch.randn(t, n4 // t, device=dev, dtype=dt).requires_grad_(True)
+                dy = torch.randn(t, n4 // t, device=dev, dtype=dt)
+
+                def f() -> None:
+                    torch.autograd.grad(F.silu(g) * u, (g, u), dy)
+                return f
+
+            def repeat_kv() -> Callable[[], None]:
+                # GQA as train_gpt: k (1, nkv, s, hd), a slice of the QKV output, repeated to the query heads
+                nkv = max(1, h // hd_r // 4)
+                kv = torch.randn(1, t, nkv, hd_r, device=dev, dtype=dt).requires_grad_(True)
+                dy = torch.randn(1, 4 * nkv, t, hd_r, device=dev, dtype=dt)
+
+                def f() -> None:
+                    torch.autograd.grad(kv.transpose(1, 2).repeat_interleave(4, dim=1), kv, dy)
+                return f
+
             def residual() -> Callable[[], None]:
                 a = torch.randn(t, h, device=dev, dtype=dt)
                 r = torch.randn(t, h, device=dev, dtype=dt)
@@ -1055,11 +1122,44 @@ class _Bench:
                 ("gelu_fwd", gelu_fwd, 2 * 4 * n_el * elt, {"elements": 4 * n_el}),
                 ("gelu_bwd", gelu_bwd, 3 * 4 * n_el * elt, {"elements": 4 * n_el}),
                 ("residual_add", residual, 3 * n_el * elt, {"elements": n_el}),
+                ("rmsnorm_fwd", rms_fwd, 2 * n_el * elt, {}),
+                ("rmsnorm_bwd", rms_bwd, 3 * n_el * elt, {}),
+                # unfused sequences, forward + backward; bytes: input and output of each direction once
+                ("rope_fwd_bwd", rope, 4 * n_el * elt, {"head_dim": hd_r}),
+                ("swiglu_fwd_bwd", swiglu, 8 * 4 * n_el * elt, {"elements": 4 * n_el}),
+                ("repeat_kv_fwd_bwd", repeat_kv, 2 * (n_el // 4 + n_el) * elt, {"head_dim": hd_r, "repeat": 4}),
             ):
                 self._kernel_point({**base, "op": f"{name}:t{t}:h{h}"},
                                    {"name": name, **shape, **extra_shape, "elements": extra_shape.get("elements", n_el)},
                                    setup, 5 * nbytes + ln_need, nbytes=nbytes,
                                    extra={"bytes_model": "each tensor read or written once"})
+
+        for b, s, nh, hd in plan.get("eager_attention", ()):
+            n_sc = b * nh * s * s  # score elements
+            shape = {"batch": b, "seq": s, "heads": nh, "head_dim": hd, "tokens": b * s, "scores": n_sc}
+            for name in ("eager_attention_fwd", "eager_attention_fwd_bwd"):
+                def setup(name: str = name, b: int = b, s: int = s, nh: int = nh, hd: int = hd) -> Callable[[], None]:
+                    # train_gpt's attention with attention: eager, on q, k, v views of a fused QKV output
+                    qkv = torch.randn(b, s, 3, nh, hd, device=dev, dtype=dt).requires_grad_(True)
+                    dy = torch.randn(b, s, nh, hd, device=dev, dtype=dt).transpose(1, 2)
+                    scale = 1.0 / math.sqrt(hd)
+
+                    def fwd():
+                        q, k, v = (qkv[:, :, i].transpose(1, 2) for i in range(3))
+                        sc_ = (q @ k.transpose(-2, -1)) * scale
+                        causal = torch.ones(s, s, dtype=torch.bool, device=dev).triu(1)
+                        return F.softmax(sc_.masked_fill(causal, float("-inf")), dim=-1) @ v
+
+                    if name == "eager_attention_fwd":
+                        return fwd
+                    return lambda: torch.autograd.grad(fwd(), qkv, dy)
+                # minimum traffic of the score matrix: forward writes it once and reads it once (softmax),
+                # backward reads the probabilities and their gradient and writes the score gradient
+                nbytes = (2 if name == "eager_attention_fwd" else 5) * n_sc * elt
+                self._kernel_point({**base, "op": f"{name}:b{b}:s{s}:nh{nh}:hd{hd}"}, {"name": name, **shape},
+                                   setup, 6 * n_sc * elt + 8 * b * s * nh * hd * elt, nbytes=nbytes,
+                                   flops=(1.0 if name == "eager_attention_fwd" else 3.0) * 4.0 * n_sc * hd,
+                                   extra={"bytes_model": "score matrix: fwd write + read; bwd read 2, write 1"})
 
         for t, vocab in plan["cross_entropy"]:
             def ce(t: int = t, vocab: int = vocab) -> Callable[[], None]:
