@@ -990,8 +990,9 @@ class _Bench:
                         return fwd
 
                     def fwd_bwd() -> None:
-                        qkv.grad = None
-                        F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(dy)
+                        # gradients of the q, k, v views themselves: what the attention backward returns,
+                        # without the scatter into the leaf (in training one concatenation, modelled apart)
+                        torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, is_causal=True), (q, k, v), dy)
                     return fwd_bwd
                 op = f"{name}:b{b}:s{s}:nh{nh}:hd{hd}"
                 self._kernel_point({**base, "op": op}, {"name": name, **shape}, setup, need, flops=mult * causal,
@@ -1084,11 +1085,12 @@ class _Bench:
                 cos, sin = ang.cos(), ang.sin()
                 dy = torch.randn(1, nh, t, hd_r, device=dev, dtype=dt)
 
+                q = qkv[:, :, 0].transpose(1, 2)
+
                 def f() -> None:
-                    q = qkv[:, :, 0].transpose(1, 2)
                     x1, x2 = q.chunk(2, dim=-1)
                     y = q * cos + torch.cat([-x2, x1], dim=-1) * sin
-                    torch.autograd.grad(y, qkv, dy)
+                    torch.autograd.grad(y, q, dy)  # the gradient of the view (no scatter into the QKV leaf)
                 return f
 
             def swiglu(n4: int = 4 * n_el) -> Callable[[], None]:
@@ -1144,15 +1146,16 @@ class _Bench:
                     dy = torch.randn(b, s, nh, hd, device=dev, dtype=dt).transpose(1, 2)
                     scale = 1.0 / math.sqrt(hd)
 
+                    q, k, v = (qkv[:, :, i].transpose(1, 2) for i in range(3))
+
                     def fwd():
-                        q, k, v = (qkv[:, :, i].transpose(1, 2) for i in range(3))
                         sc_ = (q @ k.transpose(-2, -1)) * scale
                         causal = torch.ones(s, s, dtype=torch.bool, device=dev).triu(1)
                         return F.softmax(sc_.masked_fill(causal, float("-inf")), dim=-1) @ v
 
                     if name == "eager_attention_fwd":
                         return fwd
-                    return lambda: torch.autograd.grad(fwd(), qkv, dy)
+                    return lambda: torch.autograd.grad(fwd(), (q, k, v), dy)
                 # minimum traffic of the score matrix: forward writes it once and reads it once (softmax),
                 # backward reads the probabilities and their gradient and writes the score gradient
                 nbytes = (2 if name == "eager_attention_fwd" else 5) * n_sc * elt
