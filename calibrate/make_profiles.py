@@ -22,8 +22,8 @@ What goes where (``calibrate/raw/README.md`` says how each raw file was measured
 * ``dgx-h100``: the published NCCL / link values of DGX H100 (no multi-GPU H100 has been measured)
   + the compute part fitted from ``raw/h100/bench.jsonl`` (1x H100 80GB HBM3).
 * both: the kernel-class tables (``attention_table``, ``gemm_layout_table``, ``memory_table``;
-  :func:`fit_kernels`) from the ``kernel`` rows of ``raw/h200x2/kernels.jsonl`` resp.
-  ``raw/h100/kernels.jsonl`` (``calibrate bench --ops none --kernels``), when the file exists.
+  :func:`fit_kernels`) from the ``kernel`` rows of ``raw/h200/kernels.jsonl`` resp.
+  ``raw/h100/kernels-20261124.jsonl`` (``calibrate bench --ops none --kernels``), when the file exists.
 """
 
 from __future__ import annotations
@@ -47,8 +47,10 @@ H200_COMPUTE = "raw/h200x2/bench-run1.jsonl"
 H100_COMPUTE = "raw/h100/bench.jsonl"
 COMPUTE_KINDS = ("gemm", "hbm", "launch")
 #: kernel-class rows (``calibrate bench --ops none --kernels``, rank 0 of the job)
-H200_KERNELS = "raw/h200x2/kernels.jsonl"
-H100_KERNELS = "raw/h100/kernels.jsonl"
+# (re-measured 2026-11-24 with attention timed as in training: raw/h200x2/kernels.jsonl and
+# raw/h100/kernels.jsonl, the first sweeps, timed the attention backward with a scatter into a fused leaf)
+H200_KERNELS = "raw/h200/kernels.jsonl"
+H100_KERNELS = "raw/h100/kernels-20261124.jsonl"
 
 LINKS_PUBLISHED = {
     "nvlink": {"latency_us": 3.4, "bandwidth_GBps": 370.8},
@@ -116,7 +118,13 @@ MEMORY_CLASSES = {
     "layernorm_fwd": ("layernorm_fwd", 1), "layernorm_bwd": ("layernorm_bwd", 2),
     "gelu_fwd": ("gelu_fwd", 1), "gelu_bwd": ("gelu_bwd", 1), "residual_add": ("add", 1),
     "cross_entropy_fwd_bwd": ("cross_entropy", 10), "adamw_step": ("adamw", 2),
+    "rmsnorm_fwd": ("rmsnorm_fwd", 1), "rmsnorm_bwd": ("rmsnorm_bwd", 2),
+    # unfused PyTorch sequences of the reference program (forward + backward together)
+    "rope_fwd_bwd": ("rope", 10), "swiglu_fwd_bwd": ("swiglu", 5), "repeat_kv_fwd_bwd": ("repeat_kv", 2),
+    "eager_attention_fwd": ("eager_attention_fwd", 8),
 }
+#: eager attention backward: (forward + backward) - forward, 7 kernels, bytes 3 x scores x element
+EAGER_BWD_KERNELS = 7
 
 
 def _r4(x: float) -> float:
@@ -168,6 +176,19 @@ def fit_kernels(rows: list[dict], peak_tflops: float, hbm_GBps: float, launch_us
         op, k = MEMORY_CLASSES[r["name"]]
         t = r["time_us"] * 1e-6 - k * L
         memory.append({"op": op, "bytes": int(r["bytes"]), "efficiency": _r4(r["bytes"] / t / (hbm_GBps * 1e9))})
+    eager: dict[tuple, dict[str, dict]] = {}
+    for r in kern:
+        if r["name"] in ("eager_attention_fwd", "eager_attention_fwd_bwd"):
+            eager.setdefault((r["batch"], r["seq"], r["heads"], r["head_dim"]), {})[r["name"]] = r
+    for _, e in sorted(eager.items()):
+        if len(e) == 2:
+            fw, fb = e["eager_attention_fwd"], e["eager_attention_fwd_bwd"]
+            t = (fb["time_us"] - fw["time_us"]) * 1e-6 - EAGER_BWD_KERNELS * L
+            nbytes = fb["bytes"] - fw["bytes"]
+            if t > 0:
+                memory.append({"op": "eager_attention_bwd", "bytes": int(nbytes),
+                               "efficiency": _r4(nbytes / t / (hbm_GBps * 1e9))})
+    memory.sort(key=lambda r: (r["op"], r["bytes"]))
     return {"attention_table": attention, "gemm_layout_table": layout, "memory_table": memory}
 
 
@@ -271,14 +292,14 @@ HEADERS = {
         f"#   {COMMAND}",
         "# from calibrate/raw/h200x2/bench-graph.jsonl, calibrate/raw/h200x4/bench-graph.jsonl (collectives, host)",
         "# and calibrate/raw/h200x2/bench-run1.jsonl (gemm, hbm, launch rows only). Link classes: published.",
-        "# Kernel-class tables: calibrate/raw/h200x2/kernels.jsonl (kernel rows).",
+        "# Kernel-class tables: calibrate/raw/h200/kernels.jsonl (kernel rows).",
     ],
     "dgx-h100": [
         "# NVIDIA DGX H100 8-GPU default profile. GENERATED -- do not edit; regenerate with:",
         f"#   {COMMAND}",
         "# link classes / NVLS: published NCCL values (no multi-GPU H100 measured);",
         "# compute: fitted from calibrate/raw/h100/bench.jsonl (1x H100 80GB HBM3);",
-        "# kernel-class tables: calibrate/raw/h100/kernels.jsonl (kernel rows).",
+        "# kernel-class tables: calibrate/raw/h100/kernels-20261124.jsonl (kernel rows).",
     ],
 }
 

@@ -152,6 +152,8 @@ class BenchConfig:
 KERNEL_REP_TARGET_S = 0.005
 KERNEL_MAX_ITERS = 500
 KERNEL_REPS = 5
+#: seconds of back-to-back GEMM load before the sustained time is read (bench --kernels)
+SUSTAINED_S = 4.0
 #: ~5 ms of GPU sleep in front of each timed repetition (covers the host's enqueueing of the calls).
 KERNEL_SLEEP_CYCLES = 10_000_000
 #: AdamW parameters are split into tensors of this many elements (a layer's matrices are 4-64M).
@@ -953,6 +955,43 @@ class _Bench:
             torch.cuda.empty_cache()
         self.advance()
 
+    def _sustained_gemm(self, base: dict[str, Any], n: int = 8192, seconds: float = SUSTAINED_S) -> None:
+        """Burst versus sustained time of one large bf16 GEMM (row ``gemm_sustained``).
+
+        The kernel sweep times each point in bursts of a few milliseconds, at the clocks an idle GPU
+        boosts to; a training step keeps the GPU busy for seconds, at the clocks its power limit
+        allows. Here the same ``n x n x n`` GEMM is timed in a burst (as the sweep does) and after
+        ``seconds`` of back-to-back load (median of the last quarter's 20-call windows); their ratio
+        is the profile's ``sustained_factor`` for compute-bound kernels.
+        """
+        torch = self.torch
+        key = {**base, "op": f"gemm_sustained:n{n}"}
+        self.describe("kernel gemm_sustained")
+        if self.skip(key):
+            return
+        a = torch.randn(n, n, device=self.device, dtype=torch.bfloat16)
+        b = torch.randn(n, n, device=self.device, dtype=torch.bfloat16)
+        o = torch.empty(n, n, device=self.device, dtype=torch.bfloat16)
+        fn = lambda: torch.matmul(a, b, out=o)  # noqa: E731
+        burst, _ = self._gpu_bound_times(fn)
+        windows = []
+        t_end = time.perf_counter() + seconds
+        while time.perf_counter() < t_end:
+            s_, e_ = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s_.record()
+            for _ in range(20):
+                fn()
+            e_.record()
+            e_.synchronize()
+            windows.append(s_.elapsed_time(e_) / 1e3 / 20)
+        tail = windows[-max(1, len(windows) // 4):]
+        b_s, s_s = statistics.median(burst), statistics.median(tail)
+        flops = 2.0 * n ** 3
+        self.emit({**key, "name": "gemm_sustained", "m": n, "n": n, "k": n, "time_us": s_s * 1e6,
+                   "burst_time_us": b_s * 1e6, "sustained_s": seconds, "windows": len(windows),
+                   "tflops": flops / s_s / 1e12, "burst_tflops": flops / b_s / 1e12, "ratio": b_s / s_s,
+                   "timing": "burst as the sweep; sustained: median of the last quarter of 20-call windows"})
+
     def kernels(self) -> None:
         """Kernel classes of a transformer training step (see :func:`kernel_plan`)."""
         torch, cfg = self.torch, self.cfg
@@ -1180,6 +1219,9 @@ class _Bench:
                                {"name": "cross_entropy_fwd_bwd", "tokens": t, "vocab": vocab, "elements": n_el},
                                ce, n_el * (3 * elt + 3 * 4), nbytes=nbytes,
                                extra={"bytes_model": "bf16 logits read in fwd and bwd, bf16 grad written (fp32 upcast not counted)"})
+
+        if self.cuda and not cfg.quick:
+            self._sustained_gemm(base)
 
         for n_params in plan["adamw"]:
             def adamw(n_params: int = n_params) -> Callable[[], None]:

@@ -154,7 +154,9 @@ class MemoryPoint(StrictModel):
     param, grad, exp_avg, exp_avg_sq and write param, exp_avg, exp_avg_sq).
     """
 
-    op: Literal["layernorm_fwd", "layernorm_bwd", "gelu_fwd", "gelu_bwd", "add", "cross_entropy", "adamw"]
+    op: Literal["layernorm_fwd", "layernorm_bwd", "gelu_fwd", "gelu_bwd", "add", "cross_entropy", "adamw",
+                "rmsnorm_fwd", "rmsnorm_bwd", "rope", "swiglu", "repeat_kv", "eager_attention_fwd",
+                "eager_attention_bwd"]
     bytes: Pos
     efficiency: Pos
 

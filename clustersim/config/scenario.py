@@ -96,6 +96,10 @@ class TrainingSection(StrictModel):
     optimizer: Literal["adamw", "sgd"] = Field("adamw", description="adamw keeps two moments per parameter; sgd none (no momentum).")
     recompute: Literal["none", "selective", "full"] = Field("none", description="Activation recomputation.")
     precision: PrecisionSection = Field(default_factory=PrecisionSection)
+    kernel_fusion: Literal["fused", "none"] = Field(
+        "fused", description="fused: one kernel per RoPE, SwiGLU and masked softmax, native GQA (Megatron-LM, "
+        "Transformer Engine, compiled code); none: the separate PyTorch eager kernels (calibrate/train_gpt.py): "
+        "RoPE as neg/cat/mul/add, silu then mul, repeat_interleave of k and v, scale/masked_fill/softmax.")
     steps: PosInt = Field(1, description="Optimizer steps to simulate (the report is per step).")
 
 

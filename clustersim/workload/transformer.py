@@ -184,6 +184,16 @@ class TransformerStep:
             fwd.append(("c", cm.memory_op(op, min_f, legacy, 1), 1))
             bwd.append(("c", cm.memory_op(op_b, min_b, 2 * legacy, kb), kb))
 
+        def pair(op, min_f, min_b, kf, kb):
+            """An unfused sequence measured forward + backward together (``op``, a ``memory_table``
+            class of ``min_f + min_b`` minimum bytes): each direction at the class's efficiency; the
+            same bytes at the copy bandwidth when the profile lacks the class."""
+            size = min_f + min_b
+            fwd.append(("c", cm.memory_op(op, min_f, min_f, kf, size_bytes=size), kf))
+            bwd.append(("c", cm.memory_op(op, min_b, min_b, kb, size_bytes=size), kb))
+
+        unfused = self.tr.kernel_fusion == "none"
+
         def gemm(M, N, K):  # a linear layer: forward NT, backward dgrad NN + wgrad TN
             fwd.append(("c", cm.linear(M, N, K, "fwd"), 1))
             bwd.append(("c", cm.linear(M, N, K, "dgrad") + cm.linear(M, N, K, "wgrad"), 2))
@@ -191,8 +201,8 @@ class TransformerStep:
         def norm():
             if m.norm == "layernorm":  # LayerNorm backward: dx kernel and gain/bias-gradient kernel
                 mop("layernorm_fwd", 2 * Tn * h * ab, "layernorm_bwd", 3 * Tn * h * ab, norm_bytes, kb=2)
-            else:
-                mem(norm_bytes, kb=2)
+            else:  # RMSNorm (torch's fused F.rms_norm, TE, apex): the same two backward kernels
+                mop("rmsnorm_fwd", 2 * Tn * h * ab, "rmsnorm_bwd", 3 * Tn * h * ab, norm_bytes, kb=2)
 
         def residual():
             # bias-dropout-add (uncalibrated: read x and residual (2+2), write 2, mask 1); measured
@@ -229,12 +239,30 @@ class TransformerStep:
         gemm(T, (h + 2 * m.kv_hidden) // t, h)
         # the fused QKV output is split into q, k, v views; backward concatenates their gradients
         bwd.append(("c", cm.memory(2 * T * (h + 2 * m.kv_hidden) // t * ab), 1))
+        q_el, kv_el = T * h // t, T * m.kv_hidden // t  # elements of q and of k (= v) on this rank
         if m.position_embedding == "rope":
-            mem(2 * T * (h + m.kv_hidden) // t * ab)
+            if unfused:  # per tensor (q, k): neg, cat, 2 mul, add forward; the same count backward
+                pair("rope", 2 * (q_el + kv_el) * ab, 2 * (q_el + kv_el) * ab, 10, 10)
+            else:
+                mem(2 * (q_el + kv_el) * ab)
+        if unfused and m.kv_heads != m.heads:
+            # GQA by repeat_interleave of k and v to the query heads: a copy forward, a sum backward
+            pair("repeat_kv", 2 * (kv_el + q_el) * ab, 2 * (kv_el + q_el) * ab, 2, 2)
         heads_local = a // t
         d = m.head_dim
         extra = None
-        if m.attention == "flash":
+        eager_sc = b * heads_local * s * s  # score-matrix elements of the materialised attention
+        if m.attention == "eager" and unfused and cm.memory_table.get("eager_attention_fwd") \
+                and cm.memory_table.get("eager_attention_bwd"):
+            # train_gpt's sequence, measured as a whole (bench eager_attention_*): q k^T, scale,
+            # causal masked_fill (out of place), softmax, @ v; backward: 4 bmm, softmax, mask, scale
+            ea_f = cm.memory_op("eager_attention_fwd", 2 * eager_sc * ab, 2 * eager_sc * ab, 8)
+            ea_b = cm.memory_op("eager_attention_bwd", 3 * eager_sc * ab, 3 * eager_sc * ab, 7)
+            fwd.append(("c", ea_f, 8))
+            bwd.append(("c", ea_b, 7))
+            if self.tr.recompute == "selective":
+                extra = [("c", ea_f, 8)]
+        elif m.attention == "flash":
             f_fl = 4.0 * b * s * s * d * heads_local * 0.5  # QK^T and PV, causal half skipped
             fwd.append(("c", cm.attention(f_fl, 1, "fwd", seq=s, head_dim=d), 1))
             # FlashAttention-2 backward: softmax-denominator (dO.O) pre-pass, the main kernel, dQ conversion
@@ -260,6 +288,8 @@ class TransformerStep:
         f_loc = m.ffn_hidden // t
         if m.mlp == "gelu":  # GELU forward (read, write), backward (read dy and x, write dx)
             mop("gelu_fwd", 2 * T * f_loc * ab, "gelu_bwd", 3 * T * f_loc * ab, 2 * T * f_loc * ab)
+        elif unfused:  # silu, mul forward; mul, mul, silu_backward backward
+            pair("swiglu", 3 * T * f_loc * ab, 5 * T * f_loc * ab, 2, 3)
         else:
             mem(3 * T * f_loc * ab)
         gemm(T, h, f_loc)
@@ -313,8 +343,8 @@ class TransformerStep:
             fwd: list = [("c", cm.memory_op("layernorm_fwd", 2 * Tn * h * ab, 2 * Tn * h * ab, 1), 1)]
             bwd: list = [("c", cm.memory_op("layernorm_bwd", 3 * Tn * h * ab, 4 * Tn * h * ab, 2), 2)]
         else:
-            fwd = [("c", cm.memory(2 * Tn * h * ab), 1)]
-            bwd = [("c", cm.memory(4 * Tn * h * ab, 2), 2)]
+            fwd = [("c", cm.memory_op("rmsnorm_fwd", 2 * Tn * h * ab, 2 * Tn * h * ab, 1), 1)]
+            bwd = [("c", cm.memory_op("rmsnorm_bwd", 3 * Tn * h * ab, 4 * Tn * h * ab, 2), 2)]
         if self.sp:
             fwd.append(self._tp("all_gather", full))
             bwd.append(self._tp("reduce_scatter", full))
