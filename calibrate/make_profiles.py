@@ -164,7 +164,7 @@ def fit_kernels(rows: list[dict], peak_tflops: float, hbm_GBps: float, launch_us
             tb = t["attention_fwd_bwd"] - t["attention_fwd"] - 3 * L
             attention.append({"direction": "bwd", **base, "efficiency": _r4(min(1.0, 2.5 * f / (peak * tb)))})
     layout = []
-    for r in sorted((r for r in kern if r["name"].startswith("gemm_")),
+    for r in sorted((r for r in kern if r["name"].startswith("gemm_") and "layout" in r),
                     key=lambda r: (r["layout"], r["out_features"], r["in_features"], r["tokens"])):
         flops = 2.0 * r["tokens"] * r["out_features"] * r["in_features"]
         layout.append({"layout": r["layout"], "tokens": r["tokens"], "out_features": r["out_features"],

@@ -52,7 +52,7 @@ def test_h200_source_is_the_measurement(h200):
     assert (s.gpu, s.driver, s.nccl_version, s.torch_version) == (meta["gpu"], meta["driver"], meta["nccl_version"],
                                                                    meta["torch_version"])
     assert s.date == meta["date"][:10]
-    kern = ["raw/h200x2/kernels.jsonl"] if (RAW / "h200x2" / "kernels.jsonl").is_file() else []
+    kern = ["raw/h200/kernels.jsonl"] if (RAW / "h200" / "kernels.jsonl").is_file() else []
     assert set(s.files) == {"raw/h200x2/bench-graph.jsonl", "raw/h200x4/bench-graph.jsonl",
                             "raw/h200x2/bench-run1.jsonl", *kern}
     for f in s.files:
@@ -117,7 +117,7 @@ def test_h100_is_published_links_plus_measured_compute(h100):
     assert h100.collectives == [] and h100.nvls is True
     assert h100.links["nvlink"].bandwidth_GBps == 370.8
     assert h100.source.gpu == rows(bench, "meta")[0]["gpu"]
-    kern = ["raw/h100/kernels.jsonl"] if (RAW / "h100" / "kernels.jsonl").is_file() else []
+    kern = ["raw/h100/kernels-20261124.jsonl"] if (RAW / "h100" / "kernels-20261124.jsonl").is_file() else []
     assert h100.source.files == ["raw/h100/bench.jsonl", *kern]
     assert "No multi-GPU H100 has been measured" in h100.source.notes
     c = h100.compute
@@ -126,17 +126,17 @@ def test_h100_is_published_links_plus_measured_compute(h100):
     assert len(c.gemm_table) == 24 and 0.6 < c.gemm_efficiency < 0.85
 
 
-@pytest.mark.parametrize("name,raw", [("hgx-h200", "h200x2"), ("dgx-h100", "h100")])
+@pytest.mark.parametrize("name,raw", [("hgx-h200", "h200/kernels.jsonl"), ("dgx-h100", "h100/kernels-20261124.jsonl")])
 def test_kernel_tables_reproduce_the_kernel_rows(name, raw):
     """The compute model built from the profile gives back every measured kernel time (bench --kernels)."""
     from clustersim.topology import load_cluster
     from clustersim.workload.compute import ComputeModel
 
-    if not (RAW / raw / "kernels.jsonl").is_file():
-        pytest.skip(f"calibrate/raw/{raw}/kernels.jsonl not measured")
+    if not (RAW / raw).is_file():
+        pytest.skip(f"calibrate/raw/{raw} not measured")
     prof = resolve_profile(name)
     c = prof.compute
-    kern = rows(RAW / raw / "kernels.jsonl", "kernel")
+    kern = rows(RAW / raw, "kernel")
     assert kern and c.attention_table and c.gemm_layout_table and c.memory_table
     cm = ComputeModel.from_profile(c, load_cluster(name, gpus=1).gpu_spec)
     assert cm.attention_table and cm.gemm_layout_table and cm.memory_table
@@ -156,12 +156,16 @@ def test_kernel_tables_reproduce_the_kernel_rows(name, raw):
             if att_dup(r):
                 continue
             got = cm.attention(f, 1, "fwd", seq=r["seq"], head_dim=r["head_dim"])
-        elif nm.startswith("gemm_"):
+        elif nm.startswith("gemm_") and "layout" in r:
             role = {"NT": "fwd", "NN": "dgrad", "TN": "wgrad"}[r["layout"]]
             got = cm.linear(r["tokens"], r["out_features"], r["in_features"], role)
-        elif nm in ("layernorm_fwd", "layernorm_bwd", "gelu_fwd", "gelu_bwd", "residual_add", "adamw_step"):
-            op, k = {"residual_add": ("add", 1), "adamw_step": ("adamw", 2), "layernorm_bwd": ("layernorm_bwd", 2)}.get(
-                nm, (nm, 1))
+        elif nm in ("layernorm_fwd", "layernorm_bwd", "gelu_fwd", "gelu_bwd", "residual_add", "adamw_step",
+                    "rmsnorm_fwd", "rmsnorm_bwd", "rope_fwd_bwd", "swiglu_fwd_bwd", "repeat_kv_fwd_bwd",
+                    "eager_attention_fwd"):
+            op, k = {"residual_add": ("add", 1), "adamw_step": ("adamw", 2), "layernorm_bwd": ("layernorm_bwd", 2),
+                     "rmsnorm_bwd": ("rmsnorm_bwd", 2), "rope_fwd_bwd": ("rope", 10),
+                     "swiglu_fwd_bwd": ("swiglu", 5), "repeat_kv_fwd_bwd": ("repeat_kv", 2),
+                     "eager_attention_fwd": ("eager_attention_fwd", 8)}.get(nm, (nm, 1))
             if any(q["name"] == nm and q["bytes"] == r["bytes"] and q is not r for q in kern):
                 continue  # two shapes of the same size: the table holds their mean
             got = cm.memory_op(op, r["bytes"], r["bytes"], k)
@@ -177,4 +181,10 @@ def test_kernel_tables_reproduce_the_kernel_rows(name, raw):
             f = 4.0 * r["batch"] * r["heads"] * r["head_dim"] * r["seq"] ** 2 * 0.5
             got = fwd[k] + cm.attention(2.5 * f, 3, "bwd", seq=r["seq"], head_dim=r["head_dim"])
             assert got == pytest.approx(r["time_us"] * 1e-6, rel=0.01), r["op"]
+        if r["name"] == "eager_attention_fwd_bwd":  # backward = (forward + backward) - forward, 7 kernels
+            fw = next(q for q in kern if q["name"] == "eager_attention_fwd" and q["op"].split(":", 1)[1] == r["op"].split(":", 1)[1])
+            if sum(q["name"] == r["name"] and q["bytes"] == r["bytes"] for q in kern) > 1:
+                continue
+            got = fw["time_us"] * 1e-6 + cm.memory_op("eager_attention_bwd", r["bytes"] - fw["bytes"], 0, 7)
+            assert got == pytest.approx(r["time_us"] * 1e-6, rel=0.02), r["op"]
     assert n > 100
