@@ -91,8 +91,22 @@ def main(argv=None) -> int:
     kernels = []
     for ev in prof.events():
         if getattr(ev, "device_type", None) is not None and str(ev.device_type).endswith("CUDA"):
-            kernels.append((ev.time_range.start, ev.time_range.end))
+            kernels.append((ev.time_range.start, ev.time_range.end, ev.name))
     kernels.sort()
+    # GPU idle gaps (> 5 us) between consecutive kernels, totalled by the kernels around them
+    gaps: dict = {}
+    last_end, last_name = None, "step start"
+    for s_, e_, name in kernels:
+        if last_end is not None and s_ - last_end > 5.0:
+            k = (last_name[:60], name[:60])
+            g = gaps.setdefault(k, [0, 0.0])
+            g[0] += 1
+            g[1] += s_ - last_end
+        if last_end is None or e_ > last_end:
+            last_end, last_name = e_, name
+    top_gaps = sorted(({"before": b, "after": a, "count": c, "us": round(t, 1)} for (b, a), (c, t) in gaps.items()),
+                      key=lambda r: -r["us"])[:25]
+    kernels = [(s_, e_) for s_, e_, _ in kernels]
     busy, cur_s, cur_e = 0.0, None, None
     for s, e in kernels:  # union of kernel intervals (us)
         if cur_e is None or s > cur_e:
@@ -106,13 +120,15 @@ def main(argv=None) -> int:
     row = {"kind": "op_profile", "run_id": args.run_id, "scenario": sc.name, "overrides": args.set,
            "gpu": torch.cuda.get_device_name(dev), "torch_version": torch.__version__,
            "micro_batches": n_mb, "layers": m.layers, "step_s_unprofiled": plain, "step_s_profiled": wall,
-           "gpu_busy_s": busy * 1e-6, "ops": ops}
+           "gpu_busy_s": busy * 1e-6, "idle_gaps": top_gaps, "ops": ops}
     with open(args.output, "a", encoding="utf-8") as f:
         f.write(json.dumps(row) + "\n")
     tot = sum(o["self_device_us"] for o in ops)
     print(f"{args.run_id or sc.name}: step {plain * 1e3:.1f} ms, GPU busy {busy / 1e3:.1f} ms, kernels {tot / 1e3:.1f} ms")
-    for o in ops[:14]:
+    for o in ops[:8]:
         print(f"  {o['op'][:44]:44s} {o['calls']:6d} {o['self_device_us'] / 1e3:9.2f} ms")
+    for g in top_gaps[:6]:
+        print(f"  gap {g['us'] / 1e3:7.2f} ms x{g['count']:<4d} {g['before'][:40]} -> {g['after'][:40]}")
     return 0
 
 

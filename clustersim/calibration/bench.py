@@ -154,6 +154,9 @@ KERNEL_MAX_ITERS = 500
 KERNEL_REPS = 5
 #: seconds of back-to-back GEMM load before the sustained time is read (bench --kernels)
 SUSTAINED_S = 4.0
+#: compute duties of the GEMM/copy alternation and seconds of load for each (bench --kernels)
+DUTIES = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.35)
+DUTY_S = 3.0
 #: ~5 ms of GPU sleep in front of each timed repetition (covers the host's enqueueing of the calls).
 KERNEL_SLEEP_CYCLES = 10_000_000
 #: AdamW parameters are split into tensors of this many elements (a layer's matrices are 4-64M).
@@ -992,6 +995,67 @@ class _Bench:
                    "tflops": flops / s_s / 1e12, "burst_tflops": flops / b_s / 1e12, "ratio": b_s / s_s,
                    "timing": "burst as the sweep; sustained: median of the last quarter of 20-call windows"})
 
+    def _duty_sweep(self, base: dict[str, Any], duties: tuple[float, ...] = DUTIES,
+                    seconds: float = DUTY_S) -> None:
+        """Sustained GEMM time when GEMMs alternate with memory-bound work (rows ``gemm_duty``).
+
+        A training step alternates compute-bound kernels (GEMMs, attention) with memory-bound ones;
+        the power limit sets the clock from the mix. For each compute ``duty`` d, a
+        4096 x 8192 x 8192 bf16 GEMM (about a transformer layer's GEMM) alternates with a
+        device-to-device copy sized to take ``(1 - d) / d`` of the GEMM's burst time; after
+        ``seconds`` of this the GEMM and the copy are timed with CUDA events (medians of the last
+        half). ``ratio`` = sustained / burst GEMM time (>= 1), ``copy_ratio`` the same for the copy.
+        """
+        torch = self.torch
+        m, n, k = 4096, 8192, 8192
+        dev = self.device
+        a = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
+        b = torch.randn(k, n, device=dev, dtype=torch.bfloat16)
+        o = torch.empty(m, n, device=dev, dtype=torch.bfloat16)
+        gemm = lambda: torch.matmul(a, b, out=o)  # noqa: E731
+        burst_g = statistics.median(self._gpu_bound_times(gemm)[0])
+        cap = 1 << 30  # bytes per copy buffer
+        src = torch.empty(cap, device=dev, dtype=torch.uint8)
+        dst = torch.empty(cap, device=dev, dtype=torch.uint8)
+        src.random_(0, 255)
+        for d in duties:
+            key = {**base, "op": f"gemm_duty:d{d:.2f}"}
+            self.describe(f"kernel gemm_duty {d:.2f}")
+            if self.skip(key):
+                continue
+            nbytes = 0
+            if d < 1.0:
+                probe = src[: 64 << 20]
+                dst[: 64 << 20].copy_(probe)
+                t_probe = statistics.median(self._gpu_bound_times(lambda: dst[: 64 << 20].copy_(probe))[0])
+                per_byte = t_probe / (64 << 20)
+                nbytes = min(cap, int(burst_g * (1.0 - d) / d / per_byte))
+            s_src, s_dst = src[:nbytes], dst[:nbytes]
+            burst_c = (statistics.median(self._gpu_bound_times(lambda: s_dst.copy_(s_src))[0]) if nbytes else 0.0)
+            g_t, c_t = [], []
+            t_end = time.perf_counter() + seconds
+            while time.perf_counter() < t_end:
+                ev = [torch.cuda.Event(enable_timing=True) for _ in range(3 * 10)]
+                for i in range(10):
+                    ev[3 * i].record()
+                    gemm()
+                    ev[3 * i + 1].record()
+                    if nbytes:
+                        s_dst.copy_(s_src)
+                    ev[3 * i + 2].record()
+                ev[-1].synchronize()
+                for i in range(10):
+                    g_t.append(ev[3 * i].elapsed_time(ev[3 * i + 1]) / 1e3)
+                    c_t.append(ev[3 * i + 1].elapsed_time(ev[3 * i + 2]) / 1e3)
+            half = len(g_t) // 2
+            sg, sc = statistics.median(g_t[half:]), statistics.median(c_t[half:])
+            self.emit({**key, "name": "gemm_duty", "m": m, "n": n, "k": k, "duty": d, "copy_bytes": nbytes,
+                       "time_us": sg * 1e6, "burst_time_us": burst_g * 1e6, "ratio": sg / burst_g,
+                       "copy_time_us": sc * 1e6, "copy_burst_time_us": burst_c * 1e6,
+                       "copy_ratio": (sc / burst_c) if burst_c else None,
+                       "duty_measured": sg / (sg + sc), "seconds": seconds, "calls": len(g_t),
+                       "timing": "GEMM and copy alternating; CUDA events around each; medians of the last half"})
+
     def kernels(self) -> None:
         """Kernel classes of a transformer training step (see :func:`kernel_plan`)."""
         torch, cfg = self.torch, self.cfg
@@ -1222,6 +1286,7 @@ class _Bench:
 
         if self.cuda and not cfg.quick:
             self._sustained_gemm(base)
+            self._duty_sweep(base)
 
         for n_params in plan["adamw"]:
             def adamw(n_params: int = n_params) -> Callable[[], None]:
