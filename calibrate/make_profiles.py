@@ -189,7 +189,14 @@ def fit_kernels(rows: list[dict], peak_tflops: float, hbm_GBps: float, launch_us
                 memory.append({"op": "eager_attention_bwd", "bytes": int(nbytes),
                                "efficiency": _r4(nbytes / t / (hbm_GBps * 1e9))})
     memory.sort(key=lambda r: (r["op"], r["bytes"]))
-    return {"attention_table": attention, "gemm_layout_table": layout, "memory_table": memory}
+    # sustained clocks: GEMM time under a GEMM/copy alternation over its burst time, by measured duty
+    clock = sorted(({"duty": _r4(min(1.0, r["duty_measured"])), "slowdown": _r4(r["ratio"])}
+                    for r in kern if r["name"] == "gemm_duty"), key=lambda p: p["duty"])
+    dedup = {}
+    for p in clock:  # duties the copy could not lower further repeat: keep the first
+        dedup.setdefault(round(p["duty"], 2), p)
+    return {"attention_table": attention, "gemm_layout_table": layout, "memory_table": memory,
+            "clock_table": list(dedup.values())}
 
 
 def _add_kernels(data: dict, rel: str) -> None:

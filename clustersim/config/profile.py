@@ -161,6 +161,17 @@ class MemoryPoint(StrictModel):
     efficiency: Pos
 
 
+class ClockPoint(StrictModel):
+    """Sustained slowdown of compute-bound kernels at one compute duty (bench ``gemm_duty`` rows).
+
+    ``duty``: fraction of GPU time in compute-bound kernels (GEMMs alternating with a memory-bound
+    copy); ``slowdown``: sustained GEMM time over its burst time (the clock the power limit allows).
+    """
+
+    duty: Pos = Field(..., le=1.0)
+    slowdown: Pos
+
+
 class ComputeParams(StrictModel):
     """GPU compute model."""
 
@@ -182,6 +193,10 @@ class ComputeParams(StrictModel):
     memory_table: list[MemoryPoint] = Field(
         default_factory=list, description="Measured memory-bound kernel classes (bench --kernels): efficiency "
         "relative to hbm_bandwidth_GBps, interpolated by log(bytes); classes not listed use bytes / HBM bandwidth.")
+    clock_table: list[ClockPoint] = Field(
+        default_factory=list, description="Sustained slowdown of compute-bound kernels (GEMM, attention) against "
+        "the burst timings of the tables above, by the step's compute duty (bench --kernels gemm_duty rows); "
+        "empty: no slowdown.")
 
 
 class Profile(StrictModel):

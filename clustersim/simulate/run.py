@@ -233,6 +233,9 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
         mfu = mflops / (step_time * n * bf16_peak) if bf16_peak else None
         memory = step.memory(spec.hbm_GB * 1e9)
         extra["model_flops_per_step"] = mflops
+        if step.compute_duty is not None:  # sustained-clock model (profile clock_table)
+            extra["compute_duty"] = step.compute_duty
+            extra["clock_slowdown"] = step.cm.clock_slowdown
         extra["params"] = step.m.total_params
         extra["micro_batches"] = sc.micro_batches
         extra["tflops_per_gpu"] = mflops / step_time / n / 1e12

@@ -128,6 +128,12 @@ class ComputeModel:
     gemm_layout_table: list[tuple[str, int, int, int, float]] = field(default_factory=list)
     # op class -> [(minimum bytes, efficiency vs hbm_bandwidth)] (bench --kernels)
     memory_table: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    # (compute duty, sustained slowdown) of compute-bound kernels (bench --kernels gemm_duty)
+    clock_table: list[tuple[float, float]] = field(default_factory=list)
+    #: time multiplier of compute-bound kernels now in force (set by the workload, see slowdown_at)
+    clock_slowdown: float = 1.0
+    #: [compute-bound seconds, memory-bound seconds] charged since reset (duty of a step)
+    tally: list[float] = field(default_factory=lambda: [0.0, 0.0])
 
     @classmethod
     def from_profile(cls, compute, gpu_spec, dtype: str = "bf16") -> "ComputeModel":
@@ -157,7 +163,11 @@ class ComputeModel:
                                     for p in compute.attention_table],
                    gemm_layout_table=[(p.layout, p.tokens, p.out_features, p.in_features, p.efficiency)
                                       for p in compute.gemm_layout_table],
-                   memory_table=mem)
+                   memory_table=mem,
+                   # measured with tensor-core GEMMs of the profile's dtype: other dtypes (fp32 SIMT
+                   # GEMMs draw other power) get no slowdown
+                   clock_table=(sorted((p.duty, p.slowdown) for p in compute.clock_table)
+                                if dtype == compute.dtype else []))
 
     def efficiency(self, m: int, n: int, k: int) -> float:
         """GEMM efficiency (fraction of peak) for an ``m x n x k`` problem."""
@@ -178,12 +188,33 @@ class ComputeModel:
                     return e0 + w * (e1 - e0)
         return self.gemm_efficiency * flops / (flops + self.gemm_half_flops)
 
+    def slowdown_at(self, duty: float) -> float:
+        """Sustained slowdown of compute-bound kernels when they fill ``duty`` of the GPU's time:
+        ``clock_table`` interpolated linearly in duty, 1 at duty 0, the last point beyond it."""
+        pts = self.clock_table
+        if not pts:
+            return 1.0
+        xs = [(0.0, 1.0)] + [p for p in pts if p[0] > 0]
+        d = min(max(duty, 0.0), 1.0)
+        if d >= xs[-1][0]:
+            return xs[-1][1]
+        for (x0, y0), (x1, y1) in zip(xs, xs[1:]):
+            if x0 <= d <= x1:
+                return y0 + (y1 - y0) * (0.0 if x1 == x0 else (d - x0) / (x1 - x0))
+        return 1.0
+
+    def _cb(self, seconds: float) -> float:
+        """A compute-bound kernel's busy seconds at the clock in force (tallied)."""
+        t = seconds * self.clock_slowdown
+        self.tally[0] += t
+        return t
+
     def gemm(self, m: int, n: int, k: int, count: int = 1) -> float:
         """Seconds for ``count`` GEMMs of ``m x n x k`` (launch included)."""
         flops = 2.0 * m * n * k
         if flops <= 0:
             return 0.0
-        return count * (flops / (self.peak_flops * self.efficiency(m, n, k)) + self.kernel_launch_s)
+        return count * (self._cb(flops / (self.peak_flops * self.efficiency(m, n, k))) + self.kernel_launch_s)
 
     def linear_efficiency(self, M: int, N: int, K: int, role: str) -> float | None:
         """Measured efficiency of a linear layer's ``role`` GEMM (forward shape: ``M`` tokens, weight
@@ -212,7 +243,7 @@ class ComputeModel:
         if eff is None:
             shape = {"fwd": (M, N, K), "dgrad": (M, K, N), "wgrad": (K, N, M)}[role]
             return self.gemm(*shape)
-        return flops / (self.peak_flops * eff) + self.kernel_launch_s
+        return self._cb(flops / (self.peak_flops * eff)) + self.kernel_launch_s
 
     def flops_time(self, flops: float, efficiency: float | None = None, kernels: int = 1) -> float:
         """Seconds for ``flops`` at ``efficiency`` (default: the large-GEMM efficiency)."""
@@ -239,10 +270,11 @@ class ComputeModel:
                   head_dim: int | None = None) -> float:
         """Seconds for a fused (flash) attention kernel doing ``flops`` (causal: the executed half)."""
         eff = self.attention_eff(flops, direction, seq, head_dim)
-        return flops / (self.peak_flops * eff) + kernels * self.kernel_launch_s
+        return self._cb(flops / (self.peak_flops * eff)) + kernels * self.kernel_launch_s
 
     def memory(self, nbytes: float, kernels: int = 1) -> float:
         """Seconds for memory-bound kernels moving ``nbytes`` (read + write) through HBM."""
+        self.tally[1] += nbytes / self.hbm_bandwidth
         return nbytes / self.hbm_bandwidth + kernels * self.kernel_launch_s
 
     def memory_op(self, op: str, min_bytes: float, legacy_bytes: float, kernels: int = 1,
@@ -258,4 +290,5 @@ class ComputeModel:
         if not pts or min_bytes <= 0:
             return self.memory(legacy_bytes, kernels)
         eff = interp_log(pts, size_bytes or min_bytes)
+        self.tally[1] += min_bytes / (self.hbm_bandwidth * eff)
         return min_bytes / (self.hbm_bandwidth * eff) + kernels * self.kernel_launch_s

@@ -155,6 +155,7 @@ class TransformerStep:
         self.n_vstages = self.p * self.v
         self.vs_layers = split_layers(self.m.layers, self.n_vstages)
         self.layers_per_chunk = max(self.vs_layers)
+        self.compute_duty: float | None = None  # set when the profile has a clock_table
 
     # ------------------------------------------------------------------ kernels of one unit
     def _tp(self, op: str, size: float) -> tuple:
@@ -381,8 +382,30 @@ class TransformerStep:
     def units(self) -> tuple:
         """((layer F, layer B, selective extra), (embedding F, B), (head F, B)), built once."""
         if not hasattr(self, "_cache_units"):
+            cm = self.cm
+            if cm.clock_table:
+                # sustained clocks: the compute duty of the step's kernels (layers x L, embedding and
+                # head once; per micro-batch) picks the slowdown of compute-bound kernels from the
+                # profile's clock_table; one more pass with that slowdown, since it raises the duty
+                cm.clock_slowdown = 1.0
+                for _ in range(2):
+                    self.compute_duty = self._duty()
+                    cm.clock_slowdown = cm.slowdown_at(self.compute_duty)
             self._cache_units = (self._layer_units(), self._embed_units(), self._head_units())
         return self._cache_units
+
+    def _duty(self) -> float:
+        """Fraction of the GPU time of one micro-batch's kernels spent in compute-bound ones."""
+        cm, L = self.cm, self.m.layers
+        cm.tally[:] = [0.0, 0.0]
+        self._layer_units()
+        lc, lm = cm.tally
+        cm.tally[:] = [0.0, 0.0]
+        self._embed_units()
+        self._head_units()
+        ec, em = cm.tally
+        tot = L * (lc + lm) + ec + em
+        return (L * lc + ec) / tot if tot > 0 else 0.0
 
     def _extra(self, u: Unit, mb: int | None) -> Unit:
         """``u`` (a backward unit) with the per-parameter work of micro-batch ``mb`` appended.
