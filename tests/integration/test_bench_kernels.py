@@ -27,7 +27,9 @@ def _check(rows: list[dict]) -> None:
     kern = [r for r in rows if r["kind"] == "kernel"]
     names = {r["name"] for r in kern}
     assert {"attention_fwd", "attention_fwd_bwd", "gemm_nt", "gemm_nn", "gemm_tn", "layernorm_fwd", "layernorm_bwd",
-            "gelu_fwd", "gelu_bwd", "residual_add", "cross_entropy_fwd_bwd", "adamw_step"} <= names
+            "gelu_fwd", "gelu_bwd", "residual_add", "cross_entropy_fwd_bwd", "adamw_step",
+            "rmsnorm_fwd", "rmsnorm_bwd", "rope_fwd_bwd", "swiglu_fwd_bwd", "repeat_kv_fwd_bwd",
+            "eager_attention_fwd", "eager_attention_fwd_bwd"} <= names
     assert len(kern) == kernel_plan_size(kernel_plan(BenchConfig(output="x", device="cpu")))
     for r in kern:
         assert r["time_us"] > 0 and r["time_us_min"] <= r["time_us"] <= r["time_us_p90"]
@@ -43,6 +45,11 @@ def _check(rows: list[dict]) -> None:
         t, o, i = r["tokens"], r["out_features"], r["in_features"]
         assert (r["m"], r["n"], r["k"]) == {"NT": (t, o, i), "NN": (t, i, o), "TN": (o, i, t)}[r["layout"]]
         assert r["flops"] == 2.0 * t * o * i
+    for r in (r for r in kern if r["name"].startswith("eager_attention")):
+        n_sc = r["batch"] * r["heads"] * r["seq"] ** 2  # score-matrix bytes: 2x forward, 5x forward + backward
+        assert r["bytes"] == (2 if r["name"] == "eager_attention_fwd" else 5) * n_sc * 4
+    for r in (r for r in kern if r["name"] == "swiglu_fwd_bwd"):
+        assert r["bytes"] == 8 * r["elements"] * 4
     (adam,) = [r for r in kern if r["name"] == "adamw_step"]
     assert adam["bytes"] == 7 * adam["params"] * 4
     keys = [row_key(r) for r in rows]

@@ -187,3 +187,63 @@ def test_fsdp_prefetch_overlaps_gather_with_previous_layer():
     assert overlapped > 0
     serial = sum(tl.end[op.id] - tl.start[op.id] for op in comp) + len(ags) * 1e-5
     assert tl.makespan < serial  # gathers hidden behind compute
+
+
+# --- kernel fusion and sustained clocks (2026-11-24) ---------------------------------------------
+
+def _step_time(overrides):
+    from clustersim.simulate.run import run_scenario
+
+    return run_scenario(ROOT_SCEN / "ref-single.yaml", fidelity="analytical", overrides=overrides).step_time_s
+
+
+ROOT_SCEN = __import__("pathlib").Path(__file__).resolve().parents[2] / "scenarios"
+_LLAMA = ["model.layers=2", "model.hidden=1024", "model.heads=8", "model.kv_heads=2", "model.ffn_hidden=2816",
+          "model.mlp=swiglu", "model.norm=rmsnorm", "model.position_embedding=rope", "training.global_batch=2"]
+
+
+def test_unfused_kernels_cost_more_only_where_fusion_matters():
+    # RoPE, SwiGLU and the GQA repeat as separate PyTorch kernels cost more than fused ones
+    assert _step_time(_LLAMA + ["training.kernel_fusion=none"]) > 1.02 * _step_time(_LLAMA + ["training.kernel_fusion=fused"])
+    eager = ["model.layers=2", "model.attention=eager", "training.global_batch=2"]
+    assert _step_time(eager + ["training.kernel_fusion=none"]) > 1.02 * _step_time(eager + ["training.kernel_fusion=fused"])
+    # GELU, LayerNorm, learned positions and flash attention are single kernels either way
+    plain = ["model.layers=2", "training.global_batch=2"]
+    assert _step_time(plain + ["training.kernel_fusion=none"]) == _step_time(plain + ["training.kernel_fusion=fused"])
+
+
+def test_clock_table_interpolation():
+    from clustersim.workload.compute import ComputeModel
+
+    cm = ComputeModel(peak_flops=1e15, hbm_bandwidth=3e12, clock_table=[(0.5, 1.05), (1.0, 1.15)])
+    assert cm.slowdown_at(0.0) == 1.0
+    assert cm.slowdown_at(0.25) == pytest.approx(1.025)
+    assert cm.slowdown_at(0.75) == pytest.approx(1.10)
+    assert cm.slowdown_at(1.0) == pytest.approx(1.15)
+    assert ComputeModel(peak_flops=1e15, hbm_bandwidth=3e12).slowdown_at(0.9) == 1.0
+
+
+def test_sustained_clock_slows_compute_bound_kernels_by_the_step_duty():
+    from clustersim.config.base import load_model
+    from clustersim.config.scenario import Scenario
+    from clustersim.simulate.resolve import resolve_scenario
+    from clustersim.workload.compute import ComputeModel
+    from clustersim.workload.transformer import TransformerStep
+
+    rs = resolve_scenario(ROOT_SCEN / "ref-single.yaml", ["model.layers=2", "training.global_batch=2"])
+    assert rs.profile.compute.clock_table, "the shipped hgx-h200 profile carries the measured clock table"
+    sc = load_model(Scenario, ROOT_SCEN / "ref-single.yaml", ["model.layers=2", "training.global_batch=2"])
+    cm = ComputeModel.from_profile(rs.profile.compute, rs.cluster.gpu_spec)
+    step = TransformerStep(sc, cm)
+    (lf, lb, _), _, _ = step.units
+    assert 0.3 < step.compute_duty < 1.0
+    assert cm.clock_slowdown == pytest.approx(cm.slowdown_at(step.compute_duty))
+    assert cm.clock_slowdown > 1.0
+    # the same model without the table: compute-bound kernels at burst speed, memory-bound unchanged
+    cm0 = ComputeModel.from_profile(rs.profile.compute.model_copy(update={"clock_table": []}), rs.cluster.gpu_spec)
+    step0 = TransformerStep(sc, cm0)
+    (lf0, lb0, _), _, _ = step0.units
+    t = sum(x[1] for x in lf.segments if x[0] == "c")
+    t0 = sum(x[1] for x in lf0.segments if x[0] == "c")
+    assert t0 < t < t0 * cm.clock_slowdown
+    assert step0.compute_duty is None and cm0.clock_slowdown == 1.0
