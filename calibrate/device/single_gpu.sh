@@ -3,6 +3,7 @@
 # then host-cost probes of the reference script. Rows go to $OUT/train_steps.jsonl, logs to $OUT/train.log.
 #   bash calibrate/device/single_gpu.sh h200     # blind2 rg-single gv-single, blind3 (H200 rows), probes
 #   bash calibrate/device/single_gpu.sh h100     # blind2 *-single-h100, blind3 *-h100, probes
+#   CONFIGS=calibrate/blind4_configs.txt PROBES=0 bash calibrate/device/single_gpu.sh h200   # another set only
 # Probes (run ids host-*): the host-bound reference shape (ref-single) and a tiny shape whose GPU work is
 # negligible (hidden 256, seq 256: the step time is the host's issue time), each as a plain process and
 # with --force-ddp (a one-rank NCCL group and DDP), to see what the distributed machinery adds per call.
@@ -14,7 +15,7 @@ export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader > "$OUT/gpus.txt"
 nproc >> "$OUT/gpus.txt"
 if [ "$gpu" = h100 ]; then sel='h100$'; excl='^$'; topo="--set cluster.topology=dgx-h100"
-else sel='^(rg-single|gv-single|b3-.*)$'; excl='h100$'; topo=""; fi
+else sel='.'; excl='h100$'; topo=""; fi
 t0=$(date +%s)
 runone() {  # id, then train_gpt.py arguments
   local id=$1; shift
@@ -23,7 +24,7 @@ runone() {  # id, then train_gpt.py arguments
     --steps 10 --warmup 3 --run-id "$id" -o "$OUT/train_steps.jsonl" >> "$OUT/train.log" 2>&1
   printf '%-24s rc=%d %4d s (at %d s)\n' "$id" "$?" "$(( $(date +%s) - t ))" "$(( $(date +%s) - t0 ))" | tee -a "$OUT/runs.txt"
 }
-for cfg in calibrate/blind2_configs.txt calibrate/blind3_configs.txt; do
+for cfg in ${CONFIGS:-calibrate/blind2_configs.txt calibrate/blind3_configs.txt}; do
   python3 calibrate/heldout.py --configs "$cfg" commands > /tmp/cmds.txt
   while read -r line; do
     id=$(sed -E 's/.*--run-id ([^ ]+).*/\1/' <<<"$line")
@@ -34,11 +35,13 @@ for cfg in calibrate/blind2_configs.txt calibrate/blind3_configs.txt; do
     eval "runone $id $args"
   done < /tmp/cmds.txt
 done
-tiny="--set model.hidden=256 --set model.ffn_hidden=1024 --set model.seq_len=256"
-runone "host-ref-$gpu" scenarios/ref-single.yaml $topo
-runone "host-ref-ddp-$gpu" scenarios/ref-single.yaml $topo --force-ddp
-runone "host-tiny-$gpu" scenarios/ref-single.yaml $topo $tiny
-runone "host-tiny-ddp-$gpu" scenarios/ref-single.yaml $topo $tiny --force-ddp
+if [ "${PROBES:-1}" = 1 ]; then
+  tiny="--set model.hidden=256 --set model.ffn_hidden=1024 --set model.seq_len=256"
+  runone "host-ref-$gpu" scenarios/ref-single.yaml $topo
+  runone "host-ref-ddp-$gpu" scenarios/ref-single.yaml $topo --force-ddp
+  runone "host-tiny-$gpu" scenarios/ref-single.yaml $topo $tiny
+  runone "host-tiny-ddp-$gpu" scenarios/ref-single.yaml $topo $tiny --force-ddp
+fi
 python3 - <<'PY'
 import json, os, statistics
 for l in open(os.environ["OUT"] + "/train_steps.jsonl"):
