@@ -120,7 +120,7 @@ def test_gpu_bound_reference_set_is_complete():
                  "ref-pp2-interleaved"):
         assert any(g[0] == name and not g[2] for g in got), name
     assert ("ref-single", 1, True) in got
-    assert len(GB_ROWS) >= 20
+    assert len(GB_ROWS) >= 30
 
 
 @pytest.mark.parametrize("row", GB_ROWS, ids=[r["run_id"] for r in GB_ROWS])
