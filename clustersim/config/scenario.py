@@ -112,6 +112,8 @@ class ParallelismSection(StrictModel):
     ep: PosInt = Field(1, description="Expert parallelism (MoE; not yet simulated).")
     cp: PosInt = Field(1, description="Context parallelism (not yet simulated).")
     sequence_parallel: bool = Field(False, description="With tp > 1: norms/dropout split along the sequence (RS/AG instead of AR).")
+    tp_comm_overlap: bool = Field(False, description="With tp > 1 and sequence_parallel: each TP all-gather/reduce-scatter "
+                                  "runs beside the GEMM it feeds or drains (Megatron-Core --tp-comm-overlap, TE userbuffers).")
     vocab_parallel: bool = Field(True, description="With tp > 1: embedding and LM head split across TP ranks; false replicates them.")
     zero: Literal[0, 1, 2, 3] = Field(0, description="0 = DDP, 1 = shard optimizer states, 2 = + gradients, 3 = + parameters (FSDP).")
     schedule: Literal["gpipe", "1f1b", "interleaved"] = Field("1f1b", description="Pipeline schedule.")
@@ -223,6 +225,8 @@ class Scenario(StrictModel):
             if m.layers < chunks:
                 # not divisible is allowed: the first and last stages get one layer less (Llama 3 §3.3.2)
                 raise ValueError(f"parallelism.pp*virtual_stages ({chunks}) exceeds model.layers ({m.layers})")
+            if par.tp_comm_overlap and par.tp > 1 and not par.sequence_parallel:
+                raise ValueError("parallelism.tp_comm_overlap needs sequence_parallel (as Megatron's --tp-comm-overlap)")
             if par.sequence_parallel and par.tp > 1 and m.seq_len % par.tp:
                 raise ValueError(f"parallelism.tp ({par.tp}) must divide model.seq_len ({m.seq_len}) with sequence_parallel")
         if tr.global_batch % (tr.micro_batch * par.dp):

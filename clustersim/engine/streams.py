@@ -69,15 +69,22 @@ def execute_flow(sim, graph, comm_time, private_tp: bool = True):
                     comp += seg[1]
                 elif private_tp:
                     dt = comm_time(seg[1])
-                    acc += dt
-                    tp += dt
+                    hide = seg[2] if len(seg) > 2 else 0.0  # a GEMM running beside it (TP overlap)
+                    acc += max(dt, hide)
+                    comp += hide
+                    tp += max(0.0, dt - hide)
                 else:
                     if acc > 0:
                         yield env.timeout(acc)
                         acc = 0.0
                     t1 = env.now
-                    yield env.all_of(coll_events(seg[1], op.name))
-                    tp += env.now - t1
+                    evs = coll_events(seg[1], op.name)
+                    hide = seg[2] if len(seg) > 2 else 0.0
+                    if hide > 0:
+                        evs = evs + [env.timeout(hide)]
+                    yield env.all_of(evs)
+                    comp += hide
+                    tp += env.now - t1 - hide
             if acc > 0:
                 yield env.timeout(acc)
             if win is not None and env.now < win[1]:

@@ -59,7 +59,15 @@ def compute_parts(op: Op, comm_time) -> tuple[float, dict[str, float]]:
     if op.segments is None:
         return op.duration, {op.category: op.duration}
     comp = sum(s[1] for s in op.segments if s[0] == "c")
-    tp = sum(comm_time(s[1]) for s in op.segments if s[0] == "tp")
+    tp = 0.0
+    for s in op.segments:
+        if s[0] == "tp":
+            ct = comm_time(s[1])
+            if len(s) > 2:  # overlapped with a GEMM of s[2] seconds: only the excess is exposed
+                comp += s[2]
+                tp += max(0.0, ct - s[2])
+            else:
+                tp += ct
     parts = {"compute": comp}
     if tp:
         parts["comm_tp"] = tp

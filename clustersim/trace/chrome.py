@@ -26,7 +26,8 @@ def _tp_events(graph, tl, comm_time, streams) -> list[dict]:
     for op in graph.ops:
         if not op.segments or not any(sg[0] == "tp" for sg in op.segments):
             continue
-        durs = [sg[1] if sg[0] == "c" else comm_time(sg[1]) for sg in op.segments]
+        durs = [sg[1] if sg[0] == "c" else max(comm_time(sg[1]), sg[2] if len(sg) > 2 else 0.0)
+                for sg in op.segments]
         total = sum(durs)
         span = tl.end[op.id] - tl.start[op.id]
         scale = span / total if total > 0 else 0.0

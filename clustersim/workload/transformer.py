@@ -122,6 +122,23 @@ class Unit:
     tensors: int = 0  # parameter tensors of the unit (one AccumulateGrad / DDP hook / optimizer entry each)
 
 
+def _overlap_tp(segs: list) -> list:
+    """TP communication overlap (Megatron-Core ``--tp-comm-overlap``, sequence parallel): each
+    all-gather runs beside the GEMM it feeds (the next compute item), each reduce-scatter beside the
+    GEMM it drains (the previous one). The GEMM's seconds move into the collective's segment as a
+    4th element, ``("tp", op, size, gemm_seconds)``: the pair takes ``max(comm, gemm)``; the GEMM
+    item keeps its kernel count (host issue) with no GPU time of its own."""
+    out = list(segs)
+    for i, sg in enumerate(out):
+        if sg[0] != "tp" or len(sg) > 3:
+            continue
+        j = i + 1 if sg[1] == "all_gather" else i - 1
+        if 0 <= j < len(out) and out[j][0] == "c" and out[j][1] > 0:
+            out[i] = ("tp", sg[1], sg[2], out[j][1])
+            out[j] = ("c", 0.0, out[j][2])
+    return out
+
+
 class TransformerStep:
     """Builds the op DAG of one training step of a transformer scenario.
 
@@ -297,6 +314,8 @@ class TransformerStep:
         tp_out()
         residual()
         bwd.reverse()
+        if self.sp and self.par.tp_comm_overlap:
+            fwd, bwd = _overlap_tp(fwd), _overlap_tp(bwd)
         n_local = m.layer_matmul_params / t + m.layer_other_params
         mats = 5 if m.mlp == "swiglu" else 4  # QKV, output, MLP matrices
         norm_t = 2 if (m.norm == "layernorm" and m.bias) else 1
@@ -575,7 +594,7 @@ class TransformerStep:
                         hit = seg_cache.get(key)
                         if hit is None:
                             segs, host = self._segs(us)
-                            segs = [s if s[0] == "c" else ("tp", Coll(s[1], [tpg], s[2], "tp")) for s in segs]
+                            segs = [s if s[0] == "c" else ("tp", Coll(s[1], [tpg], s[2], "tp"), *s[3:]) for s in segs]
                             hit = seg_cache[key] = (segs, host)
                         segs, host = hit
                         name = f"{kind}{mb}" + (f".c{c}" if v > 1 else "") + (f".{us[0].name}" if split else "")
@@ -730,7 +749,7 @@ class TransformerStep:
             for ui, u in enumerate(units):
                 ag = None
                 segs, host = self._segs([u])
-                segs = [s if s[0] == "c" else ("tp", Coll(s[1], [tpg], s[2], "tp")) for s in segs]
+                segs = [s if s[0] == "c" else ("tp", Coll(s[1], [tpg], s[2], "tp"), *s[3:]) for s in segs]
                 if dp_on and u.param_count > 0:
                     # prefetch: may start once the unit two places earlier finished (2 units resident)
                     pre = comp_hist[-2] if len(comp_hist) >= 2 else None

@@ -247,3 +247,34 @@ def test_sustained_clock_slows_compute_bound_kernels_by_the_step_duty():
     t0 = sum(x[1] for x in lf0.segments if x[0] == "c")
     assert t0 < t < t0 * cm.clock_slowdown
     assert step0.compute_duty is None and cm0.clock_slowdown == 1.0
+
+
+def test_tp_comm_overlap_hides_tp_collectives_behind_gemms():
+    from clustersim.simulate.run import run_scenario
+    from clustersim.workload.transformer import _overlap_tp
+
+    # the pairing rule: an all-gather feeds the next GEMM, a reduce-scatter drains the previous one
+    segs = [("c", 1.0, 1), ("tp", "all_gather", 8.0), ("c", 2.0, 1), ("c", 3.0, 1), ("tp", "reduce_scatter", 8.0)]
+    assert _overlap_tp(segs) == [("c", 1.0, 1), ("tp", "all_gather", 8.0, 2.0), ("c", 0.0, 1), ("c", 0.0, 1),
+                                 ("tp", "reduce_scatter", 8.0, 3.0)]
+    base = ["parallelism.sequence_parallel=true", "model.layers=4", "training.global_batch=8"]
+    res = {}
+    for ov in ("false", "true"):
+        for fid in ("analytical", "flow"):
+            res[ov, fid] = run_scenario(ROOT_SCEN / "hybrid-tp2-pp2-dp2.yaml", fidelity=fid,
+                                        overrides=base + [f"parallelism.tp_comm_overlap={ov}"])
+    off, on = res["false", "analytical"], res["true", "analytical"]
+    assert on.step_time_s < off.step_time_s
+    assert on.breakdown["comm_tp"] < 0.5 * off.breakdown["comm_tp"]
+    assert on.breakdown["compute"] == pytest.approx(off.breakdown["compute"], rel=0.02)
+    assert res["true", "flow"].step_time_s == pytest.approx(on.step_time_s, rel=0.02)
+
+
+def test_tp_comm_overlap_needs_sequence_parallel(tmp_path):
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "clustersim", "validate", str(ROOT_SCEN / "hybrid-tp2-pp2-dp2.yaml"),
+                        "--set", "parallelism.tp_comm_overlap=true", "--set", "parallelism.sequence_parallel=false"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "sequence_parallel" in r.stderr and "Traceback" not in r.stderr
