@@ -41,6 +41,9 @@ What is built (choices, stated once):
     layers split evenly into ``pp * virtual_stages`` chunks (embedding with the first, final norm + LM
     head with the last), chunk c on pipeline rank ``c % pp`` (Megatron's interleaved placement).
   * Combinations: dp x tp (DDP over the dp group); pp alone; zero 3 alone. Others are refused.
+- Kernels: plain PyTorch eager, nothing fused (RoPE as neg/cat/mul/add, silu then mul, GQA by
+  ``repeat_interleave``, eager attention as scale/masked_fill/softmax): the scenario field
+  ``training.kernel_fusion: none`` describes it (the ``ref-*`` scenarios set it).
 - Timing: ``--warmup`` steps, then ``--steps`` steps, each bracketed by ``torch.cuda.synchronize()``;
   a step's time is the slowest rank's (all-reduce MAX after the loop). Peak memory is
   ``torch.cuda.max_memory_allocated`` (max over ranks) over the whole run.
@@ -590,6 +593,12 @@ def run(args) -> int:
         if dtype_name == "bfloat16":
             _log(rank, "note: bf16 on CPU is slow; CI runs use pure fp32")
     dtype = getattr(torch, dtype_name)
+    unfused_features = [f for f, on in (("rope", m.position_embedding == "rope"), ("swiglu", m.mlp == "swiglu"),
+                                        ("GQA", m.kv_heads != m.heads), ("eager attention", m.attention == "eager"))
+                        if on]
+    if tr.kernel_fusion == "fused" and unfused_features:
+        _log(rank, f"note: this script runs {', '.join(unfused_features)} as separate PyTorch kernels; the scenario "
+                   "says training.kernel_fusion: fused, so `clustersim run` models fused kernels (set it to none)")
 
     if args.force_ddp and (world != 1 or par.pp > 1 or par.tp > 1 or par.zero):
         raise Unsupported("--force-ddp is for one process without tp, pp or zero (a host-cost probe)")
