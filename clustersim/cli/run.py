@@ -29,6 +29,9 @@ def _render(d: dict) -> None:
     if d.get("mfu") is not None:
         t.add_row("MFU (model FLOPs / bf16 peak)", f"{100 * d['mfu']:.1f} %")
         t.add_row("model TFLOP/s/GPU", f"{d['tflops_per_gpu']:.1f}")
+    if d.get("clock_slowdown") is not None:
+        t.add_row("sustained clock (GEMM, attention)",
+                  f"x{d['clock_slowdown']:.3f} at duty {100 * d['compute_duty']:.0f} %")
     console.print(t)
     b = Table(title="where the step goes (per rank, averaged)")
     b.add_column("part")
