@@ -26,6 +26,7 @@ sys.path.insert(0, str(HERE))
 import train_gpt  # noqa: E402
 from clustersim.config.base import load_model  # noqa: E402
 from clustersim.config.scenario import Scenario  # noqa: E402
+from clustersim.errors import ClusterSimError  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -41,8 +42,15 @@ def main(argv=None) -> int:
     import torch.nn.functional as F
     from torch.profiler import ProfilerActivity, profile
 
-    sc = load_model(Scenario, args.scenario, args.set)
-    dtype = getattr(torch, train_gpt.check_supported(sc))
+    try:
+        sc = load_model(Scenario, args.scenario, args.set)
+        dtype = getattr(torch, train_gpt.check_supported(sc))
+    except (ClusterSimError, train_gpt.Unsupported) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not torch.cuda.is_available():
+        print("error: profile_step.py needs a CUDA GPU", file=sys.stderr)
+        return 2
     if sc.world_size != 1:
         print("error: profile_step.py runs one GPU (dp = tp = pp = 1)", file=sys.stderr)
         return 2
