@@ -40,7 +40,9 @@ What is built (choices, stated once):
   * pp>1: ``torch.distributed.pipelining`` (ScheduleGPipe / Schedule1F1B / ScheduleInterleaved1F1B),
     layers split evenly into ``pp * virtual_stages`` chunks (embedding with the first, final norm + LM
     head with the last), chunk c on pipeline rank ``c % pp`` (Megatron's interleaved placement).
-  * Combinations: dp x tp (DDP over the dp group); pp alone; zero 3 alone. Others are refused.
+  * Combinations: dp x tp (DDP over the dp group); pp x tp x dp (TP layers inside the pipeline
+    stages; with dp > 1 the gradients are all-reduced over the dp group after the pipeline step, in
+    buckets of ``ddp_bucket_mb``, not overlapped with the backward); zero 3 alone. Others are refused.
 - Kernels: plain PyTorch eager, nothing fused (RoPE as neg/cat/mul/add, silu then mul, GQA by
   ``repeat_interleave``, eager attention as scale/masked_fill/softmax): the scenario field
   ``training.kernel_fusion: none`` describes it (the ``ref-*`` scenarios set it).
@@ -118,8 +120,6 @@ def check_supported(sc: Scenario) -> str:
         raise Unsupported(f"parallelism.zero: {par.zero} is not implemented (0 = DDP or 3 = FSDP)")
     if par.zero == 3 and (par.tp > 1 or par.pp > 1):
         raise Unsupported("parallelism.zero: 3 is implemented with dp only (tp = pp = 1)")
-    if par.pp > 1 and (par.tp > 1 or par.dp > 1):
-        raise Unsupported("pipeline parallelism is implemented alone (tp = dp = 1)")
     if par.pp > 1 and sc.model.tied_embeddings:
         raise Unsupported("tied_embeddings with pp > 1 (embedding and LM head on different stages) is not implemented")
     if par.tp > 1 and par.vocab_parallel and sc.model.vocab % par.tp:
@@ -655,8 +655,8 @@ def run(args) -> int:
         pp_group = groups.groups["pp"]
         pstages = [PipelineStage(chunk, c, nchunks, device, group=pp_group) for c, chunk in stages]
 
-        def loss_fn(logits, target):
-            return F.cross_entropy(logits.float().flatten(0, 1), target.flatten())
+        def loss_fn(logits, target):  # the schedule scales by the micro-batch count itself
+            return mb_loss(logits, target)
 
         n_mb = sc.micro_batches
         if par.schedule == "gpipe":
@@ -667,6 +667,9 @@ def run(args) -> int:
             schedule = ScheduleInterleaved1F1B(pstages, n_mb, loss_fn=loss_fn)
         params_modules = [chunk for _, chunk in stages]
         impl["pp"] = f"torch.distributed.pipelining {type(schedule).__name__}, {nchunks} chunks of {per} layers"
+        if par.dp > 1:
+            impl["dp"] = (f"gradients all-reduced over the dp group after the pipeline step, buckets of "
+                          f"{par.ddp_bucket_mb} MB")
         train_module = None
     elif par.zero == 3 and par.dp > 1:
         try:
@@ -736,6 +739,31 @@ def run(args) -> int:
         if device_kind == "cuda":
             torch.cuda.synchronize()
 
+    def reduce_dp_grads():
+        """pp x dp: average the gradients over the dp group, in reverse parameter order, in flat buckets
+        of ``ddp_bucket_mb`` (as DDP's buckets), after the pipeline step."""
+        from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
+
+        grads = [p.grad for p in reversed(params) if p.grad is not None]
+        cap = par.ddp_bucket_mb * 1e6
+        bucket, size = [], 0
+
+        def flush():
+            if bucket:
+                flat = _flatten_dense_tensors(bucket)
+                dist.all_reduce(flat, group=groups.groups["dp"])
+                flat /= par.dp
+                for g, r in zip(bucket, _unflatten_dense_tensors(flat, bucket)):
+                    g.copy_(r)
+
+        for g in grads:
+            bucket.append(g)
+            size += g.numel() * g.element_size()
+            if size >= cap:
+                flush()
+                bucket, size = [], 0
+        flush()
+
     def step(i):
         opt.zero_grad(set_to_none=True)
         batch = data[i]
@@ -754,6 +782,8 @@ def run(args) -> int:
             else:
                 schedule.step()
             loss = torch.stack([l.detach().float() for l in losses]).mean() if losses else None
+            if par.dp > 1:
+                reduce_dp_grads()
         else:
             acc = torch.zeros((), device=device, dtype=torch.float32)
             for j in range(n_mb):

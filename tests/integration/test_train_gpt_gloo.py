@@ -105,6 +105,8 @@ RUNS = [
     ("pp2-interleaved", "ref-pp2-interleaved", 2, TINY),
     ("single-llama", "ref-single", 1, LLAMA_LIKE),
     ("tp2-llama", "ref-tp2", 2, LLAMA_LIKE),
+    # the hybrid layout of issue 6 (TP2 inside PP2 stages, DP2 across): 8 processes
+    ("pp2-tp2-dp2", "ref-pp2-1f1b", 8, TINY + ["parallelism.tp=2", "parallelism.dp=2", "cluster.gpus=8"]),
 ]
 
 
@@ -114,7 +116,7 @@ def rows(tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("train_gpt") / "steps.jsonl"
     labels = []
     for label, scen, nproc, sets in RUNS:
-        proc = _run(scen, out, nproc, sets, torchrun=(label == "ddp2"))
+        proc = _run(scen, out, nproc, sets, torchrun=(label == "ddp2"), timeout=240 if nproc > 2 else 120)
         assert proc.returncode == 0, f"{label} failed (rc {proc.returncode}):\n{proc.stderr[-3000:]}"
         labels.append(label)
     lines = out.read_text().splitlines()
@@ -147,9 +149,11 @@ def test_implementations_recorded(rows):
     assert "Schedule1F1B" in rows["pp2-1f1b"]["implementation"]["pp"]
     assert "ScheduleInterleaved1F1B" in rows["pp2-interleaved"]["implementation"]["pp"]
     assert "4 chunks" in rows["pp2-interleaved"]["implementation"]["pp"]
+    hy = rows["pp2-tp2-dp2"]["implementation"]
+    assert "Schedule1F1B" in hy["pp"] and "vocab-parallel" in hy["tp"] and "dp group" in hy["dp"]
 
 
-@pytest.mark.parametrize("label", ["tp2", "ddp2", "fsdp2", "pp2-gpipe", "pp2-1f1b", "pp2-interleaved"])
+@pytest.mark.parametrize("label", ["tp2", "ddp2", "fsdp2", "pp2-gpipe", "pp2-1f1b", "pp2-interleaved", "pp2-tp2-dp2"])
 def test_same_losses_as_single(rows, label):
     """Same seed, weights and global batch: step 0 (forward) and later steps (backward + update) agree."""
     ref, got = rows["single"]["losses"], rows[label]["losses"]
