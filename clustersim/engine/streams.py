@@ -67,9 +67,10 @@ def execute_flow(sim, graph, comm_time, private_tp: bool = True):
                 if seg[0] == "c":
                     acc += seg[1]
                     comp += seg[1]
-                elif private_tp:
+                    continue
+                hide = seg[2] if len(seg) > 2 else 0.0  # a GEMM running beside it (TP overlap)
+                if private_tp:
                     dt = comm_time(seg[1])
-                    hide = seg[2] if len(seg) > 2 else 0.0  # a GEMM running beside it (TP overlap)
                     acc += max(dt, hide)
                     comp += hide
                     tp += max(0.0, dt - hide)
@@ -79,7 +80,6 @@ def execute_flow(sim, graph, comm_time, private_tp: bool = True):
                         acc = 0.0
                     t1 = env.now
                     evs = coll_events(seg[1], op.name)
-                    hide = seg[2] if len(seg) > 2 else 0.0
                     if hide > 0:
                         evs = evs + [env.timeout(hide)]
                     yield env.all_of(evs)

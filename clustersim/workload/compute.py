@@ -209,6 +209,11 @@ class ComputeModel:
         self.tally[0] += t
         return t
 
+    def _mb(self, seconds: float) -> float:
+        """A memory-bound kernel's busy seconds (tallied; the clock does not change them)."""
+        self.tally[1] += seconds
+        return seconds
+
     def gemm(self, m: int, n: int, k: int, count: int = 1) -> float:
         """Seconds for ``count`` GEMMs of ``m x n x k`` (launch included)."""
         flops = 2.0 * m * n * k
@@ -274,8 +279,7 @@ class ComputeModel:
 
     def memory(self, nbytes: float, kernels: int = 1) -> float:
         """Seconds for memory-bound kernels moving ``nbytes`` (read + write) through HBM."""
-        self.tally[1] += nbytes / self.hbm_bandwidth
-        return nbytes / self.hbm_bandwidth + kernels * self.kernel_launch_s
+        return self._mb(nbytes / self.hbm_bandwidth) + kernels * self.kernel_launch_s
 
     def memory_op(self, op: str, min_bytes: float, legacy_bytes: float, kernels: int = 1,
                   size_bytes: float | None = None) -> float:
@@ -290,5 +294,4 @@ class ComputeModel:
         if not pts or min_bytes <= 0:
             return self.memory(legacy_bytes, kernels)
         eff = interp_log(pts, size_bytes or min_bytes)
-        self.tally[1] += min_bytes / (self.hbm_bandwidth * eff)
-        return min_bytes / (self.hbm_bandwidth * eff) + kernels * self.kernel_launch_s
+        return self._mb(min_bytes / (self.hbm_bandwidth * eff)) + kernels * self.kernel_launch_s
