@@ -31,8 +31,13 @@ def load_profile(name: str | Path | None, base: Path | None = None) -> tuple[Pro
     return load_model(Profile, path), path
 
 
-def resolve_scenario(source: str | Path | Scenario, overrides: list[str] | None = None) -> ResolvedScenario:
-    """Load and check a scenario (path or model) and build its cluster and profile."""
+def resolve_scenario(source: str | Path | Scenario, overrides: list[str] | None = None,
+                     check_world: bool = True) -> ResolvedScenario:
+    """Load and check a scenario (path or model) and build its cluster and profile.
+
+    ``check_world=False`` skips the rule that the parallel degrees multiply to the GPU count
+    (the planner replaces the degrees with its own).
+    """
     from clustersim.topology import load_cluster
 
     if isinstance(source, Scenario):
@@ -53,5 +58,6 @@ def resolve_scenario(source: str | Path | Scenario, overrides: list[str] | None 
         profile, prof_file = load_profile(prof_name, base=base)
     except ClusterSimError as exc:
         raise ClusterSimError(exc.message, file=fname, field="cluster.profile") from None
-    check_world_size(scenario, cluster.n_gpus, file=fname)
+    if check_world:
+        check_world_size(scenario, cluster.n_gpus, file=fname)
     return ResolvedScenario(scenario, file, cluster, profile, topo_file, prof_file)
