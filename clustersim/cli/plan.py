@@ -32,7 +32,7 @@ def _str_list(text: Optional[str], flag: str, allowed: tuple[str, ...]) -> Optio
     vals = [x.strip() for x in text.split(",") if x.strip()]
     bad = [v for v in vals if v not in allowed]
     if bad or not vals:
-        raise ClusterSimError(f"{flag}: {', '.join(bad) or 'nothing given'} not in {', '.join(allowed)}", field=flag)
+        raise ClusterSimError(f"{', '.join(bad) or 'nothing given'} not in {', '.join(allowed)}", field=flag)
     return vals
 
 
