@@ -7,6 +7,7 @@ its ``memory()`` report, and the bound sums the GPU seconds of its own compute i
 Why the bound holds (every op of a rank's compute stream runs one after another, and each
 lasts at least the sum of its compute items):
 
+* every compute op lasts at least its compute items plus its TP collectives (``compute_parts``);
 * every pipeline rank ``j`` runs the forward and backward of all its virtual stages for all
   ``m`` micro-batches: ``T >= W_j = m * sum_c (F[c p + j] + B[c p + j])``;
 * the last pipeline rank cannot start before micro-batch 0's forward crossed virtual stages
@@ -21,20 +22,24 @@ Host issue time, collectives and recompute-extra kernels only add to ``T``.
 from __future__ import annotations
 
 from clustersim.workload.memory import optimizer_update_bytes
+from clustersim.workload.ops import Coll
 
 
-def _unit_busy(u) -> float:
-    """GPU seconds of the compute items of unit ``u`` (an overlapped TP item counts its GEMM)."""
+def _unit_busy(u, tp_time) -> float:
+    """GPU seconds of unit ``u`` on the compute stream: its compute items plus its TP collectives
+    (``compute_parts`` of the executor: a collective beside a GEMM costs ``max(comm, GEMM)``).
+    ``tp_time(op, size) -> seconds`` (None: collectives count 0 s, a weaker bound)."""
     tot = 0.0
     for sg in u.segments:
         if sg[0] == "c":
             tot += sg[1]
-        elif sg[0] == "tp" and len(sg) > 3:
-            tot += sg[3]
+        elif sg[0] == "tp":
+            ct = tp_time(sg[1], sg[2]) if tp_time is not None else 0.0
+            tot += max(ct, sg[3]) if len(sg) > 3 else ct
     return tot
 
 
-def _busy(units) -> float:
+def _busy(units, tp_time) -> float:
     """Summed :func:`_unit_busy` of ``units`` (a chunk repeats one layer unit: summed once per object)."""
     seen: dict[int, list] = {}
     for u in units:
@@ -43,7 +48,7 @@ def _busy(units) -> float:
             seen[id(u)] = [u, 1]
         else:
             e[1] += 1
-    return sum(_unit_busy(u) * n for u, n in seen.values())
+    return sum(_unit_busy(u, tp_time) * n for u, n in seen.values())
 
 
 def _optimizer_seconds(step) -> list[float]:
@@ -61,12 +66,24 @@ def _optimizer_seconds(step) -> list[float]:
     return out
 
 
-def step_lower_bound(step) -> float:
-    """Lower bound (seconds) on the step time of ``step`` (a ``TransformerStep``)."""
+def step_lower_bound(step, comm=None) -> float:
+    """Lower bound (seconds) on the step time of ``step`` (a ``TransformerStep``).
+
+    ``comm``: the run's collective-time memo (``CommCache``); with it the TP collectives inside
+    each layer count, on the TP group of the stage that runs it (as the DAG lays them out).
+    """
     p, v, m = step.p, step.v, step.n_mb
     nvs = step.n_vstages
-    fwd = [_busy(step.chunk_units(vs, "F")) for vs in range(nvs)]
-    bwd = [_busy(step.chunk_units(vs, "B")) for vs in range(nvs)]
+
+    def tp_of(j):
+        if comm is None or step.t == 1:
+            return None
+        group = step.layout.group("tp", dp=0, pp=j)
+        return lambda op, size: comm(Coll(op, [group], size, "tp"))
+
+    tp_fns = [tp_of(j) for j in range(p)]
+    fwd = [_busy(step.chunk_units(vs, "F"), tp_fns[vs % p]) for vs in range(nvs)]
+    bwd = [_busy(step.chunk_units(vs, "B"), tp_fns[vs % p]) for vs in range(nvs)]
     work = [m * sum(fwd[c * p + j] + bwd[c * p + j] for c in range(v)) for j in range(p)]
     opt = _optimizer_seconds(step)
     bound = max(w + o for w, o in zip(work, opt))
@@ -101,7 +118,7 @@ class UnitCache:
         step._cache_units, step.compute_duty, step.cm.clock_slowdown = hit
 
 
-def screen_step(rs, units: UnitCache | None = None) -> tuple[dict, float]:
+def screen_step(rs, units: UnitCache | None = None, comm=None) -> tuple[dict, float]:
     """``(memory report, step-time lower bound)`` of the resolved scenario ``rs``."""
     from clustersim.simulate.run import transformer_step
 
@@ -109,4 +126,4 @@ def screen_step(rs, units: UnitCache | None = None) -> tuple[dict, float]:
     if units is not None:
         units.attach(step)
     memory = step.memory(rs.cluster.gpu_spec.hbm_GB * 1e9)
-    return memory, step_lower_bound(step)
+    return memory, step_lower_bound(step, comm)

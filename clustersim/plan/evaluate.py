@@ -40,7 +40,7 @@ class Evaluator:
     overrides: ``--set`` style overrides applied to the file first.
     """
 
-    def __init__(self, source, overrides: list[str] | None = None):
+    def __init__(self, source, overrides: list[str] | None = None):  # noqa: D107
         # the file's own degrees need not fit the GPUs being planned (--gpus): each mix sets its own
         rs = source if isinstance(source, ResolvedScenario) else resolve_scenario(source, overrides, check_world=False)
         if rs.scenario.model is None:
@@ -86,7 +86,9 @@ class Evaluator:
         """Memory of the fullest GPU and a lower bound on the step time, without building the DAG."""
         from clustersim.plan.bound import screen_step
 
-        memory, bound = screen_step(self.resolved(scenario), self.units)
+        if self.comm is None:
+            self.comm = comm_cache_for(self.rs)
+        memory, bound = screen_step(self.resolved(scenario), self.units, self.comm)
         return Screen(memory=memory, bound_s=bound)
 
     def simulate(self, mix: Mix, fidelity: str = "analytical") -> RunResult:
