@@ -124,10 +124,12 @@ def _tp_private(cluster, graph: Graph) -> bool:
     return not (tp_links & other)
 
 
-def _analytical_links(cluster, graph: Graph, tl: Timeline, comm, step: float, top: int) -> list[dict]:
-    """Busy seconds per link from the closed form: each collective keeps its ring links busy for its duration."""
-    busy = np.zeros(len(cluster.link_bandwidth))
-    cache: dict = {}
+def _add_collective_busy(cluster, graph: Graph, tl: Timeline | None, comm, busy: np.ndarray, cache: dict) -> None:
+    """Add closed-form busy seconds to ``busy``: each collective keeps its ring links busy for its duration.
+
+    With ``tl`` (analytical fidelity) the DAG's collectives count for their timeline durations; the
+    TP collectives inside compute ops always count for their closed-form time, once per use.
+    """
     acc: dict[tuple, list] = {}  # (op, groups) -> [coll, summed duration]
 
     def add(c, dur):
@@ -140,7 +142,7 @@ def _analytical_links(cluster, graph: Graph, tl: Timeline, comm, step: float, to
 
     uses: dict[int, list] = {}  # identical chunks share a segment list: count them once
     for op in graph.ops:
-        if op.coll is not None:
+        if op.coll is not None and tl is not None:
             add(op.coll, tl.end[op.id] - tl.start[op.id])
         if op.segments:
             e = uses.get(id(op.segments))
@@ -154,6 +156,12 @@ def _analytical_links(cluster, graph: Graph, tl: Timeline, comm, step: float, to
                 add(s[1], comm(s[1]) * count)
     for c, dur in acc.values():
         busy[_ring_links(cluster, c, cache)] += dur
+
+
+def _analytical_links(cluster, graph: Graph, tl: Timeline, comm, step: float, top: int) -> list[dict]:
+    """Busy seconds per link from the closed form: each collective keeps its ring links busy for its duration."""
+    busy = np.zeros(len(cluster.link_bandwidth))
+    _add_collective_busy(cluster, graph, tl, comm, busy, {})
     return _top_links(cluster, busy, step, top)
 
 
@@ -238,6 +246,9 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
     if fidelity == "flow":
         busy = getattr(sim, "link_busy_time", None)
         if busy is not None:
+            if private:  # the TP collectives took their closed form: no flows, so add their links' busy time
+                busy = np.array(busy, dtype=float)
+                _add_collective_busy(cluster, graph, None, comm, busy, {})
             links = _top_links(cluster, busy, makespan, top_links)
     else:
         links = _analytical_links(cluster, graph, tl, comm, makespan, top_links)
