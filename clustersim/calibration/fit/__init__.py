@@ -30,7 +30,7 @@ Examples
 
 from clustersim.calibration.fit.assemble import FitResult, fit_profile
 from clustersim.calibration.fit.collective import Switches, entry_key, fit_collective, fit_collectives
-from clustersim.calibration.fit.compute import PEAK_BF16_TFLOPS, compute_section, fit_gemm, peak_tflops_for
+from clustersim.calibration.fit.compute import compute_section, fit_gemm, peak_tflops_for
 from clustersim.calibration.fit.grouping import COLLECTIVE_KEY, HOLDOUTS, collective_key, group_collectives, split_holdout
 from clustersim.calibration.fit.host import fit_comm_init, host_section
 from clustersim.calibration.fit.line import MAX_ALGBW, MIN_SLOPE, LineFit, bootstrap_ci, fit_line
@@ -40,7 +40,7 @@ from clustersim.calibration.fit.piecewise import PiecewiseSegment, fit_piecewise
 from clustersim.calibration.fit.profile_file import load_profile, profile_yaml, rounded, write_profile
 
 __all__ = [
-    "COLLECTIVE_KEY", "HOLDOUTS", "MAX_ALGBW", "MIN_SLOPE", "PEAK_BF16_TFLOPS",
+    "COLLECTIVE_KEY", "HOLDOUTS", "MAX_ALGBW", "MIN_SLOPE",
     "FitResult", "LineFit", "Measurements", "PiecewiseSegment", "Switches",
     "bootstrap_ci", "collective_key", "compute_section", "entry_key", "fit_collective", "fit_collectives",
     "fit_comm_init", "fit_gemm", "fit_line", "fit_piecewise", "fit_profile", "group_collectives", "host_section",

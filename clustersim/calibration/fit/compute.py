@@ -2,7 +2,8 @@
 
 Owns how GEMM, ``hbm`` and ``launch`` rows become the profile's ``compute``
 fields. GEMM efficiencies are measured TFLOP/s over the GPU's dense peak of the
-dtype (``--peak-tflops``, else the peak the meta row's GPU name gives).
+dtype (``--peak-tflops``, else the bf16 peak that the GPU catalogue,
+:data:`clustersim.config.topology.GPU_CATALOG`, gives for the meta row's GPU name).
 """
 
 from __future__ import annotations
@@ -16,30 +17,38 @@ import numpy as np
 from clustersim.calibration.fit.measurements import Measurements
 from clustersim.calibration.fit.profile_file import rounded
 from clustersim.config.profile import GemmPoint
+from clustersim.config.topology import GPU_CATALOG
 from clustersim.errors import ClusterSimError
 
-#: Dense bf16 peak (TFLOP/s) of the GPUs we know, from the vendor data sheets
-#: (H100/H200 SXM: 989.4 dense bf16; A100: 312). Matched as substrings of the
-#: meta row's GPU name, first match wins (so "H100 PCIe" must come before "H100").
-PEAK_BF16_TFLOPS: tuple[tuple[str, float], ...] = (
-    ("H100 PCIE", 756.0),
-    ("H100 NVL", 835.0),
-    ("H200", 989.4),
-    ("H100", 989.4),
-    ("GH200", 989.4),
-    ("A100", 312.0),
+#: GPU names as nvidia-smi and torch print them (upper-cased) that are no catalogue entry's ``vendor_name``,
+#: matched as substrings, first match wins ("H100 PCIE" before "H100"; "GH200" is caught by "H200": its GPU
+#: has an H100 SXM's compute) -> the :data:`~clustersim.config.topology.GPU_CATALOG` entry whose peak they have.
+_PEAK_ALIASES: tuple[tuple[str, str], ...] = (
+    ("H100 PCIE", "H100-PCIe"),
+    ("H100 NVL", "H100-NVL"),
+    ("H200", "H200-SXM"),
+    ("H100", "H100-SXM"),
+    ("A100", "A100-SXM-80GB"),  # every A100 has the same 312 TFLOP/s dense bf16
 )
 
 
 def peak_tflops_for(gpu: str | None) -> float | None:
-    """Vendor dense bf16 peak for a GPU name (``'NVIDIA H200'`` -> 989.4), or None when unknown."""
+    """Dense bf16 peak (TFLOP/s) of a GPU name, from the GPU catalogue, or None when unknown.
+
+    The entry whose ``vendor_name`` is ``gpu`` (case-insensitive), else the
+    first of :data:`_PEAK_ALIASES` that ``gpu`` contains.
+
+    >>> peak_tflops_for("NVIDIA H200"), peak_tflops_for("NVIDIA H100 PCIe"), peak_tflops_for("Tesla V100")
+    (989.4, 756.5, None)
+    """
     if not gpu:
         return None
     name = gpu.upper()
-    for key, value in PEAK_BF16_TFLOPS:
-        if key in name:
-            return value
-    return None
+    spec = next((g for g in GPU_CATALOG.values() if (g.vendor_name or "").upper() == name), None)
+    if spec is None:
+        alias = next((entry for key, entry in _PEAK_ALIASES if key in name), None)
+        spec = GPU_CATALOG[alias] if alias else None
+    return float(spec.peak_tflops["bf16"]) if spec else None
 
 
 def fit_gemm(rows: Sequence[dict[str, Any]], peak_tflops: float) -> dict[str, Any]:
