@@ -31,7 +31,9 @@ Examples
 from clustersim.calibration.fit.assemble import FitResult, fit_profile
 from clustersim.calibration.fit.collective import Switches, entry_key, fit_collective, fit_collectives
 from clustersim.calibration.fit.compute import compute_section, fit_gemm, peak_tflops_for
-from clustersim.calibration.fit.grouping import COLLECTIVE_KEY, HOLDOUTS, collective_key, group_collectives, split_holdout
+from clustersim.calibration.fit.grouping import (
+    COLLECTIVE_KEY, HOLDOUTS, collective_key, group_collectives, split_holdout,
+)
 from clustersim.calibration.fit.host import fit_comm_init, host_section
 from clustersim.calibration.fit.line import MAX_ALGBW, MIN_SLOPE, LineFit, bootstrap_ci, fit_line
 from clustersim.calibration.fit.links import link_params_from, links_from

@@ -79,13 +79,14 @@ class PiecewiseSegment:
     def to_segment(self) -> Segment:
         """The profile's :class:`Segment` (microseconds, GB/s)."""
         lo, hi = self.line.algbw_ci
+        a_lo, a_hi = self.line.alpha_ci
         spread = self.line.points > 2 or self.line.bridge  # two points fit exactly: no interval can be given
         return Segment(
             size_min_bytes=self.size_min,
             size_max_bytes=self.size_max,
             alpha_us=rounded(self.line.alpha_s * 1e6),
             algbw_GBps=rounded(self.line.algbw / 1e9),
-            alpha_ci_us=(rounded(self.line.alpha_ci[0] * 1e6), rounded(self.line.alpha_ci[1] * 1e6)) if spread else None,
+            alpha_ci_us=(rounded(a_lo * 1e6), rounded(a_hi * 1e6)) if spread else None,
             algbw_ci_GBps=(rounded(lo / 1e9), rounded(hi / 1e9)) if spread else None,
             points=0 if self.line.bridge else self.line.points,
         )
@@ -183,7 +184,7 @@ def _bootstrapped(runs: _SizeRuns, bounds: list[tuple[int, int]], lines: list[Li
 
 def _regimes(runs: _SizeRuns, bounds: list[tuple[int, int]], lines: list[LineFit],
              switches: Sequence[float] | None) -> list[PiecewiseSegment]:
-    """The fitted lines as contiguous size ranges from 0 to unbounded, gaps closed (:func:`_boundary`, :func:`_join`)."""
+    """The fitted lines as contiguous size ranges, 0 to unbounded; gaps closed by :func:`_boundary` or :func:`_join`."""
     out: list[PiecewiseSegment] = []
     lo = 0.0
     sw = None if switches is None else sorted(float(x) for x in switches if math.isfinite(float(x)))
