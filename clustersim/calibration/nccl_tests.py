@@ -27,7 +27,9 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from clustersim.errors import ClusterSimError
+# busbw / algbw as nccl-tests defines it: one definition, in formulas (still importable from here)
+from clustersim.collectives.formulas import busbw_factor
+from clustersim.errors import ClusterSimError, require_file
 
 #: nccl-tests binary (without ``_perf``) -> our operation name.
 TEST_TO_OP = {
@@ -48,22 +50,6 @@ DTYPES = {
     "double": "float64", "float64": "float64", "int8": "int8", "uint8": "uint8", "int32": "int32", "int": "int32",
     "uint32": "uint32", "int64": "int64", "uint64": "uint64", "f8e4m3": "float8_e4m3", "f8e5m2": "float8_e5m2",
 }
-
-#: busbw / algbw as nccl-tests defines it (n = ranks).
-def busbw_factor(op: str, n: int) -> float:
-    """nccl-tests bus-bandwidth factor of ``op`` on ``n`` ranks.
-
-    >>> busbw_factor("all_reduce", 2), busbw_factor("all_gather", 4), busbw_factor("send_recv", 8)
-    (1.0, 0.75, 1.0)
-    """
-    if n <= 0:
-        raise ClusterSimError(f"rank count must be > 0, got {n}")
-    if op == "all_reduce":
-        return 2.0 * (n - 1) / n
-    if op in ("all_gather", "reduce_scatter", "all_to_all", "gather", "scatter"):
-        return (n - 1) / n
-    return 1.0
-
 
 _TAG = re.compile(r"\[\d+(?:,\d+)?\](?:<std(?:out|err)>:)?")
 _VERSION = re.compile(r"#\s*nccl-tests version\s+(\S+)(?:.*?nccl-library=(\d+))?")
@@ -201,11 +187,7 @@ def parse_nccl_tests_log(
         ``busbw_GBps``, ``inplace`` and ``line`` (1-based line in the file).
     """
     warn = warn or _warn
-    p = Path(path)
-    if not p.exists():
-        raise ClusterSimError("file not found", file=str(path))
-    if p.is_dir():
-        raise ClusterSimError("is a folder, not a file", file=str(path))
+    p = require_file(path)
     if placement not in ("both", "out", "in"):
         raise ClusterSimError(f"placement must be both, out or in, got {placement!r}")
     if scope is not None and scope not in ("intra", "inter"):

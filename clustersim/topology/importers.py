@@ -33,7 +33,7 @@ import yaml
 
 from clustersim.config.base import validate
 from clustersim.config.topology import GPU_CATALOG, TopologySpec
-from clustersim.errors import ClusterSimError
+from clustersim.errors import ClusterSimError, require_file
 
 PLACEHOLDER_TARGET = "fffffff:ff:ff.0"
 NVSWITCH_CLASS = "0x068000"
@@ -446,9 +446,7 @@ def detect_format(text: str) -> str:
 def import_file(path: str | Path, name: str | None = None, gpu: str | None = None,
                 nic_speed_Gbps: float | None = None) -> tuple[dict[str, Any], list[str]]:
     """Read a topology dump of either format (detected from its content)."""
-    p = Path(path)
-    if not p.is_file():
-        raise ClusterSimError("file not found" if not p.exists() else "is a folder, not a file", file=str(path))
+    p = require_file(path)
     raw = p.read_bytes()
     if b"\x00" in raw:
         raise ClusterSimError("binary file (not a topology dump)", file=str(path))
