@@ -153,17 +153,15 @@ def _columns(inputs: ScenarioInputs, res, planned: bool) -> dict[str, Any]:
         "model": (sc.model.preset or "custom") if sc.model is not None else "job",
     }
     # the training columns describe a transformer; a generic job leaves them empty
-    model = sc.model is not None
-    row.update({
-        "params": d.get("params"), "dp": par.dp if model else None, "tp": par.tp if model else None,
-        "pp": par.pp if model else None, "virtual_stages": par.virtual_stages if model else None,
-        "schedule": par.schedule if model else None, "zero": par.zero if model else None,
-        "sequence_parallel": par.sequence_parallel if model else None,
-        "micro_batch": tr.micro_batch if model else None, "global_batch": tr.global_batch if model else None,
-        "seq_len": sc.model.seq_len if model else None, "dtype": tr.precision.params if model else None,
-        "step_time_s": res.step_time_s, "tokens_per_s": res.tokens_per_s, "samples_per_s": res.samples_per_s,
-        "mfu": res.mfu, "tflops_per_gpu": d.get("tflops_per_gpu"),
-    })
+    training = {
+        "params": d.get("params"), "dp": par.dp, "tp": par.tp, "pp": par.pp, "virtual_stages": par.virtual_stages,
+        "schedule": par.schedule, "zero": par.zero, "sequence_parallel": par.sequence_parallel,
+        "micro_batch": tr.micro_batch, "global_batch": tr.global_batch,
+        "seq_len": sc.model.seq_len if sc.model is not None else None, "dtype": tr.precision.params,
+    }
+    row.update(training if sc.model is not None else dict.fromkeys(training))
+    row.update({"step_time_s": res.step_time_s, "tokens_per_s": res.tokens_per_s, "samples_per_s": res.samples_per_s,
+                "mfu": res.mfu, "tflops_per_gpu": d.get("tflops_per_gpu")})
     for k in BREAKDOWN_KEYS:
         row[f"breakdown_{k}_s"] = float(res.breakdown.get(k, 0.0))
     row["peak_memory_bytes"] = mem.get("peak_bytes_per_gpu")
