@@ -139,7 +139,7 @@ def plot_breakdown(rows: list[dict[str, Any]], spec: BreakdownPlot, path: Path, 
 
 def plot_sensitivity(rows: list[dict[str, Any]], spec: SensitivityPlot, path: Path, title: str) -> Path | None:
     """``y`` against ``x`` per series; None when no finished point has numeric x and y."""
-    drawn = 0
+    drawn, top = 0, 0.0
     fig = _figure(6.4, 4.4)
     ax = fig.add_subplot(1, 1, 1)
     for name, group in series_of(_ok(rows), spec.series).items():
@@ -153,6 +153,7 @@ def plot_sensitivity(rows: list[dict[str, Any]], spec: SensitivityPlot, path: Pa
         pts.sort()
         ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=name or None)
         drawn += len(pts)
+        top = max(top, max(p[1] for p in pts))
     if not drawn:
         return None
     if spec.log_x:
@@ -160,7 +161,7 @@ def plot_sensitivity(rows: list[dict[str, Any]], spec: SensitivityPlot, path: Pa
         ax.xaxis.set_major_formatter(_plain_numbers())
     ax.set_xlabel(spec.x)
     ax.set_ylabel(spec.y)
-    ax.set_ylim(bottom=0)
+    ax.set_ylim(0, top * 1.08 if top > 0 else None)
     ax.grid(True, alpha=0.3)
     if spec.series:
         ax.legend(fontsize=8, title=spec.series)
