@@ -13,6 +13,7 @@ resumes by id.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.util
 import json
 import shlex
@@ -123,8 +124,8 @@ def find_planner() -> Callable | None:
     """
     if importlib.util.find_spec("clustersim.plan") is None:
         return None
-    import clustersim.plan as plan_pkg
-
+    # imported by name: the planner is optional (same layer as sweep), absent from this version
+    plan_pkg = importlib.import_module("clustersim.plan")
     return getattr(plan_pkg, "plan_point", None)
 
 
