@@ -98,9 +98,14 @@ class _Ctx:
     hop_inter: tuple[float, float, float]
 
 
-def _norm_algo(a: str | None) -> str:
-    a = (a or "auto").strip().lower()
-    return ALIASES.get(a, a)
+def normalise_algorithm(name: str | None) -> str:
+    """Canonical algorithm name: lower case, aliases resolved, None -> ``"auto"``.
+
+    >>> normalise_algorithm(" NVLSTree "), normalise_algorithm(None)
+    ('nvls_tree', 'auto')
+    """
+    name = (name or "auto").strip().lower()
+    return ALIASES.get(name, name)
 
 
 class CollectiveModel:
@@ -231,7 +236,8 @@ class CollectiveModel:
                              intra_hop_us=hop(intra_hw), inter_hop_us=hop("network"), nvls=self.nvls)
         hi = nctx.intra_hop_us or F.HW_LAT_US[intra_hw]["ring"]
         ho = nctx.inter_hop_us or F.HW_LAT_US["network"]["ring"]
-        ctx = _Ctx(ranks, nctx, "intra" if nodes == 1 else "inter", intra_bw, nic_gpu, tuple(hi), tuple(ho))
+        ctx = _Ctx(ranks=ranks, nccl=nctx, scope="intra" if nodes == 1 else "inter", intra_bw=intra_bw,
+                   nic_gpu_bw=nic_gpu, hop_intra=tuple(hi), hop_inter=tuple(ho))
         self._ctx[ranks] = ctx
         self._ctx_id[id(ranks)] = ctx
         return ctx
@@ -246,7 +252,7 @@ class CollectiveModel:
         for i, e in enumerate(self.profile.collectives):
             if e.op != op or e.mode != "nccl":
                 continue
-            if e.algorithm is not None and (algorithm == "auto" or _norm_algo(e.algorithm) != algorithm):
+            if e.algorithm is not None and (algorithm == "auto" or normalise_algorithm(e.algorithm) != algorithm):
                 continue
             if e.protocol is not None and (protocol == "auto" or e.protocol != protocol):
                 continue
@@ -278,7 +284,7 @@ class CollectiveModel:
         S = float(size_bytes)
         if not math.isfinite(S) or S < 0:
             raise ClusterSimError(f"size must be a finite number >= 0, got {size_bytes}", field="size")
-        algo = _norm_algo(algorithm)
+        algo = normalise_algorithm(algorithm)
         proto = (protocol or "auto").strip().lower()
         if proto not in ("auto",) + F.PROTOCOLS:
             raise ClusterSimError(f"unknown protocol {protocol!r} (auto, ll, ll128, simple)", field="protocol")
@@ -290,12 +296,16 @@ class CollectiveModel:
         if op == "barrier":
             r = self.estimate("all_reduce", rk, 4, algorithm, protocol) if n > 1 else None
             if r is None:
-                return CollectiveResult(op, n, ctx.nccl.nodes, 0, 0.0, "none", "none", 0.0, 0.0)
-            return CollectiveResult(op, n, r.nodes, 0, r.time_s, r.algorithm, r.protocol, 0.0, 0.0,
-                                    r.latency_s, r.bandwidth_time_s, r.channels, r.source)
+                return CollectiveResult(op=op, gpus=n, nodes=ctx.nccl.nodes, size_bytes=0, time_s=0.0,
+                                        algorithm="none", protocol="none", algbw_GBps=0.0, busbw_GBps=0.0)
+            return CollectiveResult(op=op, gpus=n, nodes=r.nodes, size_bytes=0, time_s=r.time_s,
+                                    algorithm=r.algorithm, protocol=r.protocol, algbw_GBps=0.0, busbw_GBps=0.0,
+                                    latency_s=r.latency_s, bandwidth_time_s=r.bandwidth_time_s,
+                                    channels=r.channels, source=r.source)
         if n == 1 or S == 0:
-            return CollectiveResult(op, n, ctx.nccl.nodes, int(S), 0.0, algo if algo != "auto" else "none",
-                                    proto if proto != "auto" else "none", 0.0, 0.0)
+            return CollectiveResult(op=op, gpus=n, nodes=ctx.nccl.nodes, size_bytes=int(S), time_s=0.0,
+                                    algorithm=algo if algo != "auto" else "none",
+                                    protocol=proto if proto != "auto" else "none", algbw_GBps=0.0, busbw_GBps=0.0)
         hit = self.match_entry(op, algo, proto, n, ctx.scope, S)
         if hit is not None:
             e, seg = hit
@@ -303,9 +313,12 @@ class CollectiveModel:
             # pays the GPU-side kernel gap on top, exactly as the model cells below do
             lat, bwt = self.launch_s + seg.alpha_us * 1e-6, S / (seg.algbw_GBps * GB)
             auto = self._best(op, ctx, S, algo, proto)
-            return self._result(op, ctx, S, lat, bwt, e.algorithm or auto[0], e.protocol or auto[1], 0, "profile")
+            return self._result(op=op, ctx=ctx, size_bytes=S, latency_s=lat, bandwidth_time_s=bwt,
+                                algorithm=e.algorithm or auto[0], protocol=e.protocol or auto[1], channels=0,
+                                source="profile")
         a, p, lat, bwt, ch = self._best(op, ctx, S, algo, proto)
-        return self._result(op, ctx, S, lat, bwt, a, p, ch, "model")
+        return self._result(op=op, ctx=ctx, size_bytes=S, latency_s=lat, bandwidth_time_s=bwt, algorithm=a,
+                            protocol=p, channels=ch, source="model")
 
     def candidates(self, op: str, ranks: int | Sequence[int], size_bytes: float) -> list[CollectiveResult]:
         """Every (algorithm, protocol) the model can run for ``op`` (model only, no profile entries)."""
@@ -313,15 +326,19 @@ class CollectiveModel:
         ctx = self.context(rk)
         out = []
         for a, p, lat, bwt, ch in self._cells(op, ctx, float(size_bytes)):
-            out.append(self._result(op, ctx, float(size_bytes), lat, bwt, a, p, ch, "model"))
+            out.append(self._result(op=op, ctx=ctx, size_bytes=float(size_bytes), latency_s=lat,
+                                    bandwidth_time_s=bwt, algorithm=a, protocol=p, channels=ch, source="model"))
         return sorted(out, key=lambda r: r.time_s)
 
-    def _result(self, op, ctx, S, lat, bwt, a, p, ch, source) -> CollectiveResult:
-        t = lat + bwt
+    def _result(self, *, op: str, ctx: _Ctx, size_bytes: float, latency_s: float, bandwidth_time_s: float,
+                algorithm: str, protocol: str, channels: int, source: str) -> CollectiveResult:
+        t = latency_s + bandwidth_time_s
         n = len(ctx.ranks)
-        alg = S / t / GB if t > 0 else 0.0
-        return CollectiveResult(op, n, ctx.nccl.nodes, int(S), t, a, p, alg, alg * F.busbw_factor(op, n),
-                                lat, bwt, ch, source)
+        alg = size_bytes / t / GB if t > 0 else 0.0
+        return CollectiveResult(op=op, gpus=n, nodes=ctx.nccl.nodes, size_bytes=int(size_bytes), time_s=t,
+                                algorithm=algorithm, protocol=protocol, algbw_GBps=alg,
+                                busbw_GBps=alg * F.busbw_factor(op, n), latency_s=latency_s,
+                                bandwidth_time_s=bandwidth_time_s, channels=channels, source=source)
 
     def _best(self, op, ctx, S, algo, proto):
         cells = self._cells(op, ctx, S, algo, proto)

@@ -403,8 +403,8 @@ class FabricSpec(StrictModel):
         return v
 
 
-class ClusterSection(StrictModel):
-    """Replicate the node preset on a fabric."""
+class TopologyClusterSection(StrictModel):
+    """The ``cluster:`` section of a topology file: replicate the node preset on a fabric."""
 
     nodes: int = Field(1, ge=1, description="Number of node replicas.")
     fabric: FabricSpec = Field(default_factory=FabricSpec)
@@ -423,7 +423,7 @@ class TopologySpec(StrictModel):
     gpu: str | GPUSpec = Field(description="GPU catalogue name (H100-SXM, H200-SXM, A100-SXM-80GB, ...) or a full GPU spec.")
     default_profile: str | None = Field(None, description="Calibration profile name used when a scenario gives none.")
     node: NodeSpec
-    cluster: ClusterSection | None = None
+    cluster: TopologyClusterSection | None = None
     sources: list[str] = Field(default_factory=list, description="Vendor documents and pages the figures come from.")
     inferred: list[str] = Field(default_factory=list, description="Fields not taken from a source (inferred or assumed).")
     notes: str | None = None

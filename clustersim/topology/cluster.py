@@ -11,7 +11,7 @@ import networkx as nx
 import numpy as np
 
 from clustersim.config.base import resolve_file
-from clustersim.config.topology import ClusterSection, GPUSpec, TopologySpec, load_topology_spec
+from clustersim.config.topology import GPUSpec, TopologyClusterSection, TopologySpec, load_topology_spec
 from clustersim.errors import ClusterSimError
 from clustersim.topology.graphs import FatTree, NodeTemplate, compile_node, stamp_hosts
 
@@ -88,8 +88,9 @@ class Cluster:
         names = [f"h{h}.{n}" for h in range(nodes) for n in t.group_names]
         self.fabric: FatTree | None = None
         if nodes > 1:
-            section = spec.cluster or ClusterSection(nodes=nodes)
-            self.fabric = FatTree(nodes, node.nics, section.fabric, t.nic_bandwidth, node.nic_kind, ng * nodes)
+            section = spec.cluster or TopologyClusterSection(nodes=nodes)
+            self.fabric = FatTree(n_hosts=nodes, rails=node.nics, fabric=section.fabric, nic_bw=t.nic_bandwidth,
+                                  kind=node.nic_kind, first_index=ng * nodes)
             fn = self.fabric.link_names(t.nic_bandwidth)
             fk = [node.nic_kind] * len(fn)
             fbw = self.fabric.bandwidth.copy()

@@ -19,13 +19,10 @@ step (logits, gathered ZeRO-3 layers), and returns the fullest pipeline rank.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from clustersim.workload.model import DTYPE_BYTES
 from clustersim.workload.schedule import max_in_flight
 
-if TYPE_CHECKING:
-    from clustersim.workload.transformer import TransformerStep
 
 
 @dataclass(frozen=True)
@@ -90,10 +87,11 @@ def optimizer_update_bytes(precision, optimizer: str) -> float:
     return float(total)
 
 
-def step_memory(step: TransformerStep, capacity_bytes: float) -> dict:
+def step_memory(step, capacity_bytes: float) -> dict:
     """Per-GPU memory of the fullest pipeline rank of a training step (bytes).
 
-    Per pipeline rank: model states of its parameters (ZeRO-sharded), activations of the
+    ``step``: a :class:`~clustersim.workload.transformer.TransformerStep` (not imported here: the
+    step module imports this one). Per pipeline rank: model states of its parameters (ZeRO-sharded), activations of the
     micro-batches its schedule keeps in flight (its layers' average per model chunk; the first
     virtual stage also keeps the embedding's dropout output), and transients: the last stage's fp32
     logits and their 16-bit source for one micro-batch, and under ZeRO-3 one gathered layer with its

@@ -12,10 +12,6 @@ one by one and the analytical executor folds into its ``duration``. What else an
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from clustersim.workload.segments import OpSegment
 
 
 @dataclass
@@ -98,7 +94,7 @@ class Op:
     category: str
     duration: float = 0.0
     coll: Coll | None = None
-    segments: list[OpSegment] | None = None
+    segments: list | None = None  # ComputeSegment and TPCollectiveSegment items
     deps: list[int] = field(default_factory=list)
     args: OpArgs = field(default_factory=OpArgs)
 
@@ -111,7 +107,7 @@ class Graph:
         self._last: dict[tuple[int, str], int] = {}
 
     def add(self, rank: int, stream: str, name: str, category: str, *, duration: float = 0.0,
-            coll: Coll | None = None, segments: list[OpSegment] | None = None, deps: list[int | None] | None = None,
+            coll: Coll | None = None, segments: list | None = None, deps: list[int | None] | None = None,
             extra_streams: list[tuple[int, str]] | None = None, host_s: float | None = None,
             after_compute: bool = False, micro_batch: int | None = None, chunk: int | None = None,
             kind: str | None = None, iteration: int | None = None) -> int:

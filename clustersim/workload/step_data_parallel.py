@@ -13,6 +13,10 @@
 
 One DP collective op stands for the replicas' identical groups (all TP ranks' DP groups at once,
 their traffic sharing the links); it occupies the ``dp`` stream of every simulated replica.
+
+Every function takes ``step``, the :class:`~clustersim.workload.transformer.TransformerStep` being
+built (its degrees, units and per-rank costs); this module does not import it, so the workload
+modules import each other in one direction only.
 """
 
 from __future__ import annotations
@@ -23,15 +27,14 @@ from clustersim.workload.ops import Coll, Graph
 
 if TYPE_CHECKING:
     from clustersim.workload.step_pipeline import ChunkOps
-    from clustersim.workload.transformer import TransformerStep
 
 
-def _dp_groups(step: TransformerStep, stage: int) -> list[list[int]]:
+def _dp_groups(step, stage: int) -> list[list[int]]:
     """The DP group of every TP rank of pipeline rank ``stage``."""
     return [step.layout.group("dp", tp=i, pp=stage) for i in range(step.tp)]
 
 
-def add_param_gathers(graph: Graph, step: TransformerStep, chunks: ChunkOps) -> None:
+def add_param_gathers(graph: Graph, step, chunks: ChunkOps) -> None:
     """ZeRO-1/2 weight all-gathers, one per bucket of units, each before the first forward of its units."""
     layout, replicas = step.layout, step.replicas
     bucket_bytes = step.parallelism.ddp_bucket_mb * 1e6
@@ -53,7 +56,7 @@ def add_param_gathers(graph: Graph, step: TransformerStep, chunks: ChunkOps) -> 
                 pending, members = 0.0, []
 
 
-def add_grad_reductions(graph: Graph, step: TransformerStep, chunks: ChunkOps) -> dict[int, list[int]]:
+def add_grad_reductions(graph: Graph, step, chunks: ChunkOps) -> dict[int, list[int]]:
     """Bucketed gradient all-reduces (DDP) or reduce-scatters (ZeRO-1/2); ``{stage: [op ids]}``."""
     layout, replicas = step.layout, step.replicas
     reduction_ops: dict[int, list[int]] = {j: [] for j in range(step.pp)}
@@ -74,7 +77,7 @@ def add_grad_reductions(graph: Graph, step: TransformerStep, chunks: ChunkOps) -
     return reduction_ops
 
 
-def add_tied_embedding_reduce(graph: Graph, step: TransformerStep) -> dict[tuple[int, int], int]:
+def add_tied_embedding_reduce(graph: Graph, step) -> dict[tuple[int, int], int]:
     """All-reduce of the tied embedding's gradient between the first and the last pipeline stage;
     ``{(replica, stage): op id}`` for both stages."""
     model, layout, pp = step.model, step.layout, step.pp
@@ -93,7 +96,7 @@ def add_tied_embedding_reduce(graph: Graph, step: TransformerStep) -> dict[tuple
     return tied_ops
 
 
-def add_grad_norm(graph: Graph, step: TransformerStep, reduction_ops: dict[int, list[int]],
+def add_grad_norm(graph: Graph, step, reduction_ops: dict[int, list[int]],
                   tied_ops: dict[tuple[int, int], int]) -> dict[int, int]:
     """Global gradient norm for clipping: one fp32 all-reduce over the model-parallel group
     (Megatron ``clip_grad_norm``); it also makes every stage wait for the slowest one.
@@ -115,7 +118,7 @@ def add_grad_norm(graph: Graph, step: TransformerStep, reduction_ops: dict[int, 
     return norm_ops
 
 
-def add_optimizer_steps(graph: Graph, step: TransformerStep, reduction_ops: dict[int, list[int]],
+def add_optimizer_steps(graph: Graph, step, reduction_ops: dict[int, list[int]],
                         tied_ops: dict[tuple[int, int], int], norm_ops: dict[int, int]) -> None:
     """The optimizer step of every simulated rank (ZeRO-1/2: its shard), after its gradients are final."""
     training = step.training

@@ -10,20 +10,21 @@ parameters through a copy-in kernel (the local shards into one flat buffer), the
 a copy-out kernel (``split_with_sizes_copy`` into the unsharded parameters). Its reduce-scatter
 is a copy-in kernel (``chunk_cat`` of the gradients), the collective, the averaging division,
 and from the second micro-batch on an add into the sharded gradient.
+
+Every function takes ``step``, the :class:`~clustersim.workload.transformer.TransformerStep` being
+built (its degrees, units and per-rank costs); this module does not import it, so the workload
+modules import each other in one direction only.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from clustersim.workload.ops import Coll, Graph
 from clustersim.workload.segments import ComputeSegment, op_segments
 
-if TYPE_CHECKING:
-    from clustersim.workload.transformer import TransformerStep
 
 
-def build_fsdp(graph: Graph, step: TransformerStep) -> None:
+def build_fsdp(graph: Graph, step) -> None:
     """Add the ops of one ZeRO-3 / FSDP2 step (one replica simulated; see the module docstring)."""
     layout, cm, dp = step.layout, step.compute, step.dp
     rank = layout.rank()

@@ -8,18 +8,19 @@ A chunk is one compute op, except where data parallelism needs finer grain: the 
 micro-batch's backward when gradients are reduced (DDP buckets close at unit boundaries) and the
 first micro-batch's forward when ZeRO-1/2 weights are gathered (each unit waits for its bucket);
 those chunks get one op per unit.
+
+Every function takes ``step``, the :class:`~clustersim.workload.transformer.TransformerStep` being
+built (its degrees, units and per-rank costs); this module does not import it, so the workload
+modules import each other in one direction only.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from clustersim.workload.ops import Coll, Graph
 from clustersim.workload.segments import op_segments
 
-if TYPE_CHECKING:
-    from clustersim.workload.transformer import TransformerStep
 
 #: (replica, pipeline rank, kind "F"/"B", micro-batch, model chunk)
 ChunkKey = tuple[int, int, str, int, int]
@@ -37,7 +38,7 @@ class ChunkOps:
     forward_units: dict[tuple[int, int], list[tuple[int, float]]] = field(default_factory=dict)
 
 
-def add_chunk_compute(graph: Graph, step: TransformerStep, *, grad_sync: bool, param_gather: bool) -> ChunkOps:
+def add_chunk_compute(graph: Graph, step, *, grad_sync: bool, param_gather: bool) -> ChunkOps:
     """Compute ops of every chunk of every simulated replica and pipeline rank, in schedule order.
 
     ``grad_sync``: DP gradients are reduced (record bucket boundaries); ``param_gather``: ZeRO-1/2
@@ -52,7 +53,7 @@ def add_chunk_compute(graph: Graph, step: TransformerStep, *, grad_sync: bool, p
     return chunks
 
 
-def _stage_chunks(graph: Graph, step: TransformerStep, chunks: ChunkOps, segment_cache: dict, replica: int,
+def _stage_chunks(graph: Graph, step, chunks: ChunkOps, segment_cache: dict, replica: int,
                   stage: int, *, grad_sync: bool, param_gather: bool) -> None:
     """Compute ops of one pipeline rank of one replica (see :func:`add_chunk_compute`)."""
     rank = step.layout.rank(dp=replica, pp=stage)
@@ -95,7 +96,7 @@ def _stage_chunks(graph: Graph, step: TransformerStep, chunks: ChunkOps, segment
         chunks.grad_buckets[(replica, stage)] = buckets
 
 
-def add_pipeline_transfers(graph: Graph, step: TransformerStep, chunks: ChunkOps) -> None:
+def add_pipeline_transfers(graph: Graph, step, chunks: ChunkOps) -> None:
     """Sends of activations (forward) and their gradients (backward) between adjacent virtual
     stages, and each backward's wait for its own forward."""
     model, layout, pp = step.model, step.layout, step.pp
