@@ -6,10 +6,13 @@ framework overhead). Order of precedence:
 1. the most specific matching :class:`~clustersim.config.profile.CollectiveEntry` of the
    profile (op, algorithm, protocol, ranks, scope; mode ``nccl``) whose segments cover the
    size: ``t = alpha + S / algbw``;
+   The bandwidth term is scaled by the entry's bottleneck line rate at measurement over the
+   line rate now (:func:`~clustersim.collectives.linkrates.entry_scale`);
 2. otherwise NCCL's tuning model (:mod:`clustersim.collectives.formulas`) fed with the
-   profile's link classes (``links.nvlink|pcie|network``: per-hop latency and effective
-   per-GPU bandwidth) or, where the profile has none, NCCL's own constants derived from the
-   topology (NVLink count x 20.6 GB/s on SM90, PCIe x 48/63, NIC line rate), plus the
+   profile's link classes (``links.nvlink|pcie|network``: per-hop latency, and efficiency
+   times the topology's line rate, :mod:`clustersim.collectives.linkrates`) or, where the
+   profile has none, NCCL's own constants (NVLink count x 20.6 GB/s on SM90, PCIe x 48/63,
+   NIC line rate), plus the
    GPU-side kernel gap ``compute.kernel_launch_us`` that back-to-back nccl-tests
    iterations pay; the mid-size channel throttling scales the bandwidth term.
 
@@ -33,6 +36,7 @@ from typing import Sequence
 import numpy as np
 
 from clustersim.collectives import formulas as F
+from clustersim.collectives.linkrates import communicator_rates, entry_scale
 from clustersim.config.profile import CollectiveEntry, Profile
 from clustersim.errors import ClusterSimError
 
@@ -96,6 +100,8 @@ class _Ctx:
     nic_gpu_bw: float    # GB/s per GPU share of its NIC
     hop_intra: tuple[float, float, float]
     hop_inter: tuple[float, float, float]
+    intra_line: float = math.inf   # GB/s line rate of the intra-node bottleneck pair
+    net_line: float = 0.0          # GB/s line rate of one NIC's path (0 on one node)
 
 
 def normalise_algorithm(name: str | None) -> str:
@@ -179,50 +185,12 @@ class CollectiveModel:
             return hit
         c = self.cluster
         sm = c.gpu_spec.sm
-        hosts = c.host_of[np.asarray(ranks)]
-        counts = np.bincount(hosts)  # (np.unique would import numpy.ma on first use: ~30 ms)
-        uh = np.flatnonzero(counts)
-        counts = counts[uh]
-        nodes, ppn = len(uh), int(counts.max())
         links = self.profile.links if self.profile is not None else {}
-        # intra-node class and bandwidth: the first pair of ranks sharing a host
-        intra_hw, intra_bw = "nvlink", math.inf
-        pair = None
-        if ppn > 1:
-            # the slowest consecutive pair of one node's ring decides (a 4-GPU PCIe server with
-            # NVLink-bridged pairs runs its ring over PCIe between the pairs)
-            h0 = int(uh[np.argmax(counts)])
-            rk_arr = np.asarray(ranks)
-            local = rk_arr[hosts == h0].tolist()
-            best = None
-            for a, b in zip(local, local[1:] + local[:1]):
-                cls = "nvlink" if c.path_class(a, b) == "nvlink" else "pcie"
-                bw = float(c.link_bandwidth[c.route(a, b)].min()) / GB
-                if cls in links:
-                    eff = links[cls].bandwidth_GBps
-                elif cls == "nvlink":
-                    gen = c.gpu_spec.nvlink_generation or (5 if sm >= 100 else 4 if sm >= 90 else 3)
-                    eff = max(1, round(bw / F.NVLINK_LINE_RATE.get(gen, 25.0))) * F.nvlink_bw_per_link(sm)
-                else:
-                    eff = bw * F.PCIE_NCCL_FRACTION
-                if best is None or eff < best[1]:
-                    best = (cls, eff)
-            intra_hw, intra_bw = best
-        nic_bw, nics, nic_gpu = 0.0, 0, 0.0
-        if nodes > 1:
-            t = c.template
-            locals_ = np.flatnonzero(np.bincount(c.local_of[np.asarray(ranks)])).tolist()
-            rails = [t.rail[i] for i in locals_]
-            nics = len(set(rails))
-            # NCCL NIC model: speed/8000 = the line rate (topo.cc:416-418)
-            nic_bw = links["network"].bandwidth_GBps if "network" in links else t.nic_bandwidth / GB
-            r0 = ranks[0]
-            other = int(np.asarray(ranks)[np.argmax(hosts != c.host_of[r0])])
-            path_bw = float(c.link_bandwidth[c.route(r0, other)].min()) / GB
-            if not self.gdr:  # bounce buffer in host memory: the staged PCIe path bounds the NIC
-                nic_bw = min(nic_bw, path_bw * F.PCIE_NCCL_FRACTION)
-            share = max(rails.count(r) for r in set(rails))
-            nic_gpu = nic_bw / share
+        # effective bandwidth = the topology's line rate x the learned (or NCCL's) efficiency
+        rates = communicator_rates(c, links, ranks)
+        nodes, ppn = rates.nodes, rates.ppn
+        intra_hw, intra_bw = rates.intra_hw, rates.intra_bw
+        nic_bw, nics, nic_gpu = rates.nic_bw, rates.nics, rates.nic_gpu
 
         def hop(cls: str) -> tuple[float, float, float] | None:
             if cls not in links:
@@ -237,7 +205,8 @@ class CollectiveModel:
         hi = nctx.intra_hop_us or F.HW_LAT_US[intra_hw]["ring"]
         ho = nctx.inter_hop_us or F.HW_LAT_US["network"]["ring"]
         ctx = _Ctx(ranks=ranks, nccl=nctx, scope="intra" if nodes == 1 else "inter", intra_bw=intra_bw,
-                   nic_gpu_bw=nic_gpu, hop_intra=tuple(hi), hop_inter=tuple(ho))
+                   nic_gpu_bw=nic_gpu, hop_intra=tuple(hi), hop_inter=tuple(ho),
+                   intra_line=rates.intra_line, net_line=rates.net_line)
         self._ctx[ranks] = ctx
         self._ctx_id[id(ranks)] = ctx
         return ctx
@@ -312,6 +281,9 @@ class CollectiveModel:
             # entries hold NCCL-level time without the launch (CUDA-graph replay); a back-to-back call
             # pays the GPU-side kernel gap on top, exactly as the model cells below do
             lat, bwt = self.launch_s + seg.alpha_us * 1e-6, S / (seg.algbw_GBps * GB)
+            # measured on the profile's line rate of the entry's bottleneck class: a topology with
+            # another line rate there scales the bandwidth term (docs/calibration.md)
+            bwt *= self._entry_scale(ctx)
             auto = self._best(op, ctx, S, algo, proto)
             return self._result(op=op, ctx=ctx, size_bytes=S, latency_s=lat, bandwidth_time_s=bwt,
                                 algorithm=e.algorithm or auto[0], protocol=e.protocol or auto[1], channels=0,
@@ -319,6 +291,13 @@ class CollectiveModel:
         a, p, lat, bwt, ch = self._best(op, ctx, S, algo, proto)
         return self._result(op=op, ctx=ctx, size_bytes=S, latency_s=lat, bandwidth_time_s=bwt, algorithm=a,
                             protocol=p, channels=ch, source="model")
+
+    def _entry_scale(self, ctx: _Ctx) -> float:
+        """Measured line rate / line rate now of the class that bounds a profile entry of this scope."""
+        links = self.profile.links if self.profile is not None else {}
+        if ctx.nccl.nodes > 1:
+            return entry_scale(links, "network", ctx.net_line)
+        return entry_scale(links, ctx.nccl.intra_hw, ctx.intra_line)
 
     def candidates(self, op: str, ranks: int | Sequence[int], size_bytes: float) -> list[CollectiveResult]:
         """Every (algorithm, protocol) the model can run for ``op`` (model only, no profile entries)."""

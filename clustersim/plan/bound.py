@@ -7,7 +7,7 @@ its ``memory()`` report, and the bound sums the GPU seconds of its own compute i
 Why the bound holds (every op of a rank's compute stream runs one after another, and each
 lasts at least the sum of its compute items):
 
-* every compute op lasts at least its compute items plus its TP collectives (``compute_parts``);
+* every compute op lasts at least its compute items plus its TP collectives (``segment_time``);
 * every pipeline rank ``j`` runs the forward and backward of all its virtual stages for all
   ``m`` micro-batches: ``T >= W_j = m * sum_c (F[c p + j] + B[c p + j])``;
 * the last pipeline rank cannot start before micro-batch 0's forward crossed virtual stages
@@ -21,25 +21,26 @@ Host issue time, collectives and recompute-extra kernels only add to ``T``.
 
 from __future__ import annotations
 
-from clustersim.workload.memory import optimizer_update_bytes
-from clustersim.workload.ops import Coll
+from clustersim.workload.segments import ComputeSegment, TPCommSegment, segment_time
 
 
-def _unit_busy(u, tp_time) -> float:
-    """GPU seconds of unit ``u`` on the compute stream: its compute items plus its TP collectives
-    (``compute_parts`` of the executor: a collective beside a GEMM costs ``max(comm, GEMM)``).
-    ``tp_time(op, size) -> seconds`` (None: collectives count 0 s, a weaker bound)."""
+def _unit_busy(u, tp_group, comm) -> float:
+    """GPU seconds of unit ``u`` on the compute stream: its compute segments plus its TP collectives
+    on ``tp_group``, read by the executors' own :func:`segment_time` (a collective beside a GEMM
+    costs ``max(comm, GEMM)``). Without ``comm`` the collectives count 0 s (a weaker bound)."""
     tot = 0.0
-    for sg in u.segments:
-        if sg[0] == "c":
-            tot += sg[1]
-        elif sg[0] == "tp":
-            ct = tp_time(sg[1], sg[2]) if tp_time is not None else 0.0
-            tot += max(ct, sg[3]) if len(sg) > 3 else ct
+    for seg in u.segments:
+        if isinstance(seg, ComputeSegment):
+            tot += seg.seconds
+        elif isinstance(seg, TPCommSegment):
+            if comm is None or tp_group is None:
+                tot += seg.overlapped_gemm_s
+            else:
+                tot += segment_time(seg.bind([tp_group]), comm)[0]
     return tot
 
 
-def _busy(units, tp_time) -> float:
+def _busy(units, tp_group, comm) -> float:
     """Summed :func:`_unit_busy` of ``units`` (a chunk repeats one layer unit: summed once per object)."""
     seen: dict[int, list] = {}
     for u in units:
@@ -48,21 +49,17 @@ def _busy(units, tp_time) -> float:
             seen[id(u)] = [u, 1]
         else:
             e[1] += 1
-    return sum(_unit_busy(u, tp_time) * n for u, n in seen.values())
+    return sum(_unit_busy(u, tp_group, comm) * n for u, n in seen.values())
 
 
 def _optimizer_seconds(step) -> list[float]:
-    """GPU seconds of each pipeline rank's optimizer step (it follows that rank's last backward).
-
-    The same call the DAG makes (``TransformerStep._optimizer_time`` over the rank's shard);
-    the gradient scaling kernel some configurations add is left out (a bound may undercount).
-    """
-    upd = optimizer_update_bytes(step.tr.precision, step.tr.optimizer)
+    """GPU seconds of each pipeline rank's optimizer step (it follows that rank's last backward):
+    ``TransformerStep.optimizer_seconds`` over the rank's shard, as the DAG; the gradient scaling
+    kernel some configurations add is left out (a bound may undercount)."""
     out = []
-    for j in range(step.p):
+    for j in range(step.pp):
         n = step.stage_params(j)
-        shard = n / step.d if step.par.zero >= 1 else n
-        out.append(step._optimizer_time(shard, upd))
+        out.append(step.optimizer_seconds(n / step.dp if step.parallelism.zero >= 1 else n))
     return out
 
 
@@ -72,18 +69,11 @@ def step_lower_bound(step, comm=None) -> float:
     ``comm``: the run's collective-time memo (``CommCache``); with it the TP collectives inside
     each layer count, on the TP group of the stage that runs it (as the DAG lays them out).
     """
-    p, v, m = step.p, step.v, step.n_mb
-    nvs = step.n_vstages
-
-    def tp_of(j):
-        if comm is None or step.t == 1:
-            return None
-        group = step.layout.group("tp", dp=0, pp=j)
-        return lambda op, size: comm(Coll(op, [group], size, "tp"))
-
-    tp_fns = [tp_of(j) for j in range(p)]
-    fwd = [_busy(step.chunk_units(vs, "F"), tp_fns[vs % p]) for vs in range(nvs)]
-    bwd = [_busy(step.chunk_units(vs, "B"), tp_fns[vs % p]) for vs in range(nvs)]
+    p, v, m = step.pp, step.virtual_stages, step.micro_batches
+    nvs = step.n_virtual_stages
+    groups = [step.layout.group("tp", dp=0, pp=j) if step.tp > 1 else None for j in range(p)]
+    fwd = [_busy(step.chunk_units(vs, "F"), groups[vs % p], comm) for vs in range(nvs)]
+    bwd = [_busy(step.chunk_units(vs, "B"), groups[vs % p], comm) for vs in range(nvs)]
     work = [m * sum(fwd[c * p + j] + bwd[c * p + j] for c in range(v)) for j in range(p)]
     opt = _optimizer_seconds(step)
     bound = max(w + o for w, o in zip(work, opt))
@@ -97,9 +87,10 @@ class UnitCache:
 
     A ``TransformerStep``'s units (the kernels and TP collectives of one layer, the embedding and
     the head, with the sustained-clock slowdown they imply) depend on the model, the profile and
-    only four knobs of a mix: ``tp``, ``micro_batch``, ``sequence_parallel`` and ``recompute``.
-    Computing them is ~90 % of a screen (the GEMM efficiency table is interpolated per shape), so
-    they are computed once per key and handed to every later step with the same key.
+    only these knobs of a mix: ``tp``, ``micro_batch``, ``sequence_parallel``, ``recompute`` (and
+    ``tp_comm_overlap``, a scenario setting). Computing them is ~90 % of a screen (the GEMM
+    efficiency table is interpolated per shape), so they are computed once per key and handed to
+    every later step with the same key.
     """
 
     def __init__(self):
@@ -107,15 +98,15 @@ class UnitCache:
 
     def attach(self, step) -> None:
         """Give ``step`` the units of its key (computing them on the first call)."""
-        sc = step.sc
-        key = (step.t, step.b, step.sp, sc.training.recompute, sc.parallelism.tp_comm_overlap)
+        key = (step.tp, step.micro_batch, step.sequence_parallel, step.training.recompute,
+               step.parallelism.tp_comm_overlap)
         hit = self._units.get(key)
         if hit is None:
-            units = step.units  # computes and sets compute_duty / cm.clock_slowdown
-            self._units[key] = (units, step.compute_duty, step.cm.clock_slowdown)
+            units = step.units  # computes them and sets compute_duty / compute.clock_slowdown
+            self._units[key] = (units, step.compute_duty, step.compute.clock_slowdown)
             return
-        # the same three attributes TransformerStep.units sets on its first call
-        step._cache_units, step.compute_duty, step.cm.clock_slowdown = hit
+        # the three attributes TransformerStep.units sets on its first call
+        step._units, step.compute_duty, step.compute.clock_slowdown = hit
 
 
 def screen_step(rs, units: UnitCache | None = None, comm=None) -> tuple[dict, float]:
