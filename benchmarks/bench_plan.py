@@ -5,6 +5,8 @@
 Default: GPT-3 175B on 1,024 H100 (scenarios/gpt3-175b.yaml), the full default space, flow
 re-ranking of the top 5 included. Also times one analytical ``run_scenario`` of the scenario as
 it is (in-process, cluster resolved once), the cost the planner avoids per configuration.
+``cpu_s`` (user + system seconds of the planner and its workers) is less sensitive than the
+wall time to other jobs on a shared machine; the 1-minute load average is printed beside it.
 Timings, not asserts: the numbers go in docs/planning.md with the command, date and machine.
 """
 
@@ -12,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import time
 from pathlib import Path
 
@@ -37,7 +41,14 @@ def main() -> None:
     one = run_scenario(rs, fidelity="analytical")
     one_s = time.perf_counter() - t
 
+    def cpu_s() -> float:  # this process and its finished workers: user + system seconds
+        me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+    cpu0 = cpu_s()
     rep = plan(a.scenario, options=PlanOptions(top=a.top, flow_top=a.flow_top, workers=a.workers))
+    cpu = cpu_s() - cpu0
+    load = os.getloadavg()[0]
     best = rep.plans[0] if rep.plans else None
     out = {
         "scenario": rep.scenario, "n_gpus": rep.n_gpus, "workers": a.workers,
@@ -45,6 +56,7 @@ def main() -> None:
         "evaluated": rep.evaluated, "feasible": rep.feasible, "simulated": rep.simulated,
         "pruned_by_bound": rep.pruned_by_bound, "flow_reranked": rep.flow_reranked,
         "wall_s": rep.wall_s, "per_configuration_ms": 1e3 * rep.wall_s / max(rep.evaluated, 1),
+        "cpu_s": cpu, "load_average_1min": load,
         "timings_s": rep.timings,
         "best": best.mix.label() if best else None,
         "best_step_time_s": best.step_time_s if best else None, "best_fidelity": best.fidelity if best else None,
