@@ -229,15 +229,28 @@ def fit_link_model(rows: Sequence[dict[str, Any]], *, intra_line_GBps: float, ne
     floors = np.array([float(np.exp(y[d.op_index == i].min())) * 0.3 for i in range(len(ops))])
     prior = _prior(len(ops), floors)
     w = np.full(len(prior), PRIOR_WEIGHT * math.sqrt(len(rows) / max(len(prior), 1)) / 10)
+    # rows of one (op, ranks, nodes, size) cell share a prediction: least squares on the cells' mean
+    # log-time weighted by sqrt(count) has the same minimum and is ~7x cheaper on 10,000 rows
+    key = np.stack([d.op_index, d.steps_intra, d.steps_inter, d.size, d.bus_bytes])
+    _, first, inv, count = np.unique(key, axis=1, return_index=True, return_inverse=True, return_counts=True)
+    inv = inv.ravel()
+    cells = _subset(d, first)
+    y_cell = np.bincount(inv, weights=y) / count
+    sw = np.sqrt(count)
 
     def resid(theta: np.ndarray) -> np.ndarray:
-        return np.concatenate([_log_time(theta, d, len(ops)) - y, w * (theta - prior)])
+        return np.concatenate([sw * (_log_time(theta, cells, len(ops)) - y_cell), w * (theta - prior)])
 
     sol = least_squares(resid, prior, method="trf", x_scale=1.0, max_nfev=400)
     floor, op_eff, base, lat_i, lat_x, eff_i, eff_x = _unpack(sol.x, len(ops))
     return LinkModel(ops=ops, floor_us=floor, op_eff=op_eff, base_us=base, lat_intra_us=lat_i, lat_inter_us=lat_x, eff_intra=eff_i,
                      eff_inter=eff_x, intra_line_GBps=intra_line_GBps, net_line_GBps=net_line_GBps,
                      nics_per_node=nics_per_node, residuals=_log_time(sol.x, d, len(ops)) - y)
+
+
+def _subset(d: Design, index: np.ndarray) -> Design:
+    """The rows ``index`` of a design."""
+    return Design(**{k: getattr(d, k)[index] for k in d.__dataclass_fields__})
 
 
 def _context(r: dict[str, Any]) -> tuple:
