@@ -8,6 +8,7 @@ are written as strict xfails, so they fail loudly the day they pass.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -115,3 +116,29 @@ def test_band_factor_is_at_least_the_median_error(h200x2):
     f = band_factor(h200x2, **H200)
     errs = np.abs(size_check(h200x2, parity=1, **H200)["errors"])
     assert 1.0 + np.median(errs) < f < 1.5
+
+
+def test_cli_report_transfer_tables_plots_and_json(tmp_path):
+    import typer
+    from typer.testing import CliRunner
+
+    from clustersim.cli import calibrate_fit
+
+    def make_app() -> typer.Typer:
+        root, sub = typer.Typer(), typer.Typer()
+        calibrate_fit.register(sub)
+        root.add_typer(sub, name="calibrate")
+        return root
+
+    files = [str(DATA / "h200x2" / "bench-graph.jsonl"), str(DATA / "h200x4" / "bench-graph.jsonl")]
+    args = ["calibrate", "report", *files, "-p", "hgx-h200", "--holdout", "none", "--transfer"]
+    r = CliRunner().invoke(make_app(), [*args, "-o", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    assert "size check" in r.stdout and "scale check: fit on ranks 2, predict 4" in r.stdout
+    assert (tmp_path / "transfer_size.png").is_file() and (tmp_path / "transfer_scale.png").is_file()
+    doc = json.loads(CliRunner().invoke(make_app(), [*args, "--json"]).stdout)
+    size = {row["op"]: row for row in doc["transfer"]["size"]["table"]}
+    assert set(size) == {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send_recv"}
+    assert all(row["mean_large_pct"] <= 6.0 for row in size.values())
+    bad = CliRunner().invoke(make_app(), [*args, "--fit-ranks", "two"])
+    assert bad.exit_code == 2 and "--fit-ranks" in bad.output
