@@ -13,8 +13,6 @@ resumes by id.
 from __future__ import annotations
 
 import hashlib
-import importlib
-import importlib.util
 import json
 import shlex
 import time
@@ -116,17 +114,15 @@ def prepare_points(study: Study, study_file: Path, extra: list[str] | None = Non
     return out
 
 
-def find_planner() -> Callable | None:
-    """The planner's entry point ``clustersim.plan.plan_point``, or None while the package has no planner.
+def find_planner() -> Callable:
+    """The planner's entry point :func:`clustersim.plan.plan_point`.
 
     Contract: ``plan_point(inputs: ScenarioInputs) -> (ScenarioInputs, RunResult)``, the fastest
     parallel mix of ``inputs`` that fits in memory and its simulated result.
     """
-    if importlib.util.find_spec("clustersim.plan") is None:
-        return None
-    # imported by name: the planner is optional (same layer as sweep), absent from this version
-    plan_pkg = importlib.import_module("clustersim.plan")
-    return getattr(plan_pkg, "plan_point", None)
+    from clustersim.plan import plan_point  # same layer as sweep; imported when a study plans
+
+    return plan_point
 
 
 def _simulate(inputs: ScenarioInputs):
@@ -136,10 +132,7 @@ def _simulate(inputs: ScenarioInputs):
 
 
 def _plan(inputs: ScenarioInputs):
-    planner = find_planner()
-    if planner is None:
-        raise ClusterSimError("plan: true needs the planner (clustersim.plan.plan_point), which this version lacks")
-    return planner(inputs)
+    return find_planner()(inputs)
 
 
 def _columns(inputs: ScenarioInputs, res, planned: bool) -> dict[str, Any]:

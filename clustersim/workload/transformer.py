@@ -132,6 +132,15 @@ class TransformerStep:
             self._units = StepUnits(costs.layer(), costs.embedding(), costs.head())
         return self._units
 
+    def use_units(self, units: StepUnits, compute_duty: float | None, clock_slowdown: float) -> None:
+        """Take the units another step computed (with the ``compute_duty`` and sustained-clock
+        ``clock_slowdown`` they were built at) instead of building them: the planner shares them
+        between mixes with the same layer shape (same model, profile, ``tp``, micro-batch,
+        sequence parallel, recompute and TP overlap), since building them is ~90 % of a screen."""
+        self._units = units
+        self.compute_duty = compute_duty
+        self.compute.clock_slowdown = clock_slowdown
+
     def _duty(self) -> float:
         """Fraction of the GPU time of one micro-batch's kernels spent in compute-bound ones."""
         cm, layers = self.compute, self.model.layers
