@@ -420,7 +420,13 @@ def import_nvidia_smi(text: str, name: str = "imported", gpu: str | None = None,
 
 
 def detect_format(text: str) -> str:
-    """``"nccl-xml"``, ``"nvidia-smi"`` or raise ClusterSimError."""
+    """``"nccl-xml"``, ``"nvidia-smi"`` or raise ClusterSimError.
+
+    >>> detect_format('<system version="1"><cpu numaid="0"/></system>')
+    'nccl-xml'
+    >>> detect_format("        GPU0    GPU1\\nGPU0     X      NV18\\nGPU1    NV18     X\\n")
+    'nvidia-smi'
+    """
     head = text.lstrip()[:2000]
     if head.startswith("<") and "<system" in head:
         return "nccl-xml"
