@@ -1,4 +1,8 @@
-"""Session fixtures shared by the test suite.
+"""Session fixtures and hooks shared by the test suite.
+
+``gpu`` marker: a test marked ``@pytest.mark.gpu`` needs CUDA GPUs; it skips, with the
+reason, when torch is not installed or ``torch.cuda.is_available()`` is false (torch is
+imported only when such a test is about to run).
 
 ``local_slurm``: a real single-node Slurm (munged, slurmctld, slurmd) on localhost,
 started once per session as root (Debian's slurm-wlm, munge and libpmix2 are
@@ -18,9 +22,30 @@ import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 import pytest
+
+
+@cache
+def _no_gpu_reason() -> str | None:
+    """Why ``gpu``-marked tests cannot run here, or None when a CUDA device is visible."""
+    try:
+        import torch
+    except ImportError:
+        return "needs CUDA GPUs: torch is not installed (pip install 'clustersim[calibrate]')"
+    if not torch.cuda.is_available():
+        return "needs CUDA GPUs: torch.cuda.is_available() is False"
+    return None
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip ``gpu``-marked tests on machines without a CUDA GPU."""
+    if item.get_closest_marker("gpu") is not None:
+        reason = _no_gpu_reason()
+        if reason:
+            pytest.skip(reason)
 
 
 @dataclass
