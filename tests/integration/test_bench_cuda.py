@@ -54,7 +54,8 @@ def test_quick_bench_on_one_gpu(tmp_path: Path) -> None:
     assert 0 < launch["overhead_us_min"] <= launch["overhead_us"] < 1000, launch
 
     gemm = [r for r in rows if r["kind"] == "gemm"]
-    assert {(r["m"], r["n"], r["k"]) for r in gemm} == {(256, 256, 256), (512, 512, 512)}
+    # the --quick GPU sweep: square bf16 GEMMs from 256 up (4096 on an H100 at 2026-11-25)
+    assert {(256, 256, 256), (512, 512, 512)} <= {(r["m"], r["n"], r["k"]) for r in gemm}
     for r in gemm:
         assert r["tflops"] == pytest.approx(2 * r["m"] * r["n"] * r["k"] / (r["time_us"] * 1e-6) / 1e12)
         assert 0 < r["tflops"] <= MAX_BF16_TFLOPS, r
