@@ -72,7 +72,10 @@ def run_and_write(scenario, *, fidelity: str | None = None, overrides: list[str]
     Returns ``(result, band)``: the :class:`~clustersim.simulate.run.RunResult` and, with
     ``band``, the (fast, slow) step times at the profile's 95% bounds (else None).
 
-    >>> res, _ = run_and_write("scenarios/ddp-mlp.yaml", fidelity="analytical")   # doctest: +SKIP
+    >>> from clustersim.config.base import shipped_dir
+    >>> res, band = run_and_write(shipped_dir("scenario") / "ddp-mlp.yaml", fidelity="analytical")
+    >>> res.fidelity, band is None, res.step_time_s > 0
+    ('analytical', True, True)
     """
     from clustersim.simulate.resolve import resolve_scenario
     from clustersim.simulate.run import run_scenario

@@ -467,7 +467,15 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_topology_data(path: str | Path, _depth: int = 0) -> dict[str, Any]:
-    """Read a topology file as a dict, resolving ``extends: <preset>`` (deep merge, this file wins)."""
+    """Read a topology file as a dict, resolving ``extends: <preset>`` (deep merge, this file wins).
+
+    The SuperPOD preset extends ``dgx-h100``: the node comes from the parent, the fabric from the file:
+
+    >>> from clustersim.config.base import shipped_dir
+    >>> d = load_topology_data(shipped_dir("topology") / "dgx-h100-superpod.yaml")
+    >>> "extends" in d, d["gpu"], d["node"]["gpus"], d["cluster"]["nodes"]
+    (False, 'H100-SXM', 8, 128)
+    """
     data = load_yaml(path)
     parent = data.pop("extends", None)
     if parent is None:
@@ -490,5 +498,11 @@ def load_topology_data(path: str | Path, _depth: int = 0) -> dict[str, Any]:
 
 
 def load_topology_spec(path: str | Path) -> TopologySpec:
-    """Load and validate a topology file (ClusterSimError naming file, field and rule on bad input)."""
+    """Load and validate a topology file (ClusterSimError naming file, field and rule on bad input).
+
+    >>> from clustersim.config.base import shipped_dir
+    >>> spec = load_topology_spec(shipped_dir("topology") / "hgx-h200.yaml")
+    >>> spec.name, spec.gpu_spec.hbm_bandwidth_GBps, spec.node.nics, spec.node.nic_speed_Gbps
+    ('hgx-h200', 4800.0, 8, 400.0)
+    """
     return validate(TopologySpec, load_topology_data(path), file=str(path))

@@ -59,7 +59,13 @@ def state_bytes_per_param(precision, optimizer: str) -> StateBytes:
 
 
 def sharded_states(n_params: float, sb: StateBytes, zero: int, dp: int) -> dict[str, float]:
-    """Bytes of params, grads and optimizer held by one GPU for ``n_params`` under ZeRO stage ``zero``."""
+    """Bytes of params, grads and optimizer held by one GPU for ``n_params`` under ZeRO stage ``zero``.
+
+    1B parameters, bf16 weights with fp32 grads and Adam states (2 + 4 + 12 bytes), ZeRO-1 over 8 GPUs:
+
+    >>> {k: v / 1e9 for k, v in sharded_states(1e9, StateBytes(2, 4, 12), zero=1, dp=8).items()}
+    {'params': 2.0, 'grads': 4.0, 'optimizer': 1.5}
+    """
     d = max(dp, 1)
     return {
         "params": n_params * sb.params / (d if zero >= 3 else 1),
