@@ -176,6 +176,8 @@ class ComputeParams(StrictModel):
     """GPU compute model."""
 
     dtype: Literal["bf16", "fp16", "fp8", "fp32"] = "bf16"
+    provenance: str | None = Field(None, description="Where the tables come from when they were not measured on this "
+                                   "GPU (transferred from another GPU: source, method, date).")
     peak_tflops: Pos | None = Field(None, description="Override the GPU spec's dense peak of dtype.")
     gemm_efficiency: Pos = Field(0.75, le=1.0, description="Large-GEMM efficiency (fraction of peak) when no table point applies.")
     gemm_half_flops: NonNeg = Field(2.0e9, description="GEMM FLOPs at which efficiency falls to half the large-GEMM value (small-GEMM roll-off).")

@@ -671,7 +671,8 @@ class TransformerStep:
                 groups = [lay.group("dp", tp=i, pp=j) for i in range(t)]
                 r0 = lay.rank(dp=replicas[0], pp=j)
                 for k, (oid0, nbytes) in enumerate(buckets[(replicas[0], j)]):
-                    deps = [buckets[(d, j)][k][0] for d in replicas]
+                    # dp_overlap off: every bucket waits for the rank's last backward (the last bucket's op)
+                    deps = [buckets[(d, j)][k if self.par.dp_overlap else -1][0] for d in replicas]
                     for d in replicas:  # the reducer's hook issues the bucket's collective from the host
                         a = g.ops[buckets[(d, j)][k][0]].args
                         a["host_s"] = a.get("host_s", 0.0) + self.host_call_s
