@@ -24,9 +24,9 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
-from clustersim.errors import ClusterSimError
+from clustersim.errors import ClusterSimError, require_file
 
 #: Fields that identify a measured point (the resume key). Measured values
 #: (times, bandwidths) and bookkeeping (run_id, date, host) are not part of it.
@@ -81,12 +81,17 @@ def read_rows(path: str | Path, *, strict: bool = False, warn: Callable[[str], N
         is not a JSON object. Otherwise such a line is reported through ``warn``
         and skipped (a run killed while writing its last row leaves a fragment).
     """
-    p = Path(path)
-    if not p.exists():
-        raise ClusterSimError("file not found", file=str(path))
-    if p.is_dir():
-        raise ClusterSimError("is a folder, not a file", file=str(path))
-    rows: list[dict[str, Any]] = []
+    return [obj for _, obj in iter_rows(path, strict=strict, warn=warn)]
+
+
+def iter_rows(path: str | Path, *, strict: bool = False,
+              warn: Callable[[str], None] | None = _warn) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for each JSON object of a measurement file, as :func:`read_rows` reads it.
+
+    Lazy: a bad line is reported (or raised, with ``strict``) when iteration
+    reaches it, so a caller's own per-row messages stay in line order.
+    """
+    p = require_file(path)
     with open(p, "rb") as fh:
         for lineno, raw in enumerate(fh, 1):
             text = raw.decode("utf-8", errors="replace").strip()
@@ -108,8 +113,7 @@ def read_rows(path: str | Path, *, strict: bool = False, warn: Callable[[str], N
                 if warn:
                     warn(f"{path}:{lineno}: skipped ({msg})")
                 continue
-            rows.append(obj)
-    return rows
+            yield lineno, obj
 
 
 def existing_keys(path: str | Path) -> set[tuple]:

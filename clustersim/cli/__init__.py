@@ -14,6 +14,7 @@ from clustersim.cli import calibrate as _calibrate
 from clustersim.cli import collective as _collective
 from clustersim.cli import run as _run
 from clustersim.cli import scenario as _scenario
+from clustersim.cli import sweep as _sweep
 from clustersim.cli import topo as _topo
 from clustersim.cli.common import fail
 from clustersim.errors import ClusterSimError
@@ -24,7 +25,8 @@ app = typer.Typer(
     "Examples:\n\n"
     "  clustersim topo show dgx-h100\n\n"
     "  clustersim collective all_reduce --topology hgx-h200 --gpus 2 --sizes 1MiB:4GiB\n\n"
-    "  clustersim run scenarios/gpt-1b-ddp.yaml --json",
+    "  clustersim run scenarios/gpt-1b-ddp.yaml --json\n\n"
+    "  clustersim sweep scenarios/study-pi-scaling.yaml -o out/pi",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -48,6 +50,7 @@ app.add_typer(_calibrate.app, name="calibrate")
 _scenario.register(app)
 _collective.register(app)
 _run.register(app)
+_sweep.register(app)
 
 
 def main(argv: list[str] | None = None) -> None:

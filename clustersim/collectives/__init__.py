@@ -1,7 +1,8 @@
 """Collective communication cost (Contract 2 of docs/architecture.md).
 
 Engine-free: importing this package does not import simpy. The flow-level algorithms
-live in :mod:`clustersim.collectives.flow` (imported by :mod:`clustersim.engine`).
+live in :mod:`clustersim.collectives.flow` (which imports :mod:`clustersim.engine`; import it
+explicitly: ``from clustersim.collectives.flow import flow_simulation``).
 
 >>> from clustersim.collectives import CollectiveModel, busbw_factor
 >>> busbw_factor("all_reduce", 2)

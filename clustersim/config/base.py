@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from clustersim.errors import ClusterSimError
+from clustersim.errors import ClusterSimError, require_file
 
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
 
@@ -64,11 +64,7 @@ def validation_error(exc: ValidationError, file: str | None) -> ClusterSimError:
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
     """Read a YAML mapping, rejecting missing, empty, binary and malformed files."""
-    p = Path(path)
-    if not p.exists():
-        raise ClusterSimError("file not found", file=str(path))
-    if p.is_dir():
-        raise ClusterSimError("is a folder, not a file", file=str(path))
+    p = require_file(path)
     raw = p.read_bytes()
     if b"\x00" in raw:
         raise ClusterSimError("binary file (not YAML)", file=str(path))

@@ -33,7 +33,7 @@ import yaml
 
 from clustersim.config.base import validate
 from clustersim.config.topology import GPU_CATALOG, TopologySpec
-from clustersim.errors import ClusterSimError
+from clustersim.errors import ClusterSimError, require_file
 
 PLACEHOLDER_TARGET = "fffffff:ff:ff.0"
 NVSWITCH_CLASS = "0x068000"
@@ -272,6 +272,7 @@ def import_nvidia_smi(text: str, name: str = "imported", gpu: str | None = None,
     host bridge / the CPU interconnect.
     """
     warns: list[str] = []
+    text = strip_ansi(text)  # nvidia-smi underlines the header on a terminal: "\x1b[4mGPU0 ... \x1b[0m"
     lines = [ln.rstrip("\n") for ln in text.splitlines()]
     header_i = next((i for i, ln in enumerate(lines) if re.match(r"^\s*GPU0\b", ln)), None)
     if header_i is None:
@@ -419,8 +420,21 @@ def import_nvidia_smi(text: str, name: str = "imported", gpu: str | None = None,
 # ---------------------------------------------------------------------------------------------
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def strip_ansi(text: str) -> str:
+    """Text without terminal escape sequences (colour, underline).
+
+    >>> strip_ansi("\\t\\x1b[4mGPU0\\tGPU1\\x1b[0m")
+    '\\tGPU0\\tGPU1'
+    """
+    return _ANSI.sub("", text)
+
+
 def detect_format(text: str) -> str:
     """``"nccl-xml"``, ``"nvidia-smi"`` or raise ClusterSimError."""
+    text = strip_ansi(text)
     head = text.lstrip()[:2000]
     if head.startswith("<") and "<system" in head:
         return "nccl-xml"
@@ -432,9 +446,7 @@ def detect_format(text: str) -> str:
 def import_file(path: str | Path, name: str | None = None, gpu: str | None = None,
                 nic_speed_Gbps: float | None = None) -> tuple[dict[str, Any], list[str]]:
     """Read a topology dump of either format (detected from its content)."""
-    p = Path(path)
-    if not p.is_file():
-        raise ClusterSimError("file not found" if not p.exists() else "is a folder, not a file", file=str(path))
+    p = require_file(path)
     raw = p.read_bytes()
     if b"\x00" in raw:
         raise ClusterSimError("binary file (not a topology dump)", file=str(path))
