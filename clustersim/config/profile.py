@@ -253,6 +253,8 @@ class ComputeParams(StrictModel):
     dtype: Literal["bf16", "fp16", "fp8", "fp32"] = Field(
         "bf16", description="Data type the tables were measured in: peak_tflops and clock_table apply to it only "
         "(other dtypes use the GPU spec's peak and no slowdown).")
+    provenance: str | None = Field(None, description="Where the tables come from when they were not measured on this "
+                                   "GPU (transferred from another GPU: source, method, date).")
     peak_tflops: Pos | None = Field(None, description="Override the GPU spec's dense peak of dtype, TFLOP/s.")
     gemm_efficiency: Pos = Field(0.75, le=1.0, description="Large-GEMM efficiency (fraction of peak, 0-1) when no table point applies.")
     gemm_half_flops: NonNeg = Field(2.0e9, description="GEMM FLOPs at which efficiency falls to half the large-GEMM value (small-GEMM roll-off).")
