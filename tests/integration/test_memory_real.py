@@ -1,0 +1,128 @@
+"""Real GPUs (issue 14, memory): predicted peak allocated vs ``torch.cuda.max_memory_allocated``.
+
+Every ``train_step`` row with ``peak_memory_bytes`` in ``calibrate/raw/*/train_steps.jsonl`` and
+``tests/data/real_gpu/*.jsonl`` (measured by calibrate/train_gpt.py: the maximum over ranks, from the
+reset before the warm-up steps) is predicted from its scenario file plus its ``--set`` overrides,
+and must be within 5% (:func:`clustersim.workload.memory.step_memory`'s ``peak_allocated_bytes``).
+
+calibrate/train_gpt.py always runs the plain PyTorch kernels (``training.kernel_fusion: none``:
+no dropout, F.cross_entropy on the upcast logits, torch DDP/FSDP2/pipelining); the rows of
+scenarios that do not say so (gpt-1b-ddp) are predicted with that implementation, the one measured.
+
+Rows the model does not reach are strict expected failures with the reason, so a model change that
+brings one inside 5% shows up. Run ``python tests/integration/test_memory_real.py`` for the table.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clustersim.simulate.run import resolve_scenario
+from clustersim.workload.compute import ComputeModel
+from clustersim.workload.memory import DTYPE_BYTES
+from clustersim.workload.transformer import TransformerStep
+
+ROOT = Path(__file__).resolve().parents[2]
+FILES = sorted((ROOT / "calibrate" / "raw").glob("*/train_steps.jsonl")) + sorted(
+    (ROOT / "tests" / "data" / "real_gpu").glob("*.jsonl"))
+TOL = 0.05
+IMPLEMENTATION = ["training.kernel_fusion=none"]
+
+_PP = ("torch.distributed.pipelining runs (taken 2026-11-22 with the earlier train_gpt.py): 1.6-2.0 GiB "
+       "per rank above the count (the same ~1.64 GiB for GPT 350M at pp 2 and pp 4 and both 1F1B and "
+       "interleaved, so not per-stage weights, activations or logits); not identified: re-measure with "
+       "peak_reserved_bytes and a per-phase memory snapshot")
+_FORCE_DDP = ("one-rank DDP probe (--force-ddp) of a dp=1 scenario: the scenario has no DDP, so the flat "
+              "bucket copy is not predicted (test_force_ddp_probe_adds_the_bucket_copy checks it)")
+
+
+def _key(r: dict) -> tuple:
+    return r["scenario_file"], tuple(sorted(r["overrides"])), "force-ddp" in json.dumps(r.get("implementation"))
+
+
+def load_rows() -> list[dict]:
+    """Distinct measured configurations (scenario file, overrides, force-ddp), first row of each."""
+    rows: dict = {}
+    for f in FILES:
+        for line in f.read_text().splitlines():
+            if not line.strip():
+                continue
+            r = json.loads(line)
+            if r.get("kind") != "train_step" or r.get("status") != "ok" or not r.get("peak_memory_bytes"):
+                continue
+            rows.setdefault(_key(r), {**r, "source": f"{f.parent.name}/{f.name}"})
+    return list(rows.values())
+
+
+ROWS = load_rows()
+
+
+def predict(row: dict, extra: list[str] | None = None) -> dict:
+    rs = resolve_scenario(ROOT / row["scenario_file"], list(row["overrides"]) + IMPLEMENTATION + (extra or []))
+    cm = ComputeModel.from_profile(rs.profile.compute, rs.cluster.gpu_spec, rs.scenario.training.precision.params)
+    return TransformerStep(rs.scenario, cm).memory(rs.cluster.gpu_spec.hbm_GB * 1e9)
+
+
+def known_miss(row: dict) -> str | None:
+    if _key(row)[2]:
+        return _FORCE_DDP
+    pp_row = "pipelining" in json.dumps(row.get("implementation"))
+    if pp_row and not (row["scenario"] == "ref-pp2-gpipe" and "training.micro_batch=4" in row["overrides"]):
+        return _PP
+    return None
+
+
+def _id(r: dict) -> str:
+    o = ",".join(x for x in sorted(r["overrides"]) if not x.startswith("cluster.topology"))
+    return f"{r['scenario']}[{o}]{'-forceddp' if _key(r)[2] else ''}@{r['gpu'].split()[-1]}"
+
+
+def test_rows_found():
+    assert len(ROWS) >= 35
+    assert any("FSDP" in json.dumps(r["implementation"]) for r in ROWS)
+    assert any("DistributedDataParallel" in json.dumps(r["implementation"]) for r in ROWS)
+
+
+@pytest.mark.parametrize("row", [pytest.param(r, marks=pytest.mark.xfail(reason=known_miss(r), strict=True))
+                                 if known_miss(r) else r for r in ROWS], ids=[_id(r) for r in ROWS])
+def test_peak_allocated_within_5_percent(row):
+    pred = predict(row)["peak_allocated_bytes"]
+    assert pred == pytest.approx(row["peak_memory_bytes"], rel=TOL), (pred / 2**30, row["peak_memory_bytes"] / 2**30)
+
+
+def test_force_ddp_probe_adds_the_bucket_copy():
+    """The one-rank DDP probe minus the same run without DDP is DDP's flat gradient copy, N x grad bytes."""
+    probes = [r for r in ROWS if _key(r)[2]]
+    assert probes
+    for r in probes:
+        base = next(b for b in ROWS if _key(b)[:2] == _key(r)[:2] and not _key(b)[2] and b["gpu"] == r["gpu"])
+        rs = resolve_scenario(ROOT / r["scenario_file"], list(r["overrides"]))
+        grads = DTYPE_BYTES[rs.scenario.training.precision.grads]
+        copy = r["params_total"] * grads
+        assert r["peak_memory_bytes"] - base["peak_memory_bytes"] == pytest.approx(copy, rel=0.05)
+
+
+def test_total_needed_adds_stated_terms_and_fits_uses_it():
+    m = predict(ROWS[0])
+    total = m["peak_allocated_bytes"] + m["cuda_context_bytes"] + m["nccl_buffer_bytes"] + m["fragmentation_bytes"]
+    assert m["total_needed_bytes"] == pytest.approx(total)
+    assert m["fits"] == (m["total_needed_bytes"] <= m["capacity_bytes"])
+
+
+def table() -> str:
+    lines = ["| run (scenario, overrides) | GPU | measured GiB | predicted GiB | error |", "|---|---|---|---|---|"]
+    for r in ROWS:
+        p = predict(r)["peak_allocated_bytes"]
+        meas = r["peak_memory_bytes"]
+        o = " ".join(x for x in r["overrides"] if not x.startswith("cluster.topology"))
+        tag = " (--force-ddp probe)" if _key(r)[2] else ""
+        lines.append(f"| {r['scenario']} {o}{tag} | {r['world_size']}x {r['gpu'].replace('NVIDIA ', '')} | "
+                     f"{meas / 2**30:.2f} | {p / 2**30:.2f} | {(p / meas - 1) * 100:+.1f}% |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(table())
