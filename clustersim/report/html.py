@@ -110,10 +110,10 @@ def _memory(d: dict) -> str:
     cap = float(m.get("capacity_bytes") or 0.0)
     rows = []
     bpp = m.get("bytes_per_param") or {}
-    for k in ("params", "grads", "optimizer", "activations", "loss_transient", "ddp_buckets", "fsdp_gathered",
-              "optimizer_transient", "peak_bytes_per_gpu", "cuda_context_bytes", "nccl_buffer_bytes",
-              "fragmentation_bytes", "total_needed_bytes", "capacity_bytes"):
-        if k not in m or (not m[k] and k in ("loss_transient", "ddp_buckets", "fsdp_gathered", "optimizer_transient")):
+    optional = ("loss_transient", "ddp_buckets", "fsdp_gathered", "optimizer_transient", "pipeline_outputs")
+    for k in ("params", "grads", "optimizer", "activations", *optional, "peak_bytes_per_gpu", "cuda_context_bytes",
+              "nccl_buffer_bytes", "fragmentation_bytes", "total_needed_bytes", "capacity_bytes"):
+        if k not in m or (not m[k] and k in optional):
             continue
         v = float(m[k])
         share = f"{100 * v / cap:.1f} %" if cap > 0 else "-"

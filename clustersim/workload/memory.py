@@ -224,7 +224,7 @@ def _stage_row(step, stage: int, state_bytes: StateBytes, act_layer: float) -> d
         acts += inflight * tokens * model.hidden * 2 / sp_shard / len(vstages)
     if step.pp > 1 and eager:  # torch.distributed.pipelining keeps each chunk's output until its backward
         acts += inflight * tokens * model.hidden * act * (len(vstages) - (1 if last else 0)) / len(vstages)
-    loss = 0.0
+    loss = pipeline_outputs = 0.0
     if last:
         vocab_local = model.vocab / (tp if (step.vocab_parallel and tp > 1) else 1)
         logits = tokens * vocab_local
@@ -232,6 +232,10 @@ def _stage_row(step, stage: int, state_bytes: StateBytes, act_layer: float) -> d
         # final norm input and output (kept by the LM head GEMM), and the saved softmax, per micro-batch
         acts += mb_at_loss * (tokens * model.hidden * 2 * act / sp_shard + logits * LOSS_SAVED_PER_LOGIT)
         loss = logits * LOSS_TRANSIENT_PER_LOGIT[_loss_kind(step)]
+        if step.pp > 1 and eager:
+            # torch.distributed.pipelining's last stage appends every micro-batch's output (the 16-bit
+            # logits) to output_chunks for the whole step and concatenates them when the step ends
+            pipeline_outputs = step.micro_batches * logits * act
     ddp_buckets = 0.0
     if par.zero == 0 and dp > 1:
         if step.pp == 1:  # torch DDP: a flat bucket copy of every gradient (gradient_as_bucket_view=False)
@@ -248,15 +252,18 @@ def _stage_row(step, stage: int, state_bytes: StateBytes, act_layer: float) -> d
         gathered += root * step.param_dtype_bytes * (dp - 1) / dp
     grads_during = states["grads"] if (step.micro_batches > 1 or step.pp > 1) else 0.0
     forward_backward = (CUBLAS_WORKSPACE_BYTES + states["params"] + states["optimizer"] + ddp_buckets + gathered + acts + loss
-                        + grads_during)
+                        + grads_during + pipeline_outputs)
     # the optimizer step: AdamW (torch foreach) allocates sqrt(v) for every parameter it updates
     opt_temp = states["optimizer"] / 2 if training.optimizer == "adamw" and not training.precision.master_weights \
         else (n_params / (dp if par.zero >= 1 else 1) * DTYPE_BYTES[training.precision.optimizer_states]
               if training.optimizer == "adamw" else 0.0)
     optimizer_step = CUBLAS_WORKSPACE_BYTES + states["params"] + states["grads"] + states["optimizer"] + ddp_buckets + opt_temp
-    peak = max(forward_backward, optimizer_step)
+    optimizer_step += pipeline_outputs  # output_chunks are cleared at the next step's start
+    step_end = (CUBLAS_WORKSPACE_BYTES + states["params"] + states["grads"] + states["optimizer"] + ddp_buckets
+                + 2 * pipeline_outputs)  # the concatenated outputs beside the chunks
+    peak = max(forward_backward, optimizer_step, step_end)
     return {"stage": stage, **states, "activations": acts, "loss_transient": loss, "ddp_buckets": ddp_buckets,
-            "fsdp_gathered": gathered, "optimizer_transient": opt_temp,
+            "fsdp_gathered": gathered, "optimizer_transient": opt_temp, "pipeline_outputs": pipeline_outputs,
             "transient": loss + gathered, "peak_allocated_bytes": peak}
 
 
@@ -275,8 +282,10 @@ def step_memory(step, capacity_bytes: float) -> dict:
       first backward has allocated them (more than one micro-batch), torch DDP's flat gradient
       buckets, FSDP's unsharded layers, the activations of the micro-batches the schedule keeps in
       flight (:func:`layer_saved_bytes` per layer, the final norm, the saved fp32 softmax of the
-      loss; GPipe keeps every micro-batch's), and the loss backward's fp32 transients;
-    * the optimizer step: states, gradients, DDP buckets and AdamW's ``sqrt(v)`` temporary.
+      loss; GPipe keeps every micro-batch's), the loss backward's fp32 transients, and (plain-PyTorch
+      pipelines) the last stage's outputs of every micro-batch, which torch.distributed.pipelining keeps;
+    * the optimizer step: states, gradients, DDP buckets and AdamW's ``sqrt(v)`` temporary;
+    * the pipeline step's end: those outputs and their concatenation.
 
     The total a GPU needs adds the CUDA context, NCCL buffers and allocator fragmentation (each an
     allowance, stated in this module); ``fits`` compares that total with ``capacity_bytes``.

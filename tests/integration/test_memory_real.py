@@ -31,10 +31,6 @@ FILES = sorted((ROOT / "calibrate" / "raw").glob("*/train_steps.jsonl")) + sorte
 TOL = 0.05
 IMPLEMENTATION = ["training.kernel_fusion=none"]
 
-_PP = ("torch.distributed.pipelining runs (taken 2026-11-22 with the earlier train_gpt.py): 1.6-2.0 GiB "
-       "per rank above the count (the same ~1.64 GiB for GPT 350M at pp 2 and pp 4 and both 1F1B and "
-       "interleaved, so not per-stage weights, activations or logits); not identified: re-measure with "
-       "peak_reserved_bytes and a per-phase memory snapshot")
 _FORCE_DDP = ("one-rank DDP probe (--force-ddp) of a dp=1 scenario: the scenario has no DDP, so the flat "
               "bucket copy is not predicted (test_force_ddp_probe_adds_the_bucket_copy checks it)")
 
@@ -69,9 +65,6 @@ def predict(row: dict, extra: list[str] | None = None) -> dict:
 def known_miss(row: dict) -> str | None:
     if _key(row)[2]:
         return _FORCE_DDP
-    pp_row = "pipelining" in json.dumps(row.get("implementation"))
-    if pp_row and not (row["scenario"] == "ref-pp2-gpipe" and "training.micro_batch=4" in row["overrides"]):
-        return _PP
     return None
 
 
