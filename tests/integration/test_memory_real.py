@@ -98,6 +98,19 @@ def test_force_ddp_probe_adds_the_bucket_copy():
         assert r["peak_memory_bytes"] - base["peak_memory_bytes"] == pytest.approx(copy, rel=0.05)
 
 
+RESERVED_ROWS = [r for r in ROWS if r.get("peak_reserved_bytes") and r.get("device_used_bytes")]
+
+
+@pytest.mark.parametrize("row", RESERVED_ROWS, ids=[_id(r) for r in RESERVED_ROWS])
+def test_total_needed_covers_the_device_memory_in_use(row):
+    """Rows with reserved and in-use memory (calibrate/raw/memory): the predicted total the GPU needs is
+    never below the memory the process held on the device (``total - free`` after the steps), and at most
+    10% above it (the fragmentation term takes the largest measured reserved/allocated ratio)."""
+    m = predict(row)
+    used = row["device_used_bytes"]
+    assert used <= m["total_needed_bytes"] <= 1.10 * used, (m["total_needed_bytes"] / 2**30, used / 2**30)
+
+
 def test_total_needed_adds_stated_terms_and_fits_uses_it():
     m = predict(ROWS[0])
     total = m["peak_allocated_bytes"] + m["cuda_context_bytes"] + m["nccl_buffer_bytes"] + m["fragmentation_bytes"]
