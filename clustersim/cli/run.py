@@ -51,9 +51,13 @@ def _render(d: dict) -> None:
         mt = Table(title=f"memory per GPU (fullest pipeline stage {m['stage']})")
         mt.add_column("kind")
         mt.add_column("bytes", justify="right")
-        for k in ("params", "grads", "optimizer", "activations", "transient", "peak_bytes_per_gpu", "capacity_bytes"):
-            mt.add_row(k, format_bytes(m[k]))
-        mt.add_row("fits", "yes" if m["fits"] else "[red]NO[/]")
+        for k in ("params", "grads", "optimizer", "activations", "loss_transient", "ddp_buckets",
+                  "fsdp_gathered", "optimizer_transient", "pipeline_outputs", "peak_allocated_bytes",
+                  "cuda_context_bytes", "nccl_buffer_bytes", "fragmentation_bytes", "total_needed_bytes",
+                  "capacity_bytes"):
+            if k in m and (m[k] or k in ("activations", "peak_allocated_bytes", "total_needed_bytes")):
+                mt.add_row(k, format_bytes(m[k]))
+        mt.add_row("fits (total needed)", "yes" if m["fits"] else "[red]NO[/]")
         console.print(mt)
     if d.get("links"):
         lt = Table(title="busiest links")
