@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clustersim.workload.model import DTYPE_BYTES
+from clustersim.workload.moe import moe_mlp_activation_bytes
 from clustersim.workload.schedule import max_in_flight
 
 
@@ -106,9 +107,15 @@ def step_memory(step, capacity_bytes: float) -> dict:
     best = None
     for stage in range(step.pp):
         inflight = max_in_flight(step.orders[stage])
-        states = sharded_states(step.stage_params(stage), state_bytes, par.zero, dp)
+        expert = step.stage_expert_params(stage)
+        states = sharded_states(step.stage_params(stage) - expert, state_bytes, par.zero, dp)
+        if expert:  # routed experts: ZeRO shards them over expert-data-parallel (see workload.moe)
+            for key, value in sharded_states(expert, state_bytes, par.zero, step.expert_dp).items():
+                states[key] += value
         vstages = step.virtual_stages_of(stage)
         acts = inflight * (sum(step.layers_per_virtual_stage[vs] for vs in vstages) / len(vstages)) * act_layer
+        if step.experts:
+            acts += inflight * moe_activation_delta(step, stage) / len(vstages)
         if 0 in vstages:  # embedding dropout output per micro-batch in flight
             sp_shard = tp if step.sequence_parallel else 1
             acts += inflight * tokens * model.hidden * 2 / sp_shard / max(virtual_stages, 1)
@@ -129,3 +136,22 @@ def step_memory(step, capacity_bytes: float) -> dict:
     best["bytes_per_param"] = {"params": state_bytes.params, "grads": state_bytes.grads,
                                "optimizer": state_bytes.optimizer}
     return best
+
+
+def moe_activation_delta(step, stage: int) -> float:
+    """Activation bytes the MoE layers of pipeline rank ``stage`` keep beyond the dense layer of
+    :meth:`ModelDims.layer_activation_bytes` (per micro-batch): each swaps the dense MLP's split
+    intermediate tensors for its router, dispatched tokens and expert intermediates
+    (:func:`clustersim.workload.moe.moe_mlp_activation_bytes`); none under full recomputation."""
+    model, training = step.model, step.training
+    if training.recompute == "full":
+        return 0.0
+    n_moe = sum(model.is_moe_layer(i) for vs in step.virtual_stages_of(stage) for i in step.layer_indices(vs))
+    sbh = step.micro_batch * model.seq_len * model.hidden
+    f = model.ffn_hidden / model.hidden
+    dense_mlp = ((4 * f if model.mlp == "swiglu" else 2 * f) + 2 * f) / step.tp * sbh  # Korthikanti's split MLP terms
+    tokens_routed = step.micro_batch * model.seq_len / (step.tp if step.sequence_parallel else 1)
+    mlp_in_factor = 2 if model.mlp == "swiglu" else 1
+    moe = moe_mlp_activation_bytes(model.moe, model.hidden, mlp_in_factor, tokens_routed, step.experts.routing,
+                                   step.experts.expert_tp, step.tp)
+    return n_moe * (moe - dense_mlp)
