@@ -146,7 +146,11 @@ class TransformerStep:
     @property
     def moe_units(self):
         """Units of an MoE layer (:class:`LayerUnits`), None for a dense model."""
+        if not self.experts:
+            return None
         _ = self.units
+        if getattr(self, "_moe_units", None) is None:  # _units may have been set from outside (plan's cache)
+            self._moe_units = self.layer_costs.layer(moe=True)
         return self._moe_units
 
     def layer_indices(self, vstage: int) -> range:
