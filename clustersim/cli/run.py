@@ -37,6 +37,11 @@ def _render(d: dict) -> None:
     if d.get("clock_slowdown") is not None:
         t.add_row("sustained clock (GEMM, attention)",
                   f"x{d['clock_slowdown']:.3f} at duty {100 * d['compute_duty']:.0f} %")
+    if d.get("moe"):  # the routing load the MoE step assumed
+        m = d["moe"]
+        t.add_row("MoE routing (EP x expert TP)",
+                  f"ep {m['ep']} x {m['expert_tp']}, {m['dispatcher']}; imbalance x{m['imbalance']:.2f}, "
+                  f"tokens/expert mean {m['tokens_per_expert_mean']:,.0f} max {m['tokens_per_expert_max']:,.0f}")
     console.print(t)
     b = Table(title="where the step goes (per rank, averaged)")
     b.add_column("part")

@@ -28,7 +28,7 @@ from clustersim.workload.compute import ComputeModel
 from clustersim.workload.ops import Graph
 from clustersim.workload.segments import TPCollectiveSegment
 
-BREAKDOWN_KEYS = ("compute", "comm_dp", "comm_tp", "comm_pp", "bubble", "optimizer", "host", "other")
+BREAKDOWN_KEYS = ("compute", "comm_dp", "comm_tp", "comm_pp", "comm_ep", "bubble", "optimizer", "host", "other")
 
 
 @dataclass
@@ -279,6 +279,8 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
     step_time = makespan / iters
     bd = breakdown(graph, tl, exec_ranks, makespan)
     bd = {k: v / iters for k, v in bd.items()}
+    if step is None or step.experts is None:
+        bd.pop("comm_ep", None)  # expert-parallel traffic exists only in MoE models
     if fidelity == "flow":
         busy = getattr(sim, "link_busy_time", None)
         if busy is not None:
@@ -306,6 +308,11 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
         extra["micro_batches"] = sc.micro_batches
         extra["tflops_per_gpu"] = mflops / step_time / n / 1e12
         extra["reduced"] = step.reduced
+        if step.experts is not None:  # the routing load the step assumed (workload.moe)
+            extra["moe"] = {**step.experts.routing.report(), "ep": step.experts.ep,
+                            "expert_tp": step.experts.expert_tp, "expert_dp": step.expert_dp,
+                            "dispatcher": step.experts.dispatcher, "moe_layers": step.model.moe_layers,
+                            "active_params": step.model.active_params}
         if sc.training.steps > 1:
             extra["total_time_s"] = step_time * sc.training.steps
     else:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clustersim.workload.model import DTYPE_BYTES, ModelDims
+from clustersim.workload.moe import moe_mlp_activation_bytes
 from clustersim.workload.schedule import max_in_flight
 
 MiB = 2 ** 20
@@ -220,12 +221,18 @@ def _stage_row(step, stage: int, state_bytes: StateBytes, act_layer: float) -> d
     sp_shard = tp if step.sequence_parallel else 1
     inflight = max_in_flight(step.orders[stage])
     n_params = step.stage_params(stage)
-    states = sharded_states(n_params, state_bytes, par.zero, dp)
+    expert = step.stage_expert_params(stage)
+    states = sharded_states(n_params - expert, state_bytes, par.zero, dp)
+    if expert:  # routed experts: ZeRO shards their states over expert-data-parallel (see workload.moe)
+        for key, value in sharded_states(expert, state_bytes, par.zero, step.expert_dp).items():
+            states[key] += value
     vstages = step.virtual_stages_of(stage)
     layers = sum(step.layers_per_virtual_stage[vs] for vs in vstages)
     first, last = 0 in vstages, step.n_virtual_stages - 1 in vstages
     # in-flight micro-batches of each chunk: the schedule's count spread over the rank's chunks
     acts = inflight * (layers / len(vstages)) * act_layer
+    if step.experts:
+        acts += inflight * moe_activation_delta(step, stage) / len(vstages)
     if first and not eager:  # Megatron's embedding dropout output (Korthikanti sbhp/t over the pipeline)
         acts += inflight * tokens * model.hidden * 2 / sp_shard / len(vstages)
     if step.pp > 1 and eager:  # torch.distributed.pipelining keeps each chunk's output until its backward
@@ -322,3 +329,22 @@ def step_memory(step, capacity_bytes: float) -> dict:
     best["bytes_per_param"] = {"params": state_bytes.params, "grads": state_bytes.grads,
                                "optimizer": state_bytes.optimizer}
     return best
+
+
+def moe_activation_delta(step, stage: int) -> float:
+    """Activation bytes the MoE layers of pipeline rank ``stage`` keep beyond the dense layer of
+    :meth:`ModelDims.layer_activation_bytes` (per micro-batch): each swaps the dense MLP's split
+    intermediate tensors for its router, dispatched tokens and expert intermediates
+    (:func:`clustersim.workload.moe.moe_mlp_activation_bytes`); none under full recomputation."""
+    model, training = step.model, step.training
+    if training.recompute == "full":
+        return 0.0
+    n_moe = sum(model.is_moe_layer(i) for vs in step.virtual_stages_of(stage) for i in step.layer_indices(vs))
+    sbh = step.micro_batch * model.seq_len * model.hidden
+    f = model.ffn_hidden / model.hidden
+    dense_mlp = ((4 * f if model.mlp == "swiglu" else 2 * f) + 2 * f) / step.tp * sbh  # Korthikanti's split MLP terms
+    tokens_routed = step.micro_batch * model.seq_len / (step.tp if step.sequence_parallel else 1)
+    mlp_in_factor = 2 if model.mlp == "swiglu" else 1
+    moe = moe_mlp_activation_bytes(model.moe, model.hidden, mlp_in_factor, tokens_routed, step.experts.routing,
+                                   step.experts.expert_tp, step.tp)
+    return n_moe * (moe - dense_mlp)
