@@ -23,10 +23,10 @@ from typing import Any, Callable
 from clustersim.config.base import resolve_file
 from clustersim.errors import ClusterSimError
 from clustersim.simulate.resolve import ScenarioInputs, build_resolved, read_inputs
+from clustersim.simulate.run import BREAKDOWN_KEYS
 from clustersim.sweep.expand import expand
 from clustersim.sweep.study import Study
 
-BREAKDOWN_KEYS = ("compute", "comm_dp", "comm_tp", "comm_pp", "bubble", "optimizer", "host", "other")
 
 # Columns every point has, after the varied paths; the first group is inputs, the second outputs.
 INPUT_COLUMNS = ("scenario", "topology", "gpu", "profile", "fidelity", "n_gpus", "nodes", "planned", "model",
@@ -34,7 +34,7 @@ INPUT_COLUMNS = ("scenario", "topology", "gpu", "profile", "fidelity", "n_gpus",
                  "micro_batch", "global_batch", "seq_len", "dtype")
 OUTPUT_COLUMNS = ("step_time_s", "tokens_per_s", "samples_per_s", "mfu", "tflops_per_gpu",
                   *(f"breakdown_{k}_s" for k in BREAKDOWN_KEYS),
-                  "peak_memory_bytes", "memory_capacity_bytes", "fits", "status", "error")
+                  "peak_memory_bytes", "memory_total_needed_bytes", "memory_capacity_bytes", "fits", "status", "error")
 
 
 @dataclass
@@ -159,6 +159,7 @@ def _columns(inputs: ScenarioInputs, res, planned: bool) -> dict[str, Any]:
     for k in BREAKDOWN_KEYS:
         row[f"breakdown_{k}_s"] = float(res.breakdown.get(k, 0.0))
     row["peak_memory_bytes"] = mem.get("peak_bytes_per_gpu")
+    row["memory_total_needed_bytes"] = mem.get("total_needed_bytes")
     row["memory_capacity_bytes"] = mem.get("capacity_bytes")
     row["fits"] = mem.get("fits")
     row["status"], row["error"] = "ok", None
