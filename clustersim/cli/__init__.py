@@ -12,6 +12,7 @@ import typer
 from clustersim import __version__
 from clustersim.cli import calibrate as _calibrate
 from clustersim.cli import collective as _collective
+from clustersim.cli import goodput as _goodput
 from clustersim.cli import run as _run
 from clustersim.cli import scenario as _scenario
 from clustersim.cli import topo as _topo
@@ -48,6 +49,7 @@ app.add_typer(_calibrate.app, name="calibrate")
 _scenario.register(app)
 _collective.register(app)
 _run.register(app)
+_goodput.register(app)
 
 
 def main(argv: list[str] | None = None) -> None:

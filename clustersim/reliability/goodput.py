@@ -149,8 +149,11 @@ def best_interval(*, work_s: float, delta_s: float, restart_s: float, mtbf_s: fl
             a, c, fc = c, d, fd
             d = a + g * (b - a)
             fd = wall(d)
-    best = (a + b) / 2.0
-    return float(best if wall(best) <= vals[i] else grid[i])
+    # the closed-form approximations join as candidates: the remainder segment can leave a
+    # local bump that the scan's bracket straddles
+    cands = [(a + b) / 2.0, float(grid[i]), young_interval(delta_s, mtbf_s), daly_interval(delta_s, mtbf_s)]
+    cands = [t for t in cands if 0 < t <= work_s]
+    return float(min(cands, key=wall))
 
 
 @dataclass(frozen=True)
@@ -231,3 +234,42 @@ def _check(**kw: float) -> None:
     for name in ("delta_s", "restart_s"):
         if not kw[name] >= 0 or not math.isfinite(kw[name]):
             raise ClusterSimError(f"{name} must be >= 0, got {kw[name]}", field=name)
+
+
+def goodput_report(*, work_s: float, n_gpus: int, n_nodes: int, checkpoint_bytes: float, write_Bps: float,
+                   restart_s: float, mtbf_gpu_hours: float | None, mtbf_node_hours: float | None,
+                   trials: int = 2000, seed: int = 0) -> dict:
+    """Everything ``clustersim goodput`` prints, as a JSON-ready dict.
+
+    The checkpoint write time is ``checkpoint_bytes / write_Bps``; the goodput at Young's, Daly's
+    and the numerically best interval, and a Monte-Carlo run at the best interval with its 99 %
+    confidence interval and whether the closed form lies inside it.
+
+    >>> r = goodput_report(work_s=86400.0, n_gpus=1024, n_nodes=128, checkpoint_bytes=1e12, write_Bps=1e11,
+    ...                    restart_s=600.0, mtbf_gpu_hours=5e4, mtbf_node_hours=None, trials=200)
+    >>> r["checkpoint_write_s"], r["monte_carlo"]["agrees"]
+    (10.0, True)
+    """
+    if not write_Bps > 0:
+        raise ClusterSimError(f"checkpoint write bandwidth must be > 0, got {write_Bps}", field="ckpt_write_GBps")
+    if not checkpoint_bytes >= 0:
+        raise ClusterSimError(f"checkpoint size must be >= 0, got {checkpoint_bytes}", field="checkpoint_bytes")
+    m = system_mtbf_s(n_gpus=n_gpus, mtbf_gpu_hours=mtbf_gpu_hours, n_nodes=n_nodes, mtbf_node_hours=mtbf_node_hours)
+    delta = checkpoint_bytes / write_Bps
+    case = dict(work_s=work_s, delta_s=delta, restart_s=restart_s, mtbf_s=m)
+    young, daly = young_interval(delta, m), daly_interval(delta, m)
+    best = best_interval(**case)
+    g_best = goodput(interval_s=best, **case)
+    mc = monte_carlo(interval_s=best, trials=trials, seed=seed, **case)
+    return {
+        "n_gpus": n_gpus, "n_nodes": n_nodes, "mtbf_gpu_hours": mtbf_gpu_hours, "mtbf_node_hours": mtbf_node_hours,
+        "system_mtbf_s": m, "run_work_s": work_s, "expected_failures": expected_wall_time(interval_s=best, **case) / m,
+        "checkpoint_bytes": checkpoint_bytes, "checkpoint_write_s": delta, "restart_s": restart_s,
+        "intervals_s": {"young": young, "daly": daly, "best": best},
+        "goodput": {"young": goodput(interval_s=young, **case), "daly": goodput(interval_s=daly, **case),
+                    "best": g_best},
+        "expected_wall_s": work_s / g_best,
+        "monte_carlo": {"goodput": mc.goodput, "ci_low": mc.ci_low, "ci_high": mc.ci_high,
+                        "confidence": mc.confidence, "trials": mc.trials, "seed": mc.seed,
+                        "mean_failures": mc.mean_failures, "agrees": mc.contains(g_best)},
+    }
