@@ -15,6 +15,7 @@ from clustersim.cli import collective as _collective
 from clustersim.cli import goodput as _goodput
 from clustersim.cli import run as _run
 from clustersim.cli import scenario as _scenario
+from clustersim.cli import sweep as _sweep
 from clustersim.cli import topo as _topo
 from clustersim.cli.common import fail
 from clustersim.errors import ClusterSimError
@@ -25,7 +26,8 @@ app = typer.Typer(
     "Examples:\n\n"
     "  clustersim topo show dgx-h100\n\n"
     "  clustersim collective all_reduce --topology hgx-h200 --gpus 2 --sizes 1MiB:4GiB\n\n"
-    "  clustersim run scenarios/gpt-1b-ddp.yaml --json",
+    "  clustersim run scenarios/gpt-1b-ddp.yaml --json\n\n"
+    "  clustersim sweep scenarios/study-pi-scaling.yaml -o out/pi",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -49,6 +51,7 @@ app.add_typer(_calibrate.app, name="calibrate")
 _scenario.register(app)
 _collective.register(app)
 _run.register(app)
+_sweep.register(app)
 _goodput.register(app)
 
 

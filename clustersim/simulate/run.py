@@ -19,6 +19,7 @@ from clustersim.simulate.execute import CommCache, Timeline, breakdown, execute_
 from clustersim.simulate.resolve import ResolvedScenario, resolve_scenario
 from clustersim.workload.compute import ComputeModel
 from clustersim.workload.ops import Graph
+from clustersim.workload.segments import TPCollectiveSegment
 
 BREAKDOWN_KEYS = ("compute", "comm_dp", "comm_tp", "comm_pp", "bubble", "optimizer", "host", "other")
 
@@ -110,15 +111,15 @@ def _tp_private(cluster, graph: Graph) -> bool:
     for op in graph.ops:
         if op.segments:
             for s in op.segments:
-                if s[0] == "tp":
-                    key = tuple(s[1].ranks)
+                if isinstance(s, TPCollectiveSegment):
+                    key = tuple(s.coll.ranks)
                     if key not in seen:
                         seen.add(key)
-                        new = set(_ring_links(cluster, s[1], cache).tolist())
+                        new = set(_ring_links(cluster, s.coll, cache).tolist())
                         if tp_links & new:
                             return False  # two TP groups share links
                         tp_links |= new
-        if op.coll is not None and not op.args.get("after_compute"):
+        if op.coll is not None and not op.args.after_compute:
             # ops that start only after every compute op (grad norm, ZeRO weight gather) never meet TP traffic
             other |= set(_ring_links(cluster, op.coll, cache).tolist())
     return not (tp_links & other)
@@ -152,8 +153,8 @@ def _add_collective_busy(cluster, graph: Graph, tl: Timeline | None, comm, busy:
                 e[1] += 1
     for segs, count in uses.values():
         for s in segs:
-            if s[0] == "tp":
-                add(s[1], comm(s[1]) * count)
+            if isinstance(s, TPCollectiveSegment):
+                add(s.coll, comm(s.coll) * count)
     for c, dur in acc.values():
         busy[_ring_links(cluster, c, cache)] += dur
 
@@ -231,7 +232,7 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
         tl = execute_analytical(graph, comm)
     else:
         from clustersim.collectives.flow import flow_simulation
-        from clustersim.engine.streams import execute_flow
+        from clustersim.simulate.flow import execute_flow
 
         c = sc.cluster
         sim = flow_simulation(cluster, profile, nvls=c.nvls, p2p=c.p2p, gdr=c.gpudirect_rdma)
@@ -265,8 +266,8 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
         extra["model_flops_per_step"] = mflops
         if step.compute_duty is not None:  # sustained-clock model (profile clock_table)
             extra["compute_duty"] = step.compute_duty
-            extra["clock_slowdown"] = step.cm.clock_slowdown
-        extra["params"] = step.m.total_params
+            extra["clock_slowdown"] = step.compute.clock_slowdown
+        extra["params"] = step.model.total_params
         extra["micro_batches"] = sc.micro_batches
         extra["tflops_per_gpu"] = mflops / step_time / n / 1e12
         extra["reduced"] = step.reduced
