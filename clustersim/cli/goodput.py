@@ -61,7 +61,7 @@ def register(root: typer.Typer) -> None:
 
         Examples:
 
-          clustersim goodput scenarios/llama3-405b.yaml --mtbf-gpu-hours 50673 --ckpt-write-GBps 2000 --restart-min 10 --run-days 54
+          clustersim goodput scenarios/llama3-405b.yaml --mtbf-gpu-hours 50677 --ckpt-write-GBps 2000 --restart-min 10 --run-days 54
 
           clustersim goodput scenarios/gpt3-175b.yaml --mtbf-gpu-hours 50000 --mtbf-node-hours 100000 --ckpt-write-GBps 100 --restart-min 15 --run-days 30 --gpus 16384 --json
         """

@@ -12,7 +12,7 @@ def cli(*args):
 
 
 def test_goodput_json_llama3():
-    r = cli("goodput", "scenarios/llama3-405b.yaml", "--mtbf-gpu-hours", "50673", "--ckpt-write-GBps", "2000",
+    r = cli("goodput", "scenarios/llama3-405b.yaml", "--mtbf-gpu-hours", "50677", "--ckpt-write-GBps", "2000",
             "--restart-min", "10", "--run-days", "54", "--trials", "300", "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
