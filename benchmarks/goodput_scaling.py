@@ -76,6 +76,10 @@ def main() -> None:
     a1.set_ylabel("expected goodput (%)")
     a2.set_ylabel("best checkpoint interval (min)")
     a2.set_yscale("log")
+    from matplotlib.ticker import FormatStrFormatter
+
+    a2.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    a2.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
     a1.legend(fontsize=8)
     a1.set_title("goodput (band: Monte-Carlo 99 % CI)", fontsize=9)
     a2.set_title(f"per-GPU MTBF {MTBF_GPU_HOURS:,.0f} h, restart {RESTART_S / 60:g} min, 405B state", fontsize=9)
