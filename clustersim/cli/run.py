@@ -51,9 +51,13 @@ def _render(d: dict) -> None:
         mt = Table(title=f"memory per GPU (fullest pipeline stage {m['stage']})")
         mt.add_column("kind")
         mt.add_column("bytes", justify="right")
-        for k in ("params", "grads", "optimizer", "activations", "transient", "peak_bytes_per_gpu", "capacity_bytes"):
-            mt.add_row(k, format_bytes(m[k]))
-        mt.add_row("fits", "yes" if m["fits"] else "[red]NO[/]")
+        for k in ("params", "grads", "optimizer", "activations", "loss_transient", "ddp_buckets",
+                  "fsdp_gathered", "optimizer_transient", "pipeline_outputs", "peak_allocated_bytes",
+                  "cuda_context_bytes", "nccl_buffer_bytes", "fragmentation_bytes", "total_needed_bytes",
+                  "capacity_bytes"):
+            if k in m and (m[k] or k in ("activations", "peak_allocated_bytes", "total_needed_bytes")):
+                mt.add_row(k, format_bytes(m[k]))
+        mt.add_row("fits (total needed)", "yes" if m["fits"] else "[red]NO[/]")
         console.print(mt)
     if d.get("faults"):
         f = d["faults"]
@@ -88,7 +92,10 @@ def run_and_write(scenario, *, fidelity: str | None = None, overrides: list[str]
     Returns ``(result, band)``: the :class:`~clustersim.simulate.run.RunResult` and, with
     ``band``, the (fast, slow) step times at the profile's 95% bounds (else None).
 
-    >>> res, _ = run_and_write("scenarios/ddp-mlp.yaml", fidelity="analytical")   # doctest: +SKIP
+    >>> from clustersim.config.base import shipped_dir
+    >>> res, band = run_and_write(shipped_dir("scenario") / "ddp-mlp.yaml", fidelity="analytical")
+    >>> res.fidelity, band is None, res.step_time_s > 0
+    ('analytical', True, True)
     """
     from clustersim.simulate.resolve import resolve_scenario
     from clustersim.simulate.run import run_scenario

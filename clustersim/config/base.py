@@ -30,13 +30,29 @@ SHIPPED = {
 
 
 class StrictModel(BaseModel):
-    """Base of every config model: unknown keys are rejected, values validated on assignment."""
+    """Base of every config model: unknown keys are rejected, values validated on assignment.
+
+    >>> class Link(StrictModel):
+    ...     bandwidth_GBps: float
+    >>> Link(bandwidth_GBps=450).bandwidth_GBps
+    450.0
+    >>> Link(bandwidth_GBps=450, bandwith_GBps=1)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    pydantic_core._pydantic_core.ValidationError: 1 validation error for Link
+    bandwith_GBps
+      Extra inputs are not permitted ...
+    """
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, populate_by_name=True)
 
 
 def format_loc(loc: tuple[Any, ...]) -> str:
-    """Dotted field path from a pydantic error location (drops union-branch tags)."""
+    """Dotted field path from a pydantic error location (drops union-branch tags).
+
+    >>> format_loc(("node", "links", 0, "function-after[_check()]", "bandwidth_GBps"))
+    'node.links.0.bandwidth_GBps'
+    """
     parts = []
     for p in loc:
         if isinstance(p, int):
@@ -63,7 +79,16 @@ def validation_error(exc: ValidationError, file: str | None) -> ClusterSimError:
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
-    """Read a YAML mapping, rejecting missing, empty, binary and malformed files."""
+    """Read a YAML mapping, rejecting missing, empty, binary and malformed files.
+
+    >>> data = load_yaml(shipped_dir("topology") / "dgx-h100.yaml")
+    >>> data["name"], data["gpu"], data["node"]["gpus"]
+    ('dgx-h100', 'H100-SXM', 8)
+    >>> load_yaml("no-such-file.yaml")
+    Traceback (most recent call last):
+    ...
+    clustersim.errors.ClusterSimError: no-such-file.yaml: file not found
+    """
     p = require_file(path)
     raw = p.read_bytes()
     if b"\x00" in raw:
@@ -131,7 +156,16 @@ def apply_overrides(data: dict[str, Any], overrides: list[str] | None, file: str
 
 
 def validate(cls: type[M], data: dict[str, Any], file: str | None = None) -> M:
-    """Validate ``data`` into ``cls``; errors become ClusterSimError with the file name."""
+    """Validate ``data`` into ``cls``; errors become ClusterSimError with the file name.
+
+    >>> from clustersim.config.profile import LinkParams
+    >>> validate(LinkParams, {"latency_us": 2, "bandwidth_GBps": 370}).bandwidth_GBps
+    370.0
+    >>> validate(LinkParams, {"latency_us": 2, "bandwidth_GBps": 0}, file="p.yaml")
+    Traceback (most recent call last):
+    ...
+    clustersim.errors.ClusterSimError: p.yaml: bandwidth_GBps: Input should be greater than 0
+    """
     try:
         return cls.model_validate(data)
     except ValidationError as exc:
@@ -141,7 +175,13 @@ def validate(cls: type[M], data: dict[str, Any], file: str | None = None) -> M:
 
 
 def load_model(cls: type[M], path: str | Path, overrides: list[str] | None = None) -> M:
-    """Load a YAML file into model ``cls``, applying ``--set`` overrides first."""
+    """Load a YAML file into model ``cls``, applying ``--set`` overrides first.
+
+    >>> from clustersim.config.scenario import Scenario
+    >>> sc = load_model(Scenario, shipped_dir("scenario") / "gpt-1b-ddp.yaml", ["parallelism.dp=1", "cluster.gpus=1"])
+    >>> sc.name, sc.cluster.topology, sc.cluster.gpus, sc.parallelism.dp
+    ('gpt-1b-ddp', 'hgx-h200', 1, 1)
+    """
     data = load_yaml(path)
     data = apply_overrides(data, overrides, file=str(path))
     return validate(cls, data, file=str(path))
@@ -152,6 +192,9 @@ def shipped_dir(kind: str) -> Path:
 
     A source checkout's top-level folder wins (so edits show at once); otherwise
     the copy installed as package data is used.
+
+    >>> (shipped_dir("topology") / "hgx-h200.yaml").is_file()
+    True
     """
     folder, package = SHIPPED[kind]
     local = REPO_ROOT / folder
@@ -163,7 +206,11 @@ def shipped_dir(kind: str) -> Path:
 
 
 def shipped_names(kind: str) -> list[str]:
-    """Bare names of the shipped files of ``kind``, sorted."""
+    """Bare names of the shipped files of ``kind``, sorted.
+
+    >>> "dgx-h100" in shipped_names("topology"), "gpt-1b-ddp" in shipped_names("scenario")
+    (True, True)
+    """
     d = shipped_dir(kind)
     return sorted(p.stem for p in d.glob("*.yaml")) if d.is_dir() else []
 
@@ -173,6 +220,13 @@ def resolve_file(name: str | Path, kind: str, base: Path | None = None) -> Path:
 
     Order: an existing path (relative to ``base`` first, then the cwd); then a
     shipped file ``<name>.yaml`` of ``kind``.
+
+    >>> resolve_file("hgx-h200", "profile") == shipped_dir("profile") / "hgx-h200.yaml"
+    True
+    >>> resolve_file("dgx-z900", "topology")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    clustersim.errors.ClusterSimError: unknown topology 'dgx-z900': not a file and not a shipped name (shipped: ...)
     """
     text = str(name)
     cands = []

@@ -119,6 +119,9 @@ class ParallelismSection(StrictModel):
     schedule: Literal["gpipe", "1f1b", "interleaved"] = Field("1f1b", description="Pipeline schedule.")
     virtual_stages: PosInt = Field(1, description="Model chunks per pipeline rank (interleaved schedule).")
     ddp_bucket_mb: float = Field(25.0, gt=0, description="DDP gradient bucket size in MB (PyTorch default 25).")
+    dp_overlap: bool = Field(True, description="DDP / ZeRO-1/2: gradient reduction bucket by bucket during the backward (PyTorch DDP, "
+                             "Megatron --overlap-grad-reduce); false: all buckets after the whole backward (Megatron "
+                             "before --overlap-grad-reduce, most published A100 runs).")
     order: str = Field("tp-cp-ep-dp-pp", description="Rank layout, innermost first: tp ranks are adjacent (same node), pp outermost.")
 
     @field_validator("order")

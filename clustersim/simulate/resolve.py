@@ -143,8 +143,9 @@ def read_inputs(source: str | Path | Scenario, overrides: list[str] | None = Non
     return ScenarioInputs(scenario, file, topo, topo_file, profile, prof_file)
 
 
-def build_resolved(inputs: ScenarioInputs) -> ResolvedScenario:
-    """Build the cluster of :class:`ScenarioInputs` and check the rule that needs its GPU count."""
+def build_resolved(inputs: ScenarioInputs, check_world: bool = True) -> ResolvedScenario:
+    """Build the cluster of :class:`ScenarioInputs` and check the rule that needs its GPU count
+    (``check_world=False``: not that rule; the planner replaces the degrees with its own)."""
     from clustersim.topology.cluster import Cluster
 
     fname = str(inputs.file) if inputs.file is not None else None
@@ -156,15 +157,18 @@ def build_resolved(inputs: ScenarioInputs) -> ResolvedScenario:
             raise exc.with_file(str(inputs.topology_file)) from None
     except ClusterSimError as exc:
         raise ClusterSimError(exc.message, file=fname, field="cluster.topology") from None
-    check_world_size(inputs.scenario, cluster.n_gpus, file=fname)
+    if check_world:
+        check_world_size(inputs.scenario, cluster.n_gpus, file=fname)
     return ResolvedScenario(inputs.scenario, inputs.file, cluster, inputs.profile, inputs.topology_file,
                             inputs.profile_file)
 
 
-def resolve_scenario(source: str | Path | Scenario, overrides: list[str] | None = None) -> ResolvedScenario:
+def resolve_scenario(source: str | Path | Scenario, overrides: list[str] | None = None,
+                     check_world: bool = True) -> ResolvedScenario:
     """Load and check a scenario (path or model) and build its cluster and profile.
 
     ``overrides`` are ``--set`` items; ``topology.<path>=v`` and ``profile.<path>=v`` change the
     scenario's topology and profile files (a what-if on the hardware or the calibration).
+    ``check_world=False`` skips the rule that the degrees multiply to the GPU count (the planner).
     """
-    return build_resolved(read_inputs(source, overrides))
+    return build_resolved(read_inputs(source, overrides), check_world=check_world)

@@ -1,8 +1,15 @@
 """Contract 5: simulate one training step (or a generic job) of a scenario.
 
->>> from clustersim.simulate import run_scenario            # doctest: +SKIP
->>> res = run_scenario("scenarios/gpt-1b-ddp.yaml", fidelity="analytical")   # doctest: +SKIP
->>> res.to_dict()["step_time_s"]                            # doctest: +SKIP
+The shipped GPT 1B DDP scenario on 2 H200; the step's breakdown adds up to the step time:
+
+>>> from clustersim.config.base import shipped_dir
+>>> from clustersim.simulate import run_scenario
+>>> res = run_scenario(shipped_dir("scenario") / "gpt-1b-ddp.yaml", fidelity="analytical")
+>>> d = res.to_dict()
+>>> d["n_gpus"], d["fidelity"]
+(2, 'analytical')
+>>> abs(sum(d["breakdown"].values()) - d["step_time_s"]) < 1e-9
+True
 """
 
 from __future__ import annotations
@@ -176,9 +183,45 @@ def _top_links(cluster, busy, step: float, top: int) -> list[dict]:
             for i in idx if busy[i] > 0]
 
 
+def _effective_cluster(rs: ResolvedScenario):
+    """The resolved cluster with the scenario's p2p / GPUDirect RDMA switches applied."""
+    cluster, c = rs.cluster, rs.scenario.cluster
+    if not c.p2p and hasattr(cluster, "with_p2p"):
+        cluster = cluster.with_p2p(False)
+    if not c.gpudirect_rdma and hasattr(cluster, "with_gdr"):
+        cluster = cluster.with_gdr(False)
+    return cluster
+
+
+def comm_cache_for(rs: ResolvedScenario) -> CommCache:
+    """A memo of closed-form collective times on ``rs``'s cluster and profile.
+
+    It depends only on the cluster, the profile and the ``cluster:`` switches (nvls, p2p,
+    gpudirect_rdma), so scenarios that differ only in parallelism or training (the planner's
+    mixes) can share one through ``run_scenario(..., comm=...)``.
+    """
+    return CommCache(_collective_model(_effective_cluster(rs), rs.profile, rs.scenario))
+
+
+def transformer_step(rs: ResolvedScenario, reduced: bool = True):
+    """The :class:`~clustersim.workload.transformer.TransformerStep` that ``run_scenario`` simulates
+    for a model scenario (its compute model and host costs from the profile); its ``memory()`` is
+    the run's memory report. The planner screens mixes with it before building any DAG."""
+    from clustersim.workload.transformer import TransformerStep
+
+    sc, profile = rs.scenario, rs.profile
+    host_call = profile.host.per_call_overhead_us * 1e-6
+    # GEMMs run at the peak of the weights' dtype (fp8 -> fp8 tensor cores)
+    cm = ComputeModel.from_profile(profile.compute, rs.cluster.gpu_spec, sc.training.precision.params)
+    # host CPU time per kernel call: the profile's per-call overhead, but never below the issue
+    # latency of one torch op measured by the event-timed GEMM bench (the floor of its table)
+    host_kernel = max(host_call, cm.issue_floor_s)
+    return TransformerStep(sc, cm, host_call_s=host_call, reduced=reduced, host_kernel_s=host_kernel)
+
+
 def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str | None = None,
                  overrides: list[str] | None = None, reduced: bool = True, top_links: int = 8,
-                 keep_timeline: bool = False) -> RunResult:
+                 keep_timeline: bool = False, comm: CommCache | None = None) -> RunResult:
     """Simulate one step of a scenario (Contract 5).
 
     Parameters
@@ -191,6 +234,8 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
     top_links: how many of the busiest links the result lists.
     keep_timeline: keep the op graph and its timeline in ``result.step`` (a
         :class:`StepTimeline`) for a trace (:func:`clustersim.trace.chrome.write_trace`) or a report.
+    comm: a :func:`comm_cache_for` memo made on the same cluster, profile and ``cluster:``
+        switches, reused across runs (the planner); default: a fresh one.
     """
     t_wall = time.perf_counter()
     rs = source if isinstance(source, ResolvedScenario) else resolve_scenario(source, overrides)
@@ -198,10 +243,7 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
     fidelity = fidelity or sc.simulation.fidelity
     if fidelity not in ("flow", "analytical"):
         raise ClusterSimError("fidelity must be flow or analytical", field="simulation.fidelity")
-    if not sc.cluster.p2p and hasattr(cluster, "with_p2p"):
-        cluster = cluster.with_p2p(False)
-    if not sc.cluster.gpudirect_rdma and hasattr(cluster, "with_gdr"):
-        cluster = cluster.with_gdr(False)
+    cluster = _effective_cluster(rs)
     faults, fault_causes = sc.faults, []
     if faults is not None:
         from clustersim.reliability import faults as flt
@@ -211,22 +253,15 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
                                   "line rates, not the flow network's link capacities)", field="faults")
         cluster, fault_causes = flt.apply_link_faults(cluster, faults)
     spec = cluster.gpu_spec
-    comm = CommCache(_collective_model(cluster, profile, sc))
-    host_call = profile.host.per_call_overhead_us * 1e-6
+    if comm is None or fault_causes:  # link faults change the closed forms' routes: no reuse
+        comm = CommCache(_collective_model(cluster, profile, sc))
 
     def cm_for(dtype: str) -> ComputeModel:
         return ComputeModel.from_profile(profile.compute, spec, dtype)
 
     extra: dict = {}
     if sc.model is not None:
-        from clustersim.workload.transformer import TransformerStep
-
-        dtype = sc.training.precision.params
-        cm = cm_for(dtype)  # GEMMs run at the peak of the weights' dtype (fp8 -> fp8 tensor cores)
-        # host CPU time per kernel call: the profile's per-call overhead, but never below the issue
-        # latency of one torch op measured by the event-timed GEMM bench (the floor of its table)
-        host_kernel = max(host_call, cm.issue_floor_s)
-        step = TransformerStep(sc, cm, host_call_s=host_call, reduced=reduced, host_kernel_s=host_kernel)
+        step = transformer_step(rs, reduced=reduced)
         graph = step.build()
         exec_ranks = step.exec_ranks
     else:
