@@ -64,6 +64,22 @@ def _render(d: dict) -> None:
                 mt.add_row(k, format_bytes(m[k]))
         mt.add_row("fits (total needed)", "yes" if m["fits"] else "[red]NO[/]")
         console.print(mt)
+    if d.get("faults"):
+        f = d["faults"]
+        ft = Table(title=f"faults: slowdown x{f['slowdown']:.3f} against the healthy cluster "
+                         f"({format_time(f['healthy_step_time_s'])} per step)")
+        ft.add_column("cause")
+        ft.add_column("where")
+        ft.add_column("detail", justify="right")
+        for c in f["causes"]:
+            where = ", ".join(c["links"][:3]) + (" ..." if len(c["links"]) > 3 else "") if "links" in c else \
+                f"rank {c['rank']}" if "rank" in c else f"node {c['node']}" if "node" in c else f"{c.get('more_ranks')} more ranks"
+            detail = {"link_degraded": lambda: f"fraction {c['fraction']:g}, busy {100 * c.get('busy_fraction', 0):.0f} %",
+                      "link_down": lambda: f"{c.get('rerouted_pairs', 0)} rank pairs rerouted",
+                      "straggler": lambda: f"compute x{c.get('slowdown', c.get('slowdown_max_of_rest', 1)):.3f}",
+                      "node_lost": lambda: c.get("effect", "")}[c["kind"]]()
+            ft.add_row(c["kind"], where, detail)
+        console.print(ft)
     if d.get("links"):
         lt = Table(title="busiest links")
         lt.add_column("link")

@@ -7,7 +7,7 @@ Two layers live in this module:
    tree, recursive halving-doubling, direct / pairwise all-to-all, hierarchical and
    in-network reduction, plus the bandwidth lower bounds they are tested against.
    ``alpha`` is seconds per step, ``B`` bytes/s per direction per GPU, ``S`` bytes.
-2. NCCL's own model structure (``src/graph/tuning.cc`` at NVIDIA/nccl 5067397c, v2.30;
+2. NCCL's own model structure (``src/graph/tuning.cc`` at NVIDIA/nccl 5067797c, v2.30;
    numbers copied from the project's reference ``nccl-model.md`` sections 1.2-1.7):
    base and per-hop latencies per algorithm / protocol / hardware class, per-channel
    bandwidth caps, the channel search, LL/LL128/Simple factors, tree correction factors,

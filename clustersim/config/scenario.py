@@ -223,6 +223,60 @@ class SimulationSection(StrictModel):
     seed: int = Field(0, description="Seed for any randomness (none in the default models).")
 
 
+class LinkSelector(StrictModel):
+    """Links picked by kind and/or the node (host index) they touch."""
+
+    kind: str | None = Field(None, description="Link kind: nvlink, pcie, infiniband, ethernet, cpu-interconnect...")
+    node: int | None = Field(None, ge=0, description="Host index the link touches (h<node>.* on either end).")
+
+
+LinkRef = Annotated[str | LinkSelector, Field(description='A link name "src->dst" as `clustersim topo show` lists it, or {kind:, node:}.')]
+
+
+class LinkDown(StrictModel):
+    """A failed link: routes that crossed it take another path, or the run fails naming the link."""
+
+    link: LinkRef
+
+
+class LinkDegraded(StrictModel):
+    """A link running at a fraction of its line rate (flapping lanes, a bad cable, a throttled port)."""
+
+    link: LinkRef
+    fraction: float = Field(gt=0, le=1, description="Remaining share of the bandwidth, 0 < fraction <= 1.")
+
+
+class Straggler(StrictModel):
+    """One slow GPU: every compute kernel of the rank takes ``slowdown`` times as long."""
+
+    rank: int = Field(ge=0)
+    slowdown: float = Field(ge=1, description="Compute-time factor (1.3 = 30 % slower).")
+
+
+class StragglerDistribution(StrictModel):
+    """Every rank's compute-time factor drawn from a seeded distribution (values below 1 count as 1)."""
+
+    distribution: Literal["lognormal"] = "lognormal"
+    sigma: float = Field(gt=0, description="Standard deviation of ln(factor); the median factor is 1.")
+    seed: int | None = Field(None, description="Default: simulation.seed.")
+
+
+class NodeLost(StrictModel):
+    """A node (host) that dies ``at_s`` seconds into the run."""
+
+    node: int = Field(ge=0)
+    at_s: float = Field(ge=0)
+
+
+class FaultsSection(StrictModel):
+    """Faults injected into the simulated cluster; the run reports the slowdown against the healthy one."""
+
+    link_down: list[LinkDown] = Field(default_factory=list)
+    link_degraded: list[LinkDegraded] = Field(default_factory=list)
+    stragglers: list[Straggler] | StragglerDistribution = Field(default_factory=list)
+    node_lost: NodeLost | None = None
+
+
 class Scenario(StrictModel):
     """A complete scenario file."""
 
@@ -234,6 +288,7 @@ class Scenario(StrictModel):
     training: TrainingSection = Field(default_factory=TrainingSection)
     parallelism: ParallelismSection = Field(default_factory=ParallelismSection)
     simulation: SimulationSection = Field(default_factory=SimulationSection)
+    faults: FaultsSection | None = Field(None, description="Injected faults (docs/goodput-and-faults.md).")
 
     @model_validator(mode="after")
     def _rules(self) -> "Scenario":

@@ -15,7 +15,7 @@ True
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -244,8 +244,16 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
     if fidelity not in ("flow", "analytical"):
         raise ClusterSimError("fidelity must be flow or analytical", field="simulation.fidelity")
     cluster = _effective_cluster(rs)
+    faults, fault_causes = sc.faults, []
+    if faults is not None:
+        from clustersim.reliability import faults as flt
+
+        if (faults.link_down or faults.link_degraded) and fidelity != "flow":
+            raise ClusterSimError("link faults need fidelity flow (the analytical closed forms use the topology's "
+                                  "line rates, not the flow network's link capacities)", field="faults")
+        cluster, fault_causes = flt.apply_link_faults(cluster, faults)
     spec = cluster.gpu_spec
-    if comm is None:
+    if comm is None or fault_causes:  # link faults change the closed forms' routes: no reuse
         comm = CommCache(_collective_model(cluster, profile, sc))
 
     def cm_for(dtype: str) -> ComputeModel:
@@ -261,6 +269,10 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
 
         graph, exec_ranks = build_job(sc, cluster, cm_for, profile.compute.gemm_efficiency, cluster.host_of)
         step = None
+    if faults is not None:
+        factors = flt.straggler_factors(faults, cluster.n_gpus, sc.simulation.seed)
+        flt.slow_compute(graph, flt.fold_onto_exec_ranks(factors, sc, exec_ranks))
+        fault_causes += flt.describe_stragglers(factors)
 
     links: list[dict] = []
     if fidelity == "analytical":
@@ -323,6 +335,15 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
         memory = None
         extra["total_time_s"] = makespan
         extra["ranks"] = len(exec_ranks)
+    if faults is not None:
+        fault_causes += flt.check_node_lost(faults, cluster, extra.get("total_time_s", step_time))
+        flt.annotate_link_causes(fault_causes, cluster, getattr(sim, "link_busy_time", None) if fidelity == "flow"
+                                 else None, makespan)
+        # the same run on the healthy cluster: the slowdown is what the faults cost
+        healthy = run_scenario(replace(rs, scenario=sc.model_copy(update={"faults": None})), fidelity,
+                               reduced=reduced, top_links=top_links)
+        extra["faults"] = {"slowdown": step_time / healthy.step_time_s, "healthy_step_time_s": healthy.step_time_s,
+                           "causes": fault_causes}
     res = RunResult(scenario=sc.name, fidelity=fidelity, step_time_s=step_time, tokens_per_s=tokens_per_s,
                     samples_per_s=samples_per_s, mfu=mfu, breakdown=bd, memory=memory, links=links,
                     n_gpus=n, ops=len(graph), wall_s=0.0, extra=extra)
