@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from clustersim.cli.common import console, print_json
+from clustersim.cli.common import budget, console, max_events_option, max_memory_option, print_json, progress
 
 app = typer.Typer(help="run commands.", no_args_is_help=True, add_completion=False)
 
@@ -73,6 +73,8 @@ def register(root: typer.Typer) -> None:
         full: bool = typer.Option(False, "--full", help="Simulate every data-parallel replica (no symmetry reduction)."),
         html: Optional[Path] = typer.Option(None, "--html", help="Write a standalone HTML report (timeline, breakdown, memory, links)."),
         band: bool = typer.Option(False, "--band", help="Also simulate at the profile's 95% confidence bounds and report the step-time band."),
+        max_memory: Optional[str] = max_memory_option(),
+        max_events: Optional[int] = max_events_option(),
     ) -> None:
         """Simulate one training step of a scenario: step time, throughput, MFU, breakdown, memory, links.
 
@@ -93,22 +95,23 @@ def register(root: typer.Typer) -> None:
 
         if fidelity is not None and fidelity not in ("flow", "analytical"):
             raise ClusterSimError(f"--fidelity must be flow or analytical, not {fidelity!r}", field="--fidelity")
-        if html is not None:
-            from clustersim.report.html import run_html_report
+        with budget(max_memory, max_events), progress(f"simulating {scenario}"):
+            if html is not None:
+                from clustersim.report.html import run_html_report
 
-            res = run_html_report(scenario, html, fidelity=fidelity, trace_path=trace, overrides=set_ or [],
-                                  reduced=not full)
-        else:
-            res = run_scenario(scenario, fidelity=fidelity, trace_path=trace, overrides=set_ or [],
-                               reduced=not full)
-        d = res.to_dict()
-        if band:
-            from clustersim.simulate.band import step_time_band
-            from clustersim.simulate.resolve import resolve_scenario
+                res = run_html_report(scenario, html, fidelity=fidelity, trace_path=trace, overrides=set_ or [],
+                                      reduced=not full)
+            else:
+                res = run_scenario(scenario, fidelity=fidelity, trace_path=trace, overrides=set_ or [],
+                                   reduced=not full)
+            d = res.to_dict()
+            if band:
+                from clustersim.simulate.band import step_time_band
+                from clustersim.simulate.resolve import resolve_scenario
 
-            lo, hi = step_time_band(resolve_scenario(scenario, overrides=set_ or []), fidelity=fidelity,
-                                    reduced=not full)
-            d["step_time_band_s"] = [lo, hi]
+                lo, hi = step_time_band(resolve_scenario(scenario, overrides=set_ or []), fidelity=fidelity,
+                                        reduced=not full)
+                d["step_time_band_s"] = [lo, hi]
         if as_json:
             print_json(d)
         else:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from clustersim.config.base import load_model, resolve_file
 from clustersim.config.profile import Profile
-from clustersim.config.scenario import Scenario, check_world_size
+from clustersim.config.scenario import Scenario, check_work, check_world_size
 from clustersim.errors import ClusterSimError
 
 
@@ -54,4 +54,5 @@ def resolve_scenario(source: str | Path | Scenario, overrides: list[str] | None 
     except ClusterSimError as exc:
         raise ClusterSimError(exc.message, file=fname, field="cluster.profile") from None
     check_world_size(scenario, cluster.n_gpus, file=fname)
+    check_work(scenario, cluster.n_gpus, file=fname)  # before any workload is built
     return ResolvedScenario(scenario, file, cluster, profile, topo_file, prof_file)

@@ -327,13 +327,15 @@ def import_nvidia_smi(text: str, name: str = "imported", gpu: str | None = None,
                 warns.append(f"GPU model {model} taken from the nvidia-smi name in the file")
                 break
     if gpu is None:
+        # `nvidia-smi topo -m` never prints the GPU name; the NVLink count narrows it down only so far
         if counts and counts[-1] >= 18:
-            gpu = "H100-SXM"
+            gpu, alike = "H100-SXM", "H100-SXM or H200-SXM (both NV18; HBM 80 vs 141 GB, 3.35 vs 4.8 TB/s)"
         elif counts and counts[-1] == 12:
-            gpu = "A100-SXM-80GB"
+            gpu, alike = "A100-SXM-80GB", "A100-SXM-80GB or A100-SXM-40GB (both NV12)"
         else:
-            gpu = "H100-SXM"
-        warns.append(f"GPU model not in topo -m output; assumed {gpu} from the NVLink counts (pass --gpu)")
+            gpu, alike = "H100-SXM", "any GPU (no NVLink count to go by)"
+        warns.append(f"GPU model ASSUMED {gpu}: topo -m output has no GPU name and its NVLink counts fit {alike}; "
+                     f"pass --gpu (e.g. --gpu H200-SXM), or append `nvidia-smi` output (with the names) to the file")
     if gpu not in GPU_CATALOG:
         raise ClusterSimError(f"unknown GPU model {gpu!r} (known: {', '.join(GPU_CATALOG)})", field="gpu")
     sm = GPU_CATALOG[gpu].sm
