@@ -67,7 +67,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from clustersim.calibration.env import RankEnv, device_for_local_rank, discover, local_rank_from_hosts
-from clustersim.calibration.jsonl import RowWriter, existing_keys, row_key
+from clustersim.calibration.jsonl import RowWriter, resume_state, row_key
 from clustersim.errors import ClusterSimError
 from clustersim.units import GiB, MiB, format_bytes, parse_size_range
 
@@ -1356,14 +1356,22 @@ def run_bench(cfg: BenchConfig, renv: RankEnv | None = None) -> dict[str, Any]:
     init = b.init()
     dist = b.dist
     run_id = cfg.run_id
+    # the configuration's meta key: a re-run of the same configuration on the same file continues its run id
+    # (its meta and comm_init rows are already there); any other run gets a new id and its own meta row
+    mkey = {"kind": "meta", "world_size": b.world, "nodes": b.nodes, "device": cfg.device,
+            "backend": "nccl" if b.cuda else "gloo", "nvls": _nvls_state(cfg, b.cuda),
+            "algorithm": os.environ.get("NCCL_ALGO"), "protocol": os.environ.get("NCCL_PROTO")}
     # rank 0 owns the file; it tells the others which points are done and the run id
-    payload: list[Any] = [None, None]
+    payload: list[Any] = [None, None, False]
     if b.rank == 0:
-        done = existing_keys(cfg.output)
-        payload = [sorted(done, key=repr), run_id or f"{_dt.datetime.now(_dt.timezone.utc):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"]
+        state = resume_state(cfg.output)
+        continued = state.run_for(mkey)
+        new_id = f"{_dt.datetime.now(_dt.timezone.utc):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
+        rid = run_id or continued or new_id
+        payload = [sorted(state.done, key=repr), rid, rid == continued]
     dist.broadcast_object_list(payload, src=0)
     b.done = set(payload[0])
-    run_id = payload[1]
+    run_id, has_meta = payload[1], payload[2]
     resumed = len(b.done)
     common = {"source": "bench", "run_id": run_id, "host": b.hosts[0]}
     try:
@@ -1372,14 +1380,11 @@ def run_bench(cfg: BenchConfig, renv: RankEnv | None = None) -> dict[str, Any]:
             meta = b.meta(init)
             common["gpu"] = meta.get("gpu")
             b.writer.common["gpu"] = meta.get("gpu")
-            mkey = {"kind": "meta", "world_size": b.world, "nodes": b.nodes, "device": cfg.device,
-                    "backend": meta["backend"], "nvls": meta["nvls"],
-                    "algorithm": meta["nccl_algo"], "protocol": meta["nccl_proto"]}
-            if not b.skip(mkey):
+            if not has_meta:  # every run id gets its meta row
                 b.emit({**meta, **{k: v for k, v in mkey.items() if k not in meta}})
             ci = {"kind": "comm_init", "ranks": b.world, "nodes": b.nodes, "device": cfg.device,
                   "backend": "nccl" if b.cuda else "gloo"}
-            if not b.skip(ci):
+            if not b.skip(ci) or not has_meta:
                 b.emit({**ci, "time_s": init["time_s"], "since_process_start_s": init["since_process_start_s"],
                         "launcher": b.renv.launcher})
         scopes: list[tuple[str, Any, list[int]]] = []
