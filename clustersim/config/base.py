@@ -98,6 +98,7 @@ class _InputError(yaml.YAMLError):
         super().__init__(message)
         self.message = message
         self.line = line
+        self.field: str | None = None
 
 
 def _core_resolvers() -> dict:
@@ -189,18 +190,62 @@ def _count_values(data: Any, limit: int) -> int:
     return count(data)
 
 
+def _check_nodes(root: yaml.Node) -> None:
+    """Find duplicate keys and over-long integers in a composed YAML tree, with their dotted path.
+
+    Each node is visited once (aliases point at shared nodes, so an alias bomb costs its size in
+    text, not its expanded size). Raises ``_InputError`` with the field path in ``.field``.
+    """
+    seen_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, str]] = [(root, "")]
+    while stack:
+        node, path = stack.pop()
+        if id(node) in seen_nodes:
+            continue
+        seen_nodes.add(id(node))
+        if isinstance(node, yaml.ScalarNode):
+            if node.tag == "tag:yaml.org,2002:int" and len(str(node.value).lstrip("+-")) > MAX_INT_DIGITS:
+                err = _InputError(f"integer of {len(str(node.value).lstrip('+-'))} digits on line "
+                                  f"{node.start_mark.line + 1} (more than {MAX_INT_DIGITS}: no count or size this "
+                                  "tool uses is that large)", node.start_mark.line + 1)
+                err.field = path or None
+                raise err
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((child, f"{path}.{i}" if path else str(i)) for i, child in enumerate(node.value))
+        elif isinstance(node, yaml.MappingNode):
+            first: dict[Any, int] = {}
+            for key_node, value_node in node.value:
+                key = key_node.value if isinstance(key_node, yaml.ScalarNode) else "?"
+                child = f"{path}.{key}" if path else str(key)
+                line = key_node.start_mark.line + 1
+                if isinstance(key_node, yaml.ScalarNode) and key != "<<":
+                    if key in first:
+                        err = _InputError(f"duplicate key {key!r} on lines {first[key]} and {line} "
+                                          "(the last one would silently win)", line)
+                        err.field = child
+                        raise err
+                    first[key] = line
+                stack.append((key_node, path))
+                stack.append((value_node, child))
+
+
 def parse_yaml_text(text: str, *, file: str | None = None, what: str = "YAML") -> Any:
     """Parse YAML text with :class:`StrictYAMLLoader`; every problem is a ClusterSimError.
 
-    >>> parse_yaml_text("a: 1\\na: 2")
+    >>> parse_yaml_text("a: 1\\nb: {c: 2, c: 3}")
     Traceback (most recent call last):
     ...
-    clustersim.errors.ClusterSimError: duplicate key 'a' on lines 1 and 2 (the last one would silently win)
+    clustersim.errors.ClusterSimError: b.c: duplicate key 'c' on lines 2 and 2 (the last one would silently win)
     """
+    loader = StrictYAMLLoader(text)
     try:
-        data = yaml.load(text, Loader=StrictYAMLLoader)  # noqa: S506 - a safe loader
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_nodes(node)
+        data = loader.construct_document(node)
     except _InputError as exc:
-        raise ClusterSimError(exc.message, file=file) from None
+        raise ClusterSimError(exc.message, file=file, field=getattr(exc, "field", None)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -208,6 +253,8 @@ def parse_yaml_text(text: str, *, file: str | None = None, what: str = "YAML") -
         raise ClusterSimError(f"{what} syntax error at {where}{problem}", file=file) from None
     except (RecursionError, MemoryError):
         raise ClusterSimError(f"{what} nested too deeply to read", file=file) from None
+    finally:
+        loader.dispose()
     if _count_values(data, MAX_YAML_VALUES) > MAX_YAML_VALUES:
         raise ClusterSimError(f"more than {MAX_YAML_VALUES:,} values once aliases are expanded "
                               "(an alias bomb, or a file far larger than any topology, scenario or profile)",
