@@ -65,6 +65,12 @@ def run_collective_command(op: str, topology: str, gpus: int | None, nodes: int 
         raise ClusterSimError(f"--fidelity must be analytical or flow, got {fidelity!r}", field="fidelity")
     size_list = [parse_size(size)] if size is not None else parse_size_range(sizes)
     cluster = load_cluster(topology, nodes=nodes, gpus=gpus)
+    if fidelity == "flow":
+        from clustersim.budget import FLOW_EVENTS_PER_RANK, check_events
+
+        # each size is one discrete-event simulation whose flows grow with the ranks
+        check_events(len(size_list) * cluster.n_gpus * FLOW_EVENTS_PER_RANK,
+                     f"{len(size_list)} size(s) at flow fidelity on {cluster.n_gpus:,} GPUs", field="sizes")
     prof = load_profile_for(cluster, profile)
     kw = dict(nvls=_onoff(nvls, "nvls"), p2p=_onoff(p2p, "p2p"), gdr=_onoff(gdr, "gdr"))
     n = cluster.n_gpus

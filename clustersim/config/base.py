@@ -262,13 +262,28 @@ def parse_yaml_text(text: str, *, file: str | None = None, what: str = "YAML") -
     return data
 
 
+def _model_names() -> set[str]:
+    out: set[str] = set()
+    todo = [StrictModel]
+    while todo:
+        cls = todo.pop()
+        out.add(cls.__name__)
+        todo.extend(cls.__subclasses__())
+    return out
+
+
 def format_loc(loc: tuple[Any, ...]) -> str:
-    """Dotted field path from a pydantic error location (drops union-branch tags)."""
+    """Dotted field path from a pydantic error location (drops union-branch tags).
+
+    >>> format_loc(("job", "phases", 0, "collective", "size", "str"))
+    'job.phases.0.collective.size'
+    """
+    tags = {"str", "int", "float", "bool", "none"} | _model_names()  # the branches of `str | int`, `str | GPUSpec`
     parts = []
     for p in loc:
         if isinstance(p, int):
             parts.append(str(p))
-        elif isinstance(p, str) and not p.startswith("function-") and "[" not in p:
+        elif isinstance(p, str) and not p.startswith("function-") and "[" not in p and p not in tags:
             parts.append(p)
     return ".".join(parts)
 

@@ -31,6 +31,7 @@ from typing import Any
 
 import yaml
 
+from clustersim.budget import MAX_YAML_BYTES
 from clustersim.config.base import validate
 from clustersim.config.topology import GPU_CATALOG, TopologySpec
 from clustersim.errors import ClusterSimError
@@ -437,6 +438,9 @@ def import_file(path: str | Path, name: str | None = None, gpu: str | None = Non
     p = Path(path)
     if not p.is_file():
         raise ClusterSimError("file not found" if not p.exists() else "is a folder, not a file", file=str(path))
+    if p.stat().st_size > MAX_YAML_BYTES:  # an 8-GPU NCCL topology dump is ~20 KB
+        raise ClusterSimError(f"file of {p.stat().st_size:,} bytes exceeds the {MAX_YAML_BYTES:,}-byte limit of "
+                              "topology dumps", file=str(path))
     raw = p.read_bytes()
     if b"\x00" in raw:
         raise ClusterSimError("binary file (not a topology dump)", file=str(path))

@@ -86,3 +86,9 @@ def test_max_events_refuses_and_raises_the_limit(tmp_path: Path) -> None:
 def test_size_range_of_a_trillion_sizes_is_refused_before_listing_them() -> None:
     cli_limited("collective", "all_reduce", "-t", "hgx-h200", "--sizes", "1:1TB:+1", seconds=20).refused(
         "has 1,000,000,000,000 sizes (at most 10,000)")
+
+
+def test_flow_sweep_on_65536_gpus_is_refused_up_front() -> None:
+    # 30 sizes x ~8 s each at flow fidelity: refused with the estimate instead of running for minutes
+    cli_limited("collective", "all_reduce", "-t", "dgx-h100-superpod", "--nodes", "8192", "--sizes", "8:4GiB",
+                "--fidelity", "flow").refused("size(s) at flow fidelity on 65,536 GPUs", "--max-events")
