@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from clustersim.collectives import CollectiveModel, load_profile_for
-from clustersim.engine import Simulation
+from clustersim.collectives.flow import flow_simulation
 from clustersim.topology import load_cluster
 
 GiB = 2**30
@@ -53,7 +53,7 @@ def timed(fn, repeat=1):
 
 
 def flow_once(cluster, profile, size=GiB, algorithm="auto"):
-    sim = Simulation(cluster, profile)
+    sim = flow_simulation(cluster, profile)
     p = sim.collective("all_reduce", cluster.n_gpus, size, algorithm=algorithm)
     sim.env.run()
     return p.value, sim

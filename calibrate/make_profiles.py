@@ -52,17 +52,21 @@ COMPUTE_KINDS = ("gemm", "hbm", "launch")
 H200_KERNELS = "raw/h200/kernels.jsonl"
 H100_KERNELS = "raw/h100/kernels-20261124.jsonl"
 
+#: Link classes: the bandwidth NCCL reaches and the line rate of the DGX/HGX H100/H200 node it refers to
+#: (``line_rate_GBps``, the topology's figure: 18 NVLink4 x 25 GB/s, PCIe Gen5 x16 63 GB/s, NDR 400G 50 GB/s);
+#: the simulator uses their ratio, the efficiency, times the line rate of the topology it runs on.
 LINKS_PUBLISHED = {
-    "nvlink": {"latency_us": 3.4, "bandwidth_GBps": 370.8},
-    "pcie": {"latency_us": 5.7, "bandwidth_GBps": 48.0},
-    "network": {"latency_us": 14.0, "bandwidth_GBps": 48.0},
+    "nvlink": {"latency_us": 3.4, "bandwidth_GBps": 370.8, "line_rate_GBps": 450.0},
+    "pcie": {"latency_us": 5.7, "bandwidth_GBps": 48.0, "line_rate_GBps": 63.0},
+    "network": {"latency_us": 14.0, "bandwidth_GBps": 48.0, "line_rate_GBps": 50.0},
 }
 LINK_SOURCES = (
     "nvlink.bandwidth_GBps = 18 links x 20.6 GB/s (NCCL SM90_NVLINK_BW, src/graph/topo.h:22; log line "
-    "'NVL[370.8] - NVS/0' in nccl#1189); nvlink.latency_us = NCCL hwLat NVLINK Ring Simple 3.4 us (tuning.cc). "
-    "network.bandwidth_GBps = 48 GB/s achievable per CX-7 NDR 400G (AddyLaddy, nccl-tests#267; NCCL models 50); "
-    "network.latency_us = NCCL hwLat NET Ring Simple 14 us. pcie: x16 Gen5 = 16*240/80 = 48 GB/s "
-    "(topo.cc:651-657), PCI Ring Simple hop 5.7 us."
+    "'NVL[370.8] - NVS/0' in nccl#1189) of a 450 GB/s line rate (18 x 25 GB/s); nvlink.latency_us = NCCL hwLat "
+    "NVLINK Ring Simple 3.4 us (tuning.cc). network.bandwidth_GBps = 48 GB/s achievable per CX-7 NDR 400G "
+    "(AddyLaddy, nccl-tests#267; NCCL models 50) of 50 GB/s; network.latency_us = NCCL hwLat NET Ring Simple "
+    "14 us. pcie: x16 Gen5 = 16*240/80 = 48 GB/s (topo.cc:651-657) of 63 GB/s, PCI Ring Simple hop 5.7 us. "
+    "The simulator uses bandwidth / line rate (the efficiency) times the line rate of the topology it runs on."
 )
 
 BASE_H200 = {

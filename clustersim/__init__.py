@@ -2,8 +2,8 @@
 
 Import direction (left may not import right)::
 
-    units -> config -> topology -> collectives.formulas -> engine -> collectives
-          -> workload -> simulate -> report -> cli
+    errors -> units -> config -> topology -> collectives.formulas -> engine -> collectives
+           -> workload -> simulate -> trace, report -> cli
 
 The simulator core never imports torch; only ``clustersim.calibration.bench`` does.
 """

@@ -1,10 +1,16 @@
-"""The one exception type a user can cause.
+"""The one exception type a user can cause, and the one check that an input file is there.
 
 The CLI turns :class:`ClusterSimError` into exit code 2 and a one-line message
 ``<file>: <field path>: <reason>`` (parts that do not apply are left out).
+:func:`require_file` is the check every reader of a user's file starts with
+(YAML, JSON lines, nccl-tests logs, topology dumps), so a missing file or a
+folder is reported in the same words everywhere.
 """
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 
 class ClusterSimError(Exception):
@@ -40,3 +46,26 @@ class ClusterSimError(Exception):
     def with_file(self, file: str) -> "ClusterSimError":
         """Return a copy that names ``file`` (keeps an existing file name)."""
         return ClusterSimError(self.reason, file=self.file or file, field=self.field)
+
+
+def require_file(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a :class:`~pathlib.Path`, after checking that it exists and is not a folder.
+
+    Raises
+    ------
+    ClusterSimError
+        ``file not found`` or ``is a folder, not a file``, naming ``path``.
+
+    Examples
+    --------
+    >>> require_file("no/such/file.yaml")
+    Traceback (most recent call last):
+    ...
+    clustersim.errors.ClusterSimError: no/such/file.yaml: file not found
+    """
+    p = Path(path)
+    if not p.exists():
+        raise ClusterSimError("file not found", file=str(path))
+    if p.is_dir():
+        raise ClusterSimError("is a folder, not a file", file=str(path))
+    return p

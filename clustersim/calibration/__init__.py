@@ -12,6 +12,8 @@ jsonl
     Measurement files (JSON lines), written row by row, resumable.
 nccl_tests
     Import of nccl-tests logs as measurement rows.
+fit
+    Profiles fitted from measurements (read and group, fit, write; see its docstring).
 slurm
     sbatch script rendering, submission and status.
 bench

@@ -25,10 +25,10 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from clustersim.budget import MAX_MEASUREMENT_BYTES
-from clustersim.errors import ClusterSimError
+from clustersim.errors import ClusterSimError, require_file
 
 #: Fields that identify a measured point (the resume key). Measured values
 #: (times, bandwidths) and bookkeeping (run_id, date, host) are not part of it.
@@ -87,6 +87,27 @@ def _parse_line(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
     return obj, None
 
 
+def _lines(path: str | Path) -> Iterator[tuple[int, Any, str | None]]:
+    """``(line number, object, None)`` per row and ``(line number, None, reason)`` per unreadable line."""
+    p = require_file(path)
+    size = p.stat().st_size
+    if size > MAX_MEASUREMENT_BYTES:
+        raise ClusterSimError(f"file of {size:,} bytes exceeds the {MAX_MEASUREMENT_BYTES:,}-byte limit of "
+                              "measurement files (a 16-rank bench writes ~2 MB); split it", file=str(path))
+    try:
+        with open(p, "rb") as fh:
+            for lineno, raw in enumerate(fh, 1):
+                obj, reason = _parse_line(raw)
+                if reason is not None:
+                    if not raw.endswith(b"\n"):
+                        reason = f"truncated last line ({reason})"
+                    yield lineno, None, reason
+                elif obj is not None:
+                    yield lineno, obj, None
+    except OSError as exc:
+        raise ClusterSimError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
+
+
 def scan_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[tuple[int, str]]]:
     """Rows of a measurement file and its unreadable lines as ``(line number, reason)``.
 
@@ -100,29 +121,13 @@ def scan_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[tuple[int, s
     >>> [r["kind"] for r in rows], [n for n, _ in bad]
     (['gemm'], [2, 3])
     """
-    p = Path(path)
-    if not p.exists():
-        raise ClusterSimError("file not found", file=str(path))
-    if p.is_dir():
-        raise ClusterSimError("is a folder, not a file", file=str(path))
-    size = p.stat().st_size
-    if size > MAX_MEASUREMENT_BYTES:
-        raise ClusterSimError(f"file of {size:,} bytes exceeds the {MAX_MEASUREMENT_BYTES:,}-byte limit of "
-                              "measurement files (a 16-rank bench writes ~2 MB); split it", file=str(path))
     rows: list[dict[str, Any]] = []
     bad: list[tuple[int, str]] = []
-    try:
-        with open(p, "rb") as fh:
-            for lineno, raw in enumerate(fh, 1):
-                obj, reason = _parse_line(raw)
-                if reason is not None:
-                    if not raw.endswith(b"\n"):
-                        reason = f"truncated last line ({reason})"
-                    bad.append((lineno, reason))
-                elif obj is not None:
-                    rows.append(obj)
-    except OSError as exc:
-        raise ClusterSimError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
+    for lineno, obj, reason in _lines(path):
+        if reason is None:
+            rows.append(obj)
+        else:
+            bad.append((lineno, reason))
     return rows, bad
 
 
@@ -139,13 +144,23 @@ def read_rows(path: str | Path, *, strict: bool = False, warn: Callable[[str], N
         as ``file:line: skipped (reason)`` and skipped (a run killed while writing
         its last row leaves a fragment). Blank lines and ``#`` comments are skipped silently.
     """
-    rows, bad = scan_rows(path)
-    for lineno, reason in bad:
-        if strict:
+    return [obj for _, obj in iter_rows(path, strict=strict, warn=warn)]
+
+
+def iter_rows(path: str | Path, *, strict: bool = False,
+              warn: Callable[[str], None] | None = _warn) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for each JSON object of a measurement file, as :func:`read_rows` reads it.
+
+    Lazy: a bad line is reported (or raised, with ``strict``) when iteration
+    reaches it, so a caller's own per-row messages stay in line order.
+    """
+    for lineno, obj, reason in _lines(path):
+        if reason is None:
+            yield lineno, obj
+        elif strict:
             raise ClusterSimError(f"line {lineno}: {reason}", file=str(path))
-        if warn:
+        elif warn:
             warn(f"{path}:{lineno}: skipped ({reason})")
-    return rows
 
 
 def existing_keys(path: str | Path) -> set[tuple]:

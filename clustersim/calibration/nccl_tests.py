@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from clustersim.budget import MAX_MEASUREMENT_BYTES
-from clustersim.errors import ClusterSimError
+# busbw / algbw as nccl-tests defines it: one definition, in formulas (still importable from here)
+from clustersim.collectives.formulas import busbw_factor
+from clustersim.errors import ClusterSimError, require_file
 
 #: nccl-tests binary (without ``_perf``) -> our operation name.
 TEST_TO_OP = {
@@ -50,22 +52,6 @@ DTYPES = {
     "uint32": "uint32", "int64": "int64", "uint64": "uint64", "f8e4m3": "float8_e4m3", "f8e5m2": "float8_e5m2",
 }
 
-#: busbw / algbw as nccl-tests defines it (n = ranks).
-def busbw_factor(op: str, n: int) -> float:
-    """nccl-tests bus-bandwidth factor of ``op`` on ``n`` ranks.
-
-    >>> busbw_factor("all_reduce", 2), busbw_factor("all_gather", 4), busbw_factor("send_recv", 8)
-    (1.0, 0.75, 1.0)
-    """
-    if n <= 0:
-        raise ClusterSimError(f"rank count must be > 0, got {n}")
-    if op == "all_reduce":
-        return 2.0 * (n - 1) / n
-    if op in ("all_gather", "reduce_scatter", "all_to_all", "gather", "scatter"):
-        return (n - 1) / n
-    return 1.0
-
-
 _TAG = re.compile(r"\[\d+(?:,\d+)?\](?:<std(?:out|err)>:)?")
 _VERSION = re.compile(r"#\s*nccl-tests version\s+(\S+)(?:.*?nccl-library=(\d+))?")
 _STARTING = re.compile(r"#\s*Collective test starting:\s*(\S+)")
@@ -77,6 +63,14 @@ _DEVICE = re.compile(
     r"#\s+Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([0-9a-fA-Fx:.]+)\]\s*(.*?)\s*$"
 )
 _NCCL_VERSION = re.compile(r"NCCL version\s+(\S+)")
+#: a command line naming the binary (``mpirun ... ./build/all_reduce_perf -b 8``, ``+ srun alltoall_perf_mpi``)
+_BINARY = re.compile(r"(?:^|[\s/=:'\"])([a-z_]+_perf)(?:_mpi)?(?=$|[\s'\";])")
+#: NCCL_DEBUG_SUBSYS=COLL lines: ``NCCL INFO AllReduce: opCount 0 sendbuff ...``
+_COLL_INFO = re.compile(r"NCCL INFO (AllReduce|AllGather|ReduceScatter|Broadcast|Reduce|AlltoAll|SendRecv|Send|Recv)"
+                        r": opCount")
+_COLL_INFO_OP = {"AllReduce": "all_reduce", "AllGather": "all_gather", "ReduceScatter": "reduce_scatter",
+                 "Broadcast": "broadcast", "Reduce": "reduce", "AlltoAll": "all_to_all", "SendRecv": "send_recv",
+                 "Send": "send_recv", "Recv": "send_recv"}
 _INT = re.compile(r"^-?\d+$")
 _FLOAT = re.compile(r"^-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -137,6 +131,13 @@ class _Section:
         self.extra_cols = 0  # -I per-iteration columns
         self.in_table = False
         self.rows_seen = 0
+        self.line_ops: list[str] = []  # operations the log's own lines name (command line, NCCL INFO COLL)
+
+    @property
+    def line_op(self) -> str | None:
+        """The operation the section's lines name, when they name exactly one."""
+        ops = set(self.line_ops)
+        return ops.pop() if len(ops) == 1 else None
 
 
 def _num(tok: str) -> float | None:
@@ -160,9 +161,11 @@ def parse_nccl_tests_log(
     path:
         The log (stdout of an nccl-tests binary, possibly with mpirun tags).
     op:
-        Operation when neither the header (``# Collective test starting: X``) nor
-        the file name tells it; overrides a file-name guess; conflicts with a header
-        are an error.
+        Operation when the log does not tell it. Looked up in this order: the header
+        (``# Collective test starting: X``; a conflicting ``op`` is an error), ``op``,
+        the log's own lines (a command line naming the binary, ``mpirun ...
+        all_reduce_perf -b 8``, or ``NCCL INFO AllReduce: opCount`` lines of
+        ``NCCL_DEBUG_SUBSYS=COLL``), then the file name (``all_gather_16.log``).
     ranks:
         Rank count; overrides the number of ``Rank`` device lines in the header.
     scope:
@@ -185,11 +188,7 @@ def parse_nccl_tests_log(
         ``busbw_GBps``, ``inplace`` and ``line`` (1-based line in the file).
     """
     warn = warn or _warn
-    p = Path(path)
-    if not p.exists():
-        raise ClusterSimError("file not found", file=str(path))
-    if p.is_dir():
-        raise ClusterSimError("is a folder, not a file", file=str(path))
+    p = require_file(path)
     if placement not in ("both", "out", "in"):
         raise ClusterSimError(f"placement must be both, out or in, got {placement!r}")
     if scope is not None and scope not in ("intra", "inter"):
@@ -272,6 +271,16 @@ def parse_nccl_tests_log(
                 if low.startswith("# out of bounds") and "ok" not in low.split(":")[-1]:
                     warn(f"{path}:{lineno}: nccl-tests reports wrong results ({s.lstrip('# ')})")
             continue
+        m = _COLL_INFO.search(s)
+        if m:
+            sec.line_ops.append(_COLL_INFO_OP[m.group(1)])
+            continue
+        m = _BINARY.search(s) if not _INT.match(s.split()[0]) else None
+        if m and op_from_test_name(m.group(1)):
+            if pending:  # a command line starts the next test of a concatenated log
+                close_section()
+            sec.line_ops.append(op_from_test_name(m.group(1)))
+            continue
         m = _NCCL_VERSION.search(s)
         if m and "NCCL INFO" not in s:
             nccl_version_global = nccl_version_global or m.group(1)
@@ -299,10 +308,11 @@ def parse_nccl_tests_log(
             raise ClusterSimError(f"unknown nccl-tests binary {sec.test!r} in the header", file=str(path))
         if header_op and op and op != header_op:
             raise ClusterSimError(f"--op {op} conflicts with the log header ({sec.test} -> {header_op})", file=str(path))
-        the_op = header_op or op or op_from_file_name(p)
+        the_op = header_op or op or sec.line_op or op_from_file_name(p)
         if the_op is None:
-            raise ClusterSimError("cannot tell the operation: no '# Collective test starting' header and "
-                                  "no operation in the file name; pass --op", file=str(path))
+            raise ClusterSimError("cannot tell the operation: no '# Collective test starting' header, no command "
+                                  "line or NCCL INFO line naming it and no operation in the file name; pass --op",
+                                  file=str(path))
         hosts = list(dict.fromkeys(d["host"] for d in sec.devices))
         n_ranks = ranks or len(sec.devices)
         if not n_ranks:

@@ -99,6 +99,13 @@ def _check_fitted(res, meas, base) -> None:
                               file=", ".join(meas.files) or None)
 
 
+def _link_bw(lp) -> str:
+    """A link class's bandwidth as the fit table shows it."""
+    if lp.fraction is None:
+        return f"{lp.bandwidth_GBps:.4g} GB/s"
+    return f"{lp.fraction:.3g} of line rate" + (f" ({lp.line_rate_GBps:.4g} GB/s)" if lp.line_rate_GBps else "")
+
+
 def fit_cmd(
     measurements: list[Path] = typer.Argument(..., help="JSON-lines files (Contract 3); nccl-tests logs when the importer is installed."),
     output: Path = typer.Option(..., "-o", "--output", help="Profile YAML to write."),
@@ -111,6 +118,9 @@ def fit_cmd(
     ci: str = typer.Option("t", "--ci", help="95% intervals: t (covariance of the weighted fit) or bootstrap (residual bootstrap)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap's random generator."),
     json_out: bool = typer.Option(False, "--json", help="Print the fitted profile as one JSON document."),
+    topology: Optional[str] = typer.Option(
+        None, "--topology", help="Topology the measurements were taken on (name or YAML): fitted link classes record "
+        "its line rates, so their efficiency follows what-ifs on other topologies."),
 ) -> None:
     """Fit a calibration profile from measurements.
 
@@ -129,14 +139,24 @@ def fit_cmd(
                               max_segments=max_segments, min_sizes=min_sizes,
                               files=[str(p) for p in measurements], ci=ci, seed=seed)
         _check_fitted(res, meas, base_p)
+        if topology is not None:
+            from clustersim.topology import load_cluster
+
+            cluster = load_cluster(topology)
+            rates = {k: cluster.class_line_rate(k) for k in ("nvlink", "pcie", "network")}
+            res.profile = res.profile.with_line_rates({k: v / 1e9 for k, v in rates.items() if v})
         write_profile(res.profile, output, command=_command_line(
             measurements, output, name=name, base=base, holdout=None if holdout == "none" else holdout,
             peak_tflops=peak_tflops, max_segments=None if max_segments == 6 else max_segments,
             min_sizes=None if min_sizes == 3 else min_sizes, ci=None if ci == "t" else ci,
-            seed=None if ci == "t" else seed))
+            seed=None if ci == "t" else seed, topology=topology))
     except ClusterSimError as exc:
         fail(exc)
         return
+    for cls, lp in res.profile.links.items():
+        if not lp.scales:
+            _warn(f"link class {cls}: an absolute bandwidth without the line rate it was measured on (give "
+                  "--topology): what-ifs on that class will not move it")
     for note in res.notes:
         _warn(note)
     if json_out:
@@ -146,7 +166,7 @@ def fit_cmd(
     _print_entries([e for e in res.profile.collectives if e.model_dump(mode="json") not in before],
                    f"profile {res.profile.name} -> {output}")
     c = res.profile.compute
-    console.print(f"links: {', '.join(f'{k}: {v.latency_us:.3g} us, {v.bandwidth_GBps:.4g} GB/s' for k, v in res.profile.links.items()) or 'none'}")
+    console.print(f"links: {', '.join(f'{k}: {v.latency_us:.3g} us, {_link_bw(v)}' for k, v in res.profile.links.items()) or 'none'}")
     if meas.of("gemm"):
         console.print(f"GEMM: efficiency {c.gemm_efficiency} of peak (large), half at {c.gemm_half_flops:.3g} FLOPs, "
                       f"{len(c.gemm_table)} points")

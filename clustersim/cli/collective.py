@@ -80,11 +80,11 @@ def run_collective_command(op: str, topology: str, gpus: int | None, nodes: int 
         m = CollectiveModel(cluster, prof, **kw)
         results = [m.estimate(op, n, s, algorithm, protocol) for s in size_list]
     else:
-        from clustersim.engine import Simulation
+        from clustersim.collectives.flow import flow_simulation
 
         results = []
         for s in size_list:
-            sim = Simulation(cluster, prof, **kw)
+            sim = flow_simulation(cluster, prof, **kw)
             p = sim.collective(op, n, s, algorithm=algorithm, protocol=protocol)
             sim.env.run()
             results.append(p.value)
@@ -108,10 +108,10 @@ def _band(model, op: str, n: int, size: float, algorithm: str, protocol: str,
     reported time (which adds the kernel gap to the entry, and at flow fidelity is the simulated time).
     """
     from clustersim.calibration.uncertainty import predict
-    from clustersim.collectives.model import _norm_algo
+    from clustersim.collectives.model import normalise_algorithm
 
     rk = model.ranks_of(n)
-    hit = model.match_entry(op, _norm_algo(algorithm), (protocol or "auto").strip().lower(), len(rk),
+    hit = model.match_entry(op, normalise_algorithm(algorithm), (protocol or "auto").strip().lower(), len(rk),
                             model.context(rk).scope, float(size))
     if hit is None:
         return None

@@ -1,4 +1,9 @@
-"""``clustersim run``: simulate one training step (or a generic job) of a scenario."""
+"""``clustersim run``: simulate one training step (or a generic job) of a scenario.
+
+The command composes the layers: :mod:`clustersim.simulate` runs the step, and its result goes
+to the writers above it (the Chrome trace of :mod:`clustersim.trace.chrome`, the HTML report of
+:mod:`clustersim.report.html`), which render what they are given.
+"""
 
 from __future__ import annotations
 
@@ -60,6 +65,43 @@ def _render(d: dict) -> None:
         console.print(lt)
 
 
+def run_and_write(scenario, *, fidelity: str | None = None, overrides: list[str] | None = None,
+                  reduced: bool = True, trace_path=None, html_path=None, band: bool = False):
+    """Simulate ``scenario`` and write the requested trace and HTML report.
+
+    Returns ``(result, band)``: the :class:`~clustersim.simulate.run.RunResult` and, with
+    ``band``, the (fast, slow) step times at the profile's 95% bounds (else None).
+
+    >>> res, _ = run_and_write("scenarios/ddp-mlp.yaml", fidelity="analytical")   # doctest: +SKIP
+    """
+    from clustersim.simulate.resolve import resolve_scenario
+    from clustersim.simulate.run import run_scenario
+
+    rs = resolve_scenario(scenario, overrides)
+    res = run_scenario(rs, fidelity=fidelity, reduced=reduced,
+                       keep_timeline=trace_path is not None or html_path is not None)
+    step = res.step
+    if trace_path is not None:
+        from clustersim.trace.chrome import write_trace
+
+        write_trace(trace_path, step.graph, step.timeline, cluster=step.cluster, title=res.scenario,
+                    comm_time=step.comm_time)
+    if html_path is not None:
+        from clustersim.report.html import write_html
+        from clustersim.simulate.describe import run_description
+        from clustersim.trace.chrome import trace_events
+
+        events = trace_events(step.graph, step.timeline, step.cluster, step.comm_time)
+        label = str(scenario) if isinstance(scenario, (str, Path)) else None
+        write_html(html_path, res.to_dict(), events, run_description(rs, label, reduced))
+    lo_hi = None
+    if band:
+        from clustersim.simulate.band import step_time_band
+
+        lo_hi = step_time_band(rs, fidelity=fidelity, reduced=reduced)
+    return res, lo_hi
+
+
 def register(root: typer.Typer) -> None:
     """Attach ``run`` to the root app."""
 
@@ -91,27 +133,15 @@ def register(root: typer.Typer) -> None:
           clustersim run scenarios/gpt-1b-ddp.yaml --band --json
         """
         from clustersim.errors import ClusterSimError
-        from clustersim.simulate.run import run_scenario
 
         if fidelity is not None and fidelity not in ("flow", "analytical"):
             raise ClusterSimError(f"--fidelity must be flow or analytical, not {fidelity!r}", field="--fidelity")
         with budget(max_memory, max_events), progress(f"simulating {scenario}"):
-            if html is not None:
-                from clustersim.report.html import run_html_report
-
-                res = run_html_report(scenario, html, fidelity=fidelity, trace_path=trace, overrides=set_ or [],
-                                      reduced=not full)
-            else:
-                res = run_scenario(scenario, fidelity=fidelity, trace_path=trace, overrides=set_ or [],
-                                   reduced=not full)
-            d = res.to_dict()
-            if band:
-                from clustersim.simulate.band import step_time_band
-                from clustersim.simulate.resolve import resolve_scenario
-
-                lo, hi = step_time_band(resolve_scenario(scenario, overrides=set_ or []), fidelity=fidelity,
-                                        reduced=not full)
-                d["step_time_band_s"] = [lo, hi]
+            res, lo_hi = run_and_write(scenario, fidelity=fidelity, overrides=set_ or [], reduced=not full,
+                                       trace_path=trace, html_path=html, band=band)
+        d = res.to_dict()
+        if lo_hi is not None:
+            d["step_time_band_s"] = list(lo_hi)
         if as_json:
             print_json(d)
         else:

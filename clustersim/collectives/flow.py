@@ -22,6 +22,17 @@ Patterns (``S`` bytes, nccl-tests conventions):
   aggregated per (GPU, destination node) on the GPU's rail (``n x nodes`` flows, never
   ``n^2``). Pairwise runs as one phase (its steps share no bottleneck uncontended).
 - p2p (send_recv): rank ``i`` sends ``S`` to ``i+1`` (nccl-tests' sendrecv pattern).
+
+The engine knows flows only; :class:`FlowCollectives` is what a
+:class:`~clustersim.engine.Simulation` is given to run these patterns, and
+:func:`flow_simulation` builds one.
+
+>>> from clustersim.topology import load_cluster
+>>> sim = flow_simulation(load_cluster("hgx-h200", gpus=2), None)
+>>> p = sim.collective("all_reduce", [0, 1], 2**30)
+>>> sim.env.run()
+>>> abs(p.value.time_s - sim.collectives.model.estimate("all_reduce", 2, 2**30).time_s) < 1e-9
+True
 """
 
 from __future__ import annotations
@@ -31,7 +42,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from clustersim.collectives.model import CollectiveResult
+from clustersim.collectives.model import CollectiveModel, CollectiveResult
+from clustersim.engine import Simulation
 
 
 class _Paths:
@@ -242,12 +254,13 @@ def _weight_by_class(model, ctx, ranks, phases, order):
     return out
 
 
-def run_collective(sim, op: str, ranks, size_bytes: float, algorithm: str, protocol: str, tag: dict,
-                   res: CollectiveResult | None = None):
-    """SimPy process body: latency, then flows per phase; returns the result with the simulated time."""
+def run_collective(sim, model: CollectiveModel, op: str, ranks, size_bytes: float, *, algorithm: str = "auto",
+                   protocol: str = "auto", tag: dict | None = None, res: CollectiveResult | None = None):
+    """SimPy process body on ``sim``: latency, then flows per phase; returns the result with the simulated time."""
     env = sim.env
     t0 = env.now
-    m = sim.model
+    m = model
+    tag = tag or {}
     rk = m.ranks_of(ranks)
     if res is None:
         res = m.estimate(op, rk, size_bytes, algorithm, protocol)
@@ -265,3 +278,36 @@ def run_collective(sim, op: str, ranks, size_bytes: float, algorithm: str, proto
                                                                     if res.algbw_GBps else 0.0))
     sim.records.append({"op": op, "start_s": t0, "end_s": env.now, "tag": dict(tag), **out.to_dict()})
     return out
+
+
+class FlowCollectives:
+    """The collective algorithms a :class:`~clustersim.engine.Simulation` runs at flow fidelity.
+
+    Parameters
+    ----------
+    model : CollectiveModel
+        Picks algorithm and protocol and gives each phase its uncontended latency and rate cap.
+    """
+
+    def __init__(self, model: CollectiveModel):
+        self.model = model
+
+    def start(self, sim, op: str, ranks, size_bytes: float, *, algorithm: str = "auto", protocol: str = "auto",
+              tag: dict | None = None):
+        """Start ``op`` on ``sim`` as a SimPy process; its value is the :class:`CollectiveResult` it took."""
+        rk = self.model.ranks_of(ranks)
+        res = self.model.estimate(op, rk, size_bytes, algorithm, protocol)  # bad input raises here, not in env.run
+        return sim.env.process(run_collective(sim, self.model, op, rk, size_bytes, algorithm=algorithm,
+                                              protocol=protocol, tag=tag or {}, res=res))
+
+
+def flow_simulation(cluster, profile=None, *, nvls: bool | None = None, p2p: bool = True, gdr: bool = True,
+                    env=None, link_capacity: np.ndarray | None = None) -> Simulation:
+    """A :class:`~clustersim.engine.Simulation` over ``cluster`` that runs the NCCL algorithms as flows.
+
+    ``profile``, ``nvls``, ``p2p``, ``gdr`` are those of :class:`CollectiveModel` (``p2p``/``gdr`` off
+    stage routes through host memory, so the simulation runs on the model's cluster); ``env`` and
+    ``link_capacity`` those of the Simulation.
+    """
+    model = CollectiveModel(cluster, profile, nvls=nvls, p2p=p2p, gdr=gdr)
+    return Simulation(model.cluster, collectives=FlowCollectives(model), env=env, link_capacity=link_capacity)

@@ -506,7 +506,7 @@ def nccl_table(op: str, ctx: NcclContext) -> list[NcclAlgo]:
                 lat = intra_lat + (inter_lat if nodes > 1 else 0.0)
             elif algo == "nvls_tree":
                 lat += intra_lat + 2 * math.log2(nodes) * inter_lat
-            out.append(NcclAlgo(algo, proto, lat, alg, nch))
+            out.append(NcclAlgo(algorithm=algo, protocol=proto, lat_us=lat, algbw_GBps=alg, channels=nch))
     return out
 
 

@@ -6,10 +6,13 @@ framework overhead). Order of precedence:
 1. the most specific matching :class:`~clustersim.config.profile.CollectiveEntry` of the
    profile (op, algorithm, protocol, ranks, scope; mode ``nccl``) whose segments cover the
    size: ``t = alpha + S / algbw``;
+   The bandwidth term is scaled by the entry's bottleneck line rate at measurement over the
+   line rate now (:func:`~clustersim.collectives.linkrates.entry_scale`);
 2. otherwise NCCL's tuning model (:mod:`clustersim.collectives.formulas`) fed with the
-   profile's link classes (``links.nvlink|pcie|network``: per-hop latency and effective
-   per-GPU bandwidth) or, where the profile has none, NCCL's own constants derived from the
-   topology (NVLink count x 20.6 GB/s on SM90, PCIe x 48/63, NIC line rate), plus the
+   profile's link classes (``links.nvlink|pcie|network``: per-hop latency, and efficiency
+   times the topology's line rate, :mod:`clustersim.collectives.linkrates`) or, where the
+   profile has none, NCCL's own constants (NVLink count x 20.6 GB/s on SM90, PCIe x 48/63,
+   NIC line rate), plus the
    GPU-side kernel gap ``compute.kernel_launch_us`` that back-to-back nccl-tests
    iterations pay; the mid-size channel throttling scales the bandwidth term.
 
@@ -33,6 +36,7 @@ from typing import Sequence
 import numpy as np
 
 from clustersim.collectives import formulas as F
+from clustersim.collectives.linkrates import communicator_rates, entry_scale
 from clustersim.config.profile import CollectiveEntry, Profile
 from clustersim.errors import ClusterSimError
 
@@ -96,11 +100,18 @@ class _Ctx:
     nic_gpu_bw: float    # GB/s per GPU share of its NIC
     hop_intra: tuple[float, float, float]
     hop_inter: tuple[float, float, float]
+    intra_line: float = math.inf   # GB/s line rate of the intra-node bottleneck pair
+    net_line: float = 0.0          # GB/s line rate of one NIC's path (0 on one node)
 
 
-def _norm_algo(a: str | None) -> str:
-    a = (a or "auto").strip().lower()
-    return ALIASES.get(a, a)
+def normalise_algorithm(name: str | None) -> str:
+    """Canonical algorithm name: lower case, aliases resolved, None -> ``"auto"``.
+
+    >>> normalise_algorithm(" NVLSTree "), normalise_algorithm(None)
+    ('nvls_tree', 'auto')
+    """
+    name = (name or "auto").strip().lower()
+    return ALIASES.get(name, name)
 
 
 class CollectiveModel:
@@ -174,50 +185,12 @@ class CollectiveModel:
             return hit
         c = self.cluster
         sm = c.gpu_spec.sm
-        hosts = c.host_of[np.asarray(ranks)]
-        counts = np.bincount(hosts)  # (np.unique would import numpy.ma on first use: ~30 ms)
-        uh = np.flatnonzero(counts)
-        counts = counts[uh]
-        nodes, ppn = len(uh), int(counts.max())
         links = self.profile.links if self.profile is not None else {}
-        # intra-node class and bandwidth: the first pair of ranks sharing a host
-        intra_hw, intra_bw = "nvlink", math.inf
-        pair = None
-        if ppn > 1:
-            # the slowest consecutive pair of one node's ring decides (a 4-GPU PCIe server with
-            # NVLink-bridged pairs runs its ring over PCIe between the pairs)
-            h0 = int(uh[np.argmax(counts)])
-            rk_arr = np.asarray(ranks)
-            local = rk_arr[hosts == h0].tolist()
-            best = None
-            for a, b in zip(local, local[1:] + local[:1]):
-                cls = "nvlink" if c.path_class(a, b) == "nvlink" else "pcie"
-                bw = float(c.link_bandwidth[c.route(a, b)].min()) / GB
-                if cls in links:
-                    eff = links[cls].bandwidth_GBps
-                elif cls == "nvlink":
-                    gen = c.gpu_spec.nvlink_generation or (5 if sm >= 100 else 4 if sm >= 90 else 3)
-                    eff = max(1, round(bw / F.NVLINK_LINE_RATE.get(gen, 25.0))) * F.nvlink_bw_per_link(sm)
-                else:
-                    eff = bw * F.PCIE_NCCL_FRACTION
-                if best is None or eff < best[1]:
-                    best = (cls, eff)
-            intra_hw, intra_bw = best
-        nic_bw, nics, nic_gpu = 0.0, 0, 0.0
-        if nodes > 1:
-            t = c.template
-            locals_ = np.flatnonzero(np.bincount(c.local_of[np.asarray(ranks)])).tolist()
-            rails = [t.rail[i] for i in locals_]
-            nics = len(set(rails))
-            # NCCL NIC model: speed/8000 = the line rate (topo.cc:416-418)
-            nic_bw = links["network"].bandwidth_GBps if "network" in links else t.nic_bandwidth / GB
-            r0 = ranks[0]
-            other = int(np.asarray(ranks)[np.argmax(hosts != c.host_of[r0])])
-            path_bw = float(c.link_bandwidth[c.route(r0, other)].min()) / GB
-            if not self.gdr:  # bounce buffer in host memory: the staged PCIe path bounds the NIC
-                nic_bw = min(nic_bw, path_bw * F.PCIE_NCCL_FRACTION)
-            share = max(rails.count(r) for r in set(rails))
-            nic_gpu = nic_bw / share
+        # effective bandwidth = the topology's line rate x the learned (or NCCL's) efficiency
+        rates = communicator_rates(c, links, ranks)
+        nodes, ppn = rates.nodes, rates.ppn
+        intra_hw, intra_bw = rates.intra_hw, rates.intra_bw
+        nic_bw, nics, nic_gpu = rates.nic_bw, rates.nics, rates.nic_gpu
 
         def hop(cls: str) -> tuple[float, float, float] | None:
             if cls not in links:
@@ -231,7 +204,9 @@ class CollectiveModel:
                              intra_hop_us=hop(intra_hw), inter_hop_us=hop("network"), nvls=self.nvls)
         hi = nctx.intra_hop_us or F.HW_LAT_US[intra_hw]["ring"]
         ho = nctx.inter_hop_us or F.HW_LAT_US["network"]["ring"]
-        ctx = _Ctx(ranks, nctx, "intra" if nodes == 1 else "inter", intra_bw, nic_gpu, tuple(hi), tuple(ho))
+        ctx = _Ctx(ranks=ranks, nccl=nctx, scope="intra" if nodes == 1 else "inter", intra_bw=intra_bw,
+                   nic_gpu_bw=nic_gpu, hop_intra=tuple(hi), hop_inter=tuple(ho),
+                   intra_line=rates.intra_line, net_line=rates.net_line)
         self._ctx[ranks] = ctx
         self._ctx_id[id(ranks)] = ctx
         return ctx
@@ -246,7 +221,7 @@ class CollectiveModel:
         for i, e in enumerate(self.profile.collectives):
             if e.op != op or e.mode != "nccl":
                 continue
-            if e.algorithm is not None and (algorithm == "auto" or _norm_algo(e.algorithm) != algorithm):
+            if e.algorithm is not None and (algorithm == "auto" or normalise_algorithm(e.algorithm) != algorithm):
                 continue
             if e.protocol is not None and (protocol == "auto" or e.protocol != protocol):
                 continue
@@ -278,7 +253,7 @@ class CollectiveModel:
         S = float(size_bytes)
         if not math.isfinite(S) or S < 0:
             raise ClusterSimError(f"size must be a finite number >= 0, got {size_bytes}", field="size")
-        algo = _norm_algo(algorithm)
+        algo = normalise_algorithm(algorithm)
         proto = (protocol or "auto").strip().lower()
         if proto not in ("auto",) + F.PROTOCOLS:
             raise ClusterSimError(f"unknown protocol {protocol!r} (auto, ll, ll128, simple)", field="protocol")
@@ -290,22 +265,39 @@ class CollectiveModel:
         if op == "barrier":
             r = self.estimate("all_reduce", rk, 4, algorithm, protocol) if n > 1 else None
             if r is None:
-                return CollectiveResult(op, n, ctx.nccl.nodes, 0, 0.0, "none", "none", 0.0, 0.0)
-            return CollectiveResult(op, n, r.nodes, 0, r.time_s, r.algorithm, r.protocol, 0.0, 0.0,
-                                    r.latency_s, r.bandwidth_time_s, r.channels, r.source)
+                return CollectiveResult(op=op, gpus=n, nodes=ctx.nccl.nodes, size_bytes=0, time_s=0.0,
+                                        algorithm="none", protocol="none", algbw_GBps=0.0, busbw_GBps=0.0)
+            return CollectiveResult(op=op, gpus=n, nodes=r.nodes, size_bytes=0, time_s=r.time_s,
+                                    algorithm=r.algorithm, protocol=r.protocol, algbw_GBps=0.0, busbw_GBps=0.0,
+                                    latency_s=r.latency_s, bandwidth_time_s=r.bandwidth_time_s,
+                                    channels=r.channels, source=r.source)
         if n == 1 or S == 0:
-            return CollectiveResult(op, n, ctx.nccl.nodes, int(S), 0.0, algo if algo != "auto" else "none",
-                                    proto if proto != "auto" else "none", 0.0, 0.0)
+            return CollectiveResult(op=op, gpus=n, nodes=ctx.nccl.nodes, size_bytes=int(S), time_s=0.0,
+                                    algorithm=algo if algo != "auto" else "none",
+                                    protocol=proto if proto != "auto" else "none", algbw_GBps=0.0, busbw_GBps=0.0)
         hit = self.match_entry(op, algo, proto, n, ctx.scope, S)
         if hit is not None:
             e, seg = hit
             # entries hold NCCL-level time without the launch (CUDA-graph replay); a back-to-back call
             # pays the GPU-side kernel gap on top, exactly as the model cells below do
             lat, bwt = self.launch_s + seg.alpha_us * 1e-6, S / (seg.algbw_GBps * GB)
+            # measured on the profile's line rate of the entry's bottleneck class: a topology with
+            # another line rate there scales the bandwidth term (docs/calibration.md)
+            bwt *= self._entry_scale(ctx)
             auto = self._best(op, ctx, S, algo, proto)
-            return self._result(op, ctx, S, lat, bwt, e.algorithm or auto[0], e.protocol or auto[1], 0, "profile")
+            return self._result(op=op, ctx=ctx, size_bytes=S, latency_s=lat, bandwidth_time_s=bwt,
+                                algorithm=e.algorithm or auto[0], protocol=e.protocol or auto[1], channels=0,
+                                source="profile")
         a, p, lat, bwt, ch = self._best(op, ctx, S, algo, proto)
-        return self._result(op, ctx, S, lat, bwt, a, p, ch, "model")
+        return self._result(op=op, ctx=ctx, size_bytes=S, latency_s=lat, bandwidth_time_s=bwt, algorithm=a,
+                            protocol=p, channels=ch, source="model")
+
+    def _entry_scale(self, ctx: _Ctx) -> float:
+        """Measured line rate / line rate now of the class that bounds a profile entry of this scope."""
+        links = self.profile.links if self.profile is not None else {}
+        if ctx.nccl.nodes > 1:
+            return entry_scale(links, "network", ctx.net_line)
+        return entry_scale(links, ctx.nccl.intra_hw, ctx.intra_line)
 
     def candidates(self, op: str, ranks: int | Sequence[int], size_bytes: float) -> list[CollectiveResult]:
         """Every (algorithm, protocol) the model can run for ``op`` (model only, no profile entries)."""
@@ -313,15 +305,19 @@ class CollectiveModel:
         ctx = self.context(rk)
         out = []
         for a, p, lat, bwt, ch in self._cells(op, ctx, float(size_bytes)):
-            out.append(self._result(op, ctx, float(size_bytes), lat, bwt, a, p, ch, "model"))
+            out.append(self._result(op=op, ctx=ctx, size_bytes=float(size_bytes), latency_s=lat,
+                                    bandwidth_time_s=bwt, algorithm=a, protocol=p, channels=ch, source="model"))
         return sorted(out, key=lambda r: r.time_s)
 
-    def _result(self, op, ctx, S, lat, bwt, a, p, ch, source) -> CollectiveResult:
-        t = lat + bwt
+    def _result(self, *, op: str, ctx: _Ctx, size_bytes: float, latency_s: float, bandwidth_time_s: float,
+                algorithm: str, protocol: str, channels: int, source: str) -> CollectiveResult:
+        t = latency_s + bandwidth_time_s
         n = len(ctx.ranks)
-        alg = S / t / GB if t > 0 else 0.0
-        return CollectiveResult(op, n, ctx.nccl.nodes, int(S), t, a, p, alg, alg * F.busbw_factor(op, n),
-                                lat, bwt, ch, source)
+        alg = size_bytes / t / GB if t > 0 else 0.0
+        return CollectiveResult(op=op, gpus=n, nodes=ctx.nccl.nodes, size_bytes=int(size_bytes), time_s=t,
+                                algorithm=algorithm, protocol=protocol, algbw_GBps=alg,
+                                busbw_GBps=alg * F.busbw_factor(op, n), latency_s=latency_s,
+                                bandwidth_time_s=bandwidth_time_s, channels=channels, source=source)
 
     def _best(self, op, ctx, S, algo, proto):
         cells = self._cells(op, ctx, S, algo, proto)

@@ -22,7 +22,7 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from clustersim.budget import BOUNDS, MAX_INT_DIGITS, MAX_YAML_BYTES, MAX_YAML_VALUES, check_bound
-from clustersim.errors import ClusterSimError
+from clustersim.errors import ClusterSimError, require_file
 
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
 
@@ -336,11 +336,7 @@ def validation_error(exc: ValidationError, file: str | None) -> ClusterSimError:
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
     """Read a YAML mapping, rejecting missing, empty, oversized, binary and malformed files."""
-    p = Path(path)
-    if not p.exists():
-        raise ClusterSimError("file not found", file=str(path))
-    if p.is_dir():
-        raise ClusterSimError("is a folder, not a file", file=str(path))
+    p = require_file(path)
     try:
         size = p.stat().st_size
         if size > MAX_YAML_BYTES:

@@ -1,7 +1,9 @@
 """The calibration profile: the contract between collectives, training and calibration.
 
 A profile says how fast the hardware really is: per link class (nvlink, pcie,
-network) a latency and an effective per-direction bandwidth; collective entries
+network) a latency and the achievable fraction of the topology's line rate (the
+topology holds the line rates: one source per fact, so a what-if on the topology moves
+every prediction; docs/calibration.md "One source of bandwidth"); collective entries
 (per operation, algorithm, protocol, rank count, scope and size regime) with
 alpha, bandwidth and their confidence intervals; host-side overheads; compute
 (GEMM efficiency, HBM bandwidth, kernel launch).
@@ -52,12 +54,78 @@ class Source(StrictModel):
 
 
 class LinkParams(StrictModel):
-    """Effective parameters of one link class, per direction."""
+    """Learned parameters of one link class, per direction.
 
-    latency_us: NonNeg = Field(description="Per-hop latency seen by a collective step (protocol sync included).")
-    bandwidth_GBps: Pos = Field(description="Effective per-direction bandwidth per GPU (what NCCL reaches, not line rate).")
+    The bandwidth a collective gets on this class is ``line rate x efficiency``, where the line
+    rate is the topology's (per GPU for nvlink / pcie: the bottleneck of the route between two
+    ranks; per NIC for network: the NIC, or the fabric cable when slower and crossed). Give
+    either ``efficiency`` or the measured ``bandwidth_GBps`` together with the ``line_rate_GBps``
+    it was measured on (efficiency = their ratio). ``line_rate_GBps`` also tells how far the
+    profile's measured collective entries must be scaled on a topology of another line rate.
+    A ``bandwidth_GBps`` without ``line_rate_GBps`` (an old profile, or ``calibrate fit`` without
+    ``--topology``) is taken as measured on the topology it is used with: it does not follow a
+    what-if on that class.
+
+    >>> LinkParams(latency_us=3.4, bandwidth_GBps=370.8, line_rate_GBps=450).effective_GBps(225.0)
+    185.4
+    >>> LinkParams(latency_us=14, efficiency=0.96).effective_GBps(25.0)
+    24.0
+    """
+
+    latency_us: NonNeg = Field(description="Per-hop latency seen by a collective step (protocol sync included), "
+                               "microseconds.")
+    efficiency: Pos | None = Field(
+        None, le=1.0, description="Achievable fraction of the topology's line rate of this class (dimensionless, "
+        "0-1]; what NCCL reaches per direction divided by the line rate).")
+    bandwidth_GBps: Pos | None = Field(
+        None, description="Measured effective per-direction bandwidth, GB/s (what NCCL reached on the hardware "
+        "measured); with line_rate_GBps it defines the efficiency.")
+    line_rate_GBps: Pos | None = Field(
+        None, description="Line rate of this class on the hardware measured, GB/s per direction (provenance; the "
+        "reference for scaling measured collective entries on a topology of another line rate).")
     latency_ci_us: Interval | None = Field(None, description="95% confidence interval of latency_us.")
-    bandwidth_ci_GBps: Interval | None = Field(None, description="95% confidence interval of bandwidth_GBps.")
+    efficiency_ci: Interval | None = Field(None, description="95% confidence interval of efficiency.")
+    bandwidth_ci_GBps: Interval | None = Field(None, description="95% confidence interval of bandwidth_GBps, GB/s.")
+
+    @model_validator(mode="after")
+    def _one_bandwidth(self) -> "LinkParams":
+        if self.efficiency is None and self.bandwidth_GBps is None:
+            raise ValueError("give efficiency (fraction of the topology's line rate) or bandwidth_GBps "
+                             "with line_rate_GBps")
+        if self.efficiency is not None and self.bandwidth_GBps is not None:
+            raise ValueError("give efficiency or bandwidth_GBps, not both (one source per fact: the bandwidth "
+                             "is the topology's line rate x efficiency)")
+        if self.bandwidth_GBps is not None and self.line_rate_GBps is not None \
+                and self.bandwidth_GBps > self.line_rate_GBps * (1 + 1e-9):
+            raise ValueError(f"bandwidth_GBps {self.bandwidth_GBps:g} exceeds line_rate_GBps "
+                             f"{self.line_rate_GBps:g} (efficiency above 1)")
+        return self
+
+    @property
+    def scales(self) -> bool:
+        """True when the effective bandwidth follows the topology's line rate (not a legacy absolute value)."""
+        return self.efficiency is not None or self.line_rate_GBps is not None
+
+    @property
+    def fraction(self) -> float | None:
+        """Efficiency as a fraction of line rate (given, or bandwidth / line rate); None for a legacy absolute value."""
+        if self.efficiency is not None:
+            return self.efficiency
+        if self.line_rate_GBps is not None:
+            return self.bandwidth_GBps / self.line_rate_GBps
+        return None
+
+    def effective_GBps(self, line_rate_GBps: float) -> float:
+        """Effective per-direction bandwidth (GB/s) on a link of ``line_rate_GBps``: line rate x efficiency.
+
+        Computed as ``bandwidth x (line rate / measured line rate)`` for the measured form, so the
+        topology it was measured on gives back exactly the measured bandwidth.
+        """
+        if self.efficiency is not None:
+            return line_rate_GBps * self.efficiency
+        if self.line_rate_GBps is not None:
+            return self.bandwidth_GBps * (line_rate_GBps / self.line_rate_GBps)
+        return self.bandwidth_GBps
 
 
 class Segment(StrictModel):
@@ -212,8 +280,30 @@ class Profile(StrictModel):
     name: str
     description: str | None = None
     source: Source = Field(default_factory=Source)
-    links: dict[LinkClass, LinkParams] = Field(default_factory=dict, description="Effective link-class parameters.")
+    links: dict[LinkClass, LinkParams] = Field(
+        default_factory=dict, description="Learned link-class parameters: latency and efficiency of the topology's "
+        "line rate (a class left out uses NCCL's own constants).")
     nvls: bool = Field(False, description="Default for in-network reduction when the scenario leaves nvls null.")
     collectives: list[CollectiveEntry] = Field(default_factory=list)
     host: HostParams = Field(default_factory=HostParams)
     compute: ComputeParams = Field(default_factory=ComputeParams)
+
+    def with_line_rates(self, line_rates_GBps: dict[str, float | None]) -> "Profile":
+        """A copy whose link classes given as a bare ``bandwidth_GBps`` record the line rate they were measured on.
+
+        ``line_rates_GBps``: per link class, the line rate (GB/s per direction) of the hardware
+        measured (e.g. :meth:`clustersim.topology.Cluster.class_line_rate` / 1e9). Classes with an
+        efficiency or a line rate already, and classes without a rate here, are left as they are.
+
+        >>> p = Profile(name="x", links={"nvlink": {"latency_us": 3.4, "bandwidth_GBps": 370.8}})
+        >>> round(p.with_line_rates({"nvlink": 450.0}).links["nvlink"].fraction, 3)
+        0.824
+        """
+        links = {}
+        for cls, lp in self.links.items():
+            rate = line_rates_GBps.get(cls)
+            if lp.scales or not rate:
+                links[cls] = lp
+            else:
+                links[cls] = LinkParams.model_validate({**lp.model_dump(exclude_none=True), "line_rate_GBps": rate})
+        return self.model_copy(update={"links": links})

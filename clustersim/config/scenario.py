@@ -31,8 +31,8 @@ Batch = bounded("global_batch")
 Dtype = Literal["fp32", "bf16", "fp16", "fp8"]
 
 
-class ClusterSection(StrictModel):
-    """Which hardware the scenario runs on."""
+class ScenarioClusterSection(StrictModel):
+    """The ``cluster:`` section of a scenario: which hardware the scenario runs on."""
 
     topology: str = Field(description="Shipped topology name (hgx-h200) or a path, resolved against the scenario's folder, then the cwd.")
     gpus: GPUs | None = Field(None, description="Use the first N GPUs of the topology (default: all).")
@@ -222,7 +222,7 @@ class Scenario(StrictModel):
 
     name: str = Field(description="Short identifier of the scenario.")
     description: str | None = None
-    cluster: ClusterSection
+    cluster: ScenarioClusterSection
     model: ModelSection | None = None
     job: JobSection | None = None
     training: TrainingSection = Field(default_factory=TrainingSection)

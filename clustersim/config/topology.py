@@ -92,7 +92,7 @@ class GPUSpec(StrictModel):
         """Dense peak FLOP/s for ``dtype`` (fp16 falls back to bf16).
 
         >>> GPU_CATALOG["H100-SXM"].peak_flops("bf16")
-        989000000000000.0
+        989400000000000.0
         """
         d = dtype.lower()
         if d in self.peak_tflops:
@@ -117,9 +117,12 @@ _A100_SRC = ("NVIDIA A100 Tensor Core GPU datasheet (2021): BF16 312 TFLOPS dens
              "FP32 19.5; 40GB HBM2 1,555 GB/s, 80GB HBM2e 2,039 GB/s")
 _H100_SRC = ("NVIDIA H100 Tensor Core GPU datasheet (2023): SXM BF16 1,979 / FP8 3,958 TFLOPS with sparsity "
              "(dense = half), TF32 989 sparse, FP32 67; 80GB HBM3 3.35 TB/s. PCIe: BF16 1,513 / FP8 3,026 sparse, "
-             "FP32 51; 80GB HBM2e 2 TB/s")
+             "FP32 51; 80GB HBM2e 2 TB/s. SXM BF16/FP16 dense 989.4: the H100 architecture whitepaper's figure "
+             "(1,978.9 sparse, which the datasheet prints as 1,979; 132 SMs x 4,096 FLOP/clock x 1.83 GHz)")
 _H200_SRC = ("NVIDIA H200 Tensor Core GPU datasheet (2024): same compute as H100 SXM (BF16 1,979 / FP8 3,958 "
-             "TFLOPS sparse, FP32 67); 141GB HBM3e, 4.8 TB/s")
+             "TFLOPS sparse, FP32 67; BF16/FP16 dense 989.4 as H100 SXM); 141GB HBM3e, 4.8 TB/s")
+_H100_NVL_SRC = ("NVIDIA H100 NVL datasheet (2023), per GPU: BF16 1,671 / FP8 3,341 TFLOPS with sparsity "
+                 "(dense = half), TF32 835 sparse, FP32 60; 94GB HBM3, 3.9 TB/s; NVLink bridge 600 GB/s")
 _B200_SRC = ("NVIDIA HGX B200 datasheet (2024), 8 GPUs: FP8 72 PFLOPS, FP16/BF16 36 PFLOPS, TF32 18 PFLOPS "
              "(all with sparsity), FP32 600 TFLOPS, 1.4 TB HBM3e, 64 TB/s -> per GPU dense = /8 /2; "
              "HBM 180 GB, 8 TB/s per GPU")
@@ -138,13 +141,16 @@ GPU_CATALOG: dict[str, GPUSpec] = {
                 peak_tflops={"bf16": 312, "fp16": 312, "tf32": 156, "fp32": 19.5},
                 hbm_GB=80, hbm_bandwidth_GBps=2039, nvlink_generation=3, source=_A100_SRC),
         GPUSpec(name="H100-SXM", vendor_name="NVIDIA H100 80GB HBM3", sm=90,
-                peak_tflops={"bf16": 989, "fp16": 989, "fp8": 1979, "tf32": 494.5, "fp32": 67},
+                peak_tflops={"bf16": 989.4, "fp16": 989.4, "fp8": 1979, "tf32": 494.5, "fp32": 67},
                 hbm_GB=80, hbm_bandwidth_GBps=3350, nvlink_generation=4, source=_H100_SRC),
         GPUSpec(name="H100-PCIe", vendor_name="NVIDIA H100 PCIe", sm=90,
                 peak_tflops={"bf16": 756.5, "fp16": 756.5, "fp8": 1513, "tf32": 378, "fp32": 51},
                 hbm_GB=80, hbm_bandwidth_GBps=2000, nvlink_generation=4, source=_H100_SRC),
+        GPUSpec(name="H100-NVL", vendor_name="NVIDIA H100 NVL", sm=90,
+                peak_tflops={"bf16": 835.5, "fp16": 835.5, "fp8": 1670.5, "tf32": 417.5, "fp32": 60},
+                hbm_GB=94, hbm_bandwidth_GBps=3900, nvlink_generation=4, source=_H100_NVL_SRC),
         GPUSpec(name="H200-SXM", vendor_name="NVIDIA H200", sm=90,
-                peak_tflops={"bf16": 989, "fp16": 989, "fp8": 1979, "tf32": 494.5, "fp32": 67},
+                peak_tflops={"bf16": 989.4, "fp16": 989.4, "fp8": 1979, "tf32": 494.5, "fp32": 67},
                 hbm_GB=141, hbm_bandwidth_GBps=4800, nvlink_generation=4, source=_H200_SRC),
         GPUSpec(name="B200", vendor_name="NVIDIA B200", sm=100,
                 peak_tflops={"bf16": 2250, "fp16": 2250, "fp8": 4500, "tf32": 1125, "fp32": 75},
@@ -422,8 +428,8 @@ class FabricSpec(StrictModel):
         return v
 
 
-class ClusterSection(StrictModel):
-    """Replicate the node preset on a fabric."""
+class TopologyClusterSection(StrictModel):
+    """The ``cluster:`` section of a topology file: replicate the node preset on a fabric."""
 
     nodes: bounded("nodes") = Field(1, description="Number of node replicas.")
     fabric: FabricSpec = Field(default_factory=FabricSpec)
@@ -442,7 +448,7 @@ class TopologySpec(StrictModel):
     gpu: str | GPUSpec = Field(description="GPU catalogue name (H100-SXM, H200-SXM, A100-SXM-80GB, ...) or a full GPU spec.")
     default_profile: str | None = Field(None, description="Calibration profile name used when a scenario gives none.")
     node: NodeSpec
-    cluster: ClusterSection | None = None
+    cluster: TopologyClusterSection | None = None
     sources: list[str] = Field(default_factory=list, description="Vendor documents and pages the figures come from.")
     inferred: list[str] = Field(default_factory=list, description="Fields not taken from a source (inferred or assumed).")
     notes: str | None = None

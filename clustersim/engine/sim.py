@@ -1,25 +1,32 @@
 """The SimPy simulation: one clock, one :class:`~clustersim.engine.flow.FlowNetwork`.
 
 A :class:`Simulation` owns ``env`` (a ``simpy.Environment``) and the flow network over the
-cluster's links. Collectives are SimPy processes (:meth:`Simulation.collective`) that wait
-their latency term, start flows on routed paths and finish when their flows finish. The
-network wakes up only when a flow starts or ends; one pending wake-up is kept and stale
-ones are ignored (a version counter), so the event count grows with flows, not bytes.
+cluster's links. The network wakes up only when a flow starts or ends; one pending wake-up is
+kept and stale ones are ignored (a version counter), so the event count grows with flows, not
+bytes.
 
-Extend it by composition: other components (GPU streams) use ``sim.env`` and
-``sim.start_flows(...)``.
+The engine knows flows, not collectives: the collective algorithms are given to it
+(``collectives=``, an object with the :class:`CollectiveAlgorithms` method ``start``; the
+flow-level NCCL algorithms are :class:`clustersim.collectives.flow.FlowCollectives`, and
+:func:`clustersim.collectives.flow.flow_simulation` builds a Simulation with them).
+:meth:`Simulation.collective` hands a collective to them as a SimPy process.
+
+Extend it by composition: other components (GPU streams) use ``sim.env``,
+``sim.start_flows(...)`` and ``sim.collective(...)``.
 
 >>> from clustersim.topology import load_cluster
->>> sim = Simulation(load_cluster("hgx-h200", gpus=2), None)
->>> p = sim.collective("all_reduce", [0, 1], 2**30)
+>>> c = load_cluster("hgx-h200", gpus=2)
+>>> sim = Simulation(c)
+>>> done = sim.start_flows([c.route(0, 1)], [450e9])   # 450 GB over NVLink 0 -> NVSwitch -> 1 (450 GB/s)
 >>> sim.env.run()
->>> abs(p.value.time_s - sim.model.estimate("all_reduce", 2, 2**30).time_s) < 1e-9
-True
+>>> round(sim.env.now, 9)
+1.0
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 import simpy
@@ -38,26 +45,35 @@ class FlowGroup:
     tag: dict = field(default_factory=dict)
 
 
+class CollectiveAlgorithms(Protocol):
+    """What :meth:`Simulation.collective` needs: something that runs a collective on the simulation."""
+
+    def start(self, sim: Simulation, op: str, ranks, size_bytes: float, *, algorithm: str, protocol: str,
+              tag: dict) -> simpy.Process:
+        """Validate the request (bad input raises here, not inside ``env.run``) and start its process."""
+        ...  # pragma: no cover - a Protocol method has no body
+
+
 class Simulation:
     """SimPy environment + flow network over a cluster.
 
     Parameters
     ----------
     cluster : clustersim.topology.Cluster
-    profile : Profile or None
-        Calibration profile for the analytical rates (None: NCCL constants).
-    nvls, p2p, gdr : as :class:`~clustersim.collectives.CollectiveModel`.
+        Links (capacities, names, kinds) of the flow network; routes come from it.
+    collectives : CollectiveAlgorithms, optional
+        The collective algorithms :meth:`collective` runs (None: flows only).
+    env : simpy.Environment, optional
+        Share a clock with other components (default: a new one).
     link_capacity : numpy.ndarray, optional
         Override the link capacities (bytes/s), e.g. to degrade a link.
     """
 
-    def __init__(self, cluster, profile=None, nvls: bool | None = None, p2p: bool = True, gdr: bool = True,
+    def __init__(self, cluster, *, collectives: CollectiveAlgorithms | None = None,
                  env: simpy.Environment | None = None, link_capacity: np.ndarray | None = None):
-        from clustersim.collectives.model import CollectiveModel
-
         self.env = env if env is not None else simpy.Environment()
-        self.model = CollectiveModel(cluster, profile, nvls=nvls, p2p=p2p, gdr=gdr)
-        self.cluster = self.model.cluster
+        self.cluster = cluster
+        self.collectives = collectives
         cap = np.asarray(self.cluster.link_bandwidth if link_capacity is None else link_capacity, dtype=float)
         if cap.shape != self.cluster.link_bandwidth.shape:
             raise ClusterSimError(f"link_capacity needs {len(self.cluster.link_bandwidth)} values, got {cap.size}",
@@ -159,9 +175,13 @@ class Simulation:
     # -- collectives ------------------------------------------------------------------------
     def collective(self, op: str, ranks, size_bytes: float, algorithm: str = "auto", protocol: str = "auto",
                    tag: dict | None = None) -> simpy.Process:
-        """Start a collective as a SimPy process; its value is a :class:`CollectiveResult` with the simulated time."""
-        from clustersim.collectives.flow import run_collective
+        """Start a collective as a SimPy process through the given :class:`CollectiveAlgorithms`.
 
-        rk = self.model.ranks_of(ranks)
-        res = self.model.estimate(op, rk, size_bytes, algorithm, protocol)  # bad input raises here, not in env.run
-        return self.env.process(run_collective(self, op, rk, size_bytes, algorithm, protocol, tag or {}, res))
+        With :class:`~clustersim.collectives.flow.FlowCollectives` the process's value is a
+        :class:`~clustersim.collectives.CollectiveResult` with the simulated time.
+        """
+        if self.collectives is None:
+            raise TypeError("this Simulation was built without collective algorithms (collectives=None); "
+                            "use clustersim.collectives.flow.flow_simulation(...)")
+        return self.collectives.start(self, op, ranks, size_bytes, algorithm=algorithm, protocol=protocol,
+                                      tag=tag or {})

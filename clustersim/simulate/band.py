@@ -31,8 +31,12 @@ def profile_at_bound(profile: Profile, optimistic: bool) -> Profile:
             s["algbw_GBps"] = _at(s["algbw_GBps"], s.get("algbw_ci_GBps"), bw_side, 1e-3 * s["algbw_GBps"])
     for link in data.get("links", {}).values():
         link["latency_us"] = _at(link["latency_us"], link.get("latency_ci_us"), lat_side, 0.0)
-        link["bandwidth_GBps"] = _at(link["bandwidth_GBps"], link.get("bandwidth_ci_GBps"), bw_side,
-                                     1e-3 * link["bandwidth_GBps"])
+        if link.get("efficiency") is not None:  # a fraction of line rate: at most 1
+            link["efficiency"] = min(1.0, _at(link["efficiency"], link.get("efficiency_ci"), bw_side,
+                                              1e-3 * link["efficiency"]))
+        if link.get("bandwidth_GBps") is not None:
+            bw = _at(link["bandwidth_GBps"], link.get("bandwidth_ci_GBps"), bw_side, 1e-3 * link["bandwidth_GBps"])
+            link["bandwidth_GBps"] = min(bw, link["line_rate_GBps"]) if link.get("line_rate_GBps") else bw
     return Profile.model_validate(data)
 
 

@@ -24,6 +24,21 @@ BREAKDOWN_KEYS = ("compute", "comm_dp", "comm_tp", "comm_pp", "bubble", "optimiz
 
 
 @dataclass
+class StepTimeline:
+    """The simulated ops and when they ran: what a trace or a report draws.
+
+    ``graph``: the per-rank op DAG; ``timeline``: start, end and parts of every op;
+    ``cluster``: the cluster it ran on (rank names); ``comm_time``: closed-form time of a
+    collective (lays out the TP collectives inside compute ops).
+    """
+
+    graph: Graph
+    timeline: Timeline
+    cluster: object
+    comm_time: CommCache
+
+
+@dataclass
 class RunResult:
     """What one simulated step looks like. ``to_dict()`` is the ``--json`` document."""
 
@@ -40,6 +55,8 @@ class RunResult:
     ops: int
     wall_s: float
     extra: dict = field(default_factory=dict)
+    #: the simulated ops and their times, kept when ``run_scenario(keep_timeline=True)`` (not in ``to_dict``)
+    step: StepTimeline | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
         """JSON-ready dictionary."""
@@ -107,10 +124,12 @@ def _tp_private(cluster, graph: Graph) -> bool:
     return not (tp_links & other)
 
 
-def _analytical_links(cluster, graph: Graph, tl: Timeline, comm, step: float, top: int) -> list[dict]:
-    """Busy seconds per link from the closed form: each collective keeps its ring links busy for its duration."""
-    busy = np.zeros(len(cluster.link_bandwidth))
-    cache: dict = {}
+def _add_collective_busy(cluster, graph: Graph, tl: Timeline | None, comm, busy: np.ndarray, cache: dict) -> None:
+    """Add closed-form busy seconds to ``busy``: each collective keeps its ring links busy for its duration.
+
+    With ``tl`` (analytical fidelity) the DAG's collectives count for their timeline durations; the
+    TP collectives inside compute ops always count for their closed-form time, once per use.
+    """
     acc: dict[tuple, list] = {}  # (op, groups) -> [coll, summed duration]
 
     def add(c, dur):
@@ -123,7 +142,7 @@ def _analytical_links(cluster, graph: Graph, tl: Timeline, comm, step: float, to
 
     uses: dict[int, list] = {}  # identical chunks share a segment list: count them once
     for op in graph.ops:
-        if op.coll is not None:
+        if op.coll is not None and tl is not None:
             add(op.coll, tl.end[op.id] - tl.start[op.id])
         if op.segments:
             e = uses.get(id(op.segments))
@@ -137,6 +156,12 @@ def _analytical_links(cluster, graph: Graph, tl: Timeline, comm, step: float, to
                 add(s[1], comm(s[1]) * count)
     for c, dur in acc.values():
         busy[_ring_links(cluster, c, cache)] += dur
+
+
+def _analytical_links(cluster, graph: Graph, tl: Timeline, comm, step: float, top: int) -> list[dict]:
+    """Busy seconds per link from the closed form: each collective keeps its ring links busy for its duration."""
+    busy = np.zeros(len(cluster.link_bandwidth))
+    _add_collective_busy(cluster, graph, tl, comm, busy, {})
     return _top_links(cluster, busy, step, top)
 
 
@@ -151,18 +176,20 @@ def _top_links(cluster, busy, step: float, top: int) -> list[dict]:
 
 
 def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str | None = None,
-                 trace_path: str | Path | None = None, overrides: list[str] | None = None,
-                 reduced: bool = True, top_links: int = 8) -> RunResult:
+                 overrides: list[str] | None = None, reduced: bool = True, top_links: int = 8,
+                 keep_timeline: bool = False) -> RunResult:
     """Simulate one step of a scenario (Contract 5).
 
     Parameters
     ----------
     source: scenario file, :class:`Scenario` or an already :class:`ResolvedScenario`.
     fidelity: ``"flow"`` or ``"analytical"``; default: the scenario's ``simulation.fidelity``.
-    trace_path: write a Chrome/Perfetto trace JSON there.
     overrides: ``--set`` style ``key=value`` strings (file sources only).
     reduced: simulate one data-parallel replica (identical replicas; their DP collectives still
         run on the full groups). ``False`` simulates every replica (validation).
+    top_links: how many of the busiest links the result lists.
+    keep_timeline: keep the op graph and its timeline in ``result.step`` (a
+        :class:`StepTimeline`) for a trace (:func:`clustersim.trace.chrome.write_trace`) or a report.
     """
     t_wall = time.perf_counter()
     rs = source if isinstance(source, ResolvedScenario) else resolve_scenario(source, overrides)
@@ -205,11 +232,11 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
     if fidelity == "analytical":
         tl = execute_analytical(graph, comm)
     else:
-        from clustersim.engine import Simulation
+        from clustersim.collectives.flow import flow_simulation
         from clustersim.engine.streams import execute_flow
 
         c = sc.cluster
-        sim = Simulation(cluster, profile, nvls=c.nvls, p2p=c.p2p, gdr=c.gpudirect_rdma)
+        sim = flow_simulation(cluster, profile, nvls=c.nvls, p2p=c.p2p, gdr=c.gpudirect_rdma)
         private = _tp_private(cluster, graph)
         extra["tp_closed_form"] = private
         tl = execute_flow(sim, graph, comm, private_tp=private)
@@ -221,6 +248,9 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
     if fidelity == "flow":
         busy = getattr(sim, "link_busy_time", None)
         if busy is not None:
+            if private:  # the TP collectives took their closed form: no flows, so add their links' busy time
+                busy = np.array(busy, dtype=float)
+                _add_collective_busy(cluster, graph, None, comm, busy, {})
             links = _top_links(cluster, busy, makespan, top_links)
     else:
         links = _analytical_links(cluster, graph, tl, comm, makespan, top_links)
@@ -255,9 +285,7 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
     res = RunResult(scenario=sc.name, fidelity=fidelity, step_time_s=step_time, tokens_per_s=tokens_per_s,
                     samples_per_s=samples_per_s, mfu=mfu, breakdown=bd, memory=memory, links=links,
                     n_gpus=n, ops=len(graph), wall_s=0.0, extra=extra)
-    if trace_path is not None:
-        from clustersim.trace.chrome import write_trace
-
-        write_trace(trace_path, graph, tl, cluster=cluster, title=sc.name, comm_time=comm)
+    if keep_timeline:
+        res.step = StepTimeline(graph=graph, timeline=tl, cluster=cluster, comm_time=comm)
     res.wall_s = time.perf_counter() - t_wall
     return res

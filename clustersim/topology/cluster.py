@@ -12,7 +12,7 @@ import numpy as np
 
 from clustersim.budget import check_bound, check_memory, cluster_bytes
 from clustersim.config.base import resolve_file
-from clustersim.config.topology import ClusterSection, GPUSpec, TopologySpec, load_topology_spec
+from clustersim.config.topology import GPUSpec, TopologyClusterSection, TopologySpec, load_topology_spec
 from clustersim.errors import ClusterSimError
 from clustersim.topology.graphs import FatTree, NodeTemplate, compile_node, stamp_hosts
 
@@ -88,8 +88,9 @@ class Cluster:
         t = self.template
         self.fabric: FatTree | None = None
         if nodes > 1:  # before the link arrays: a fabric that cannot hold the nodes is refused first
-            section = spec.cluster or ClusterSection(nodes=nodes)
-            self.fabric = FatTree(nodes, node.nics, section.fabric, t.nic_bandwidth, node.nic_kind, t.n_groups * nodes)
+            section = spec.cluster or TopologyClusterSection(nodes=nodes)
+            self.fabric = FatTree(n_hosts=nodes, rails=node.nics, fabric=section.fabric, nic_bw=t.nic_bandwidth,
+                                  kind=node.nic_kind, first_index=t.n_groups * nodes)
         check_memory(cluster_bytes(nodes, t.n_groups, self.fabric.n_links if self.fabric else 0),
                      f"{nodes:,} node(s) of {spec.name} ({t.n_groups} link groups each)", field="nodes")
         # A one-item box shared by with_p2p()/with_gdr() copies, so the lazily built graph is built once.
@@ -205,6 +206,68 @@ class Cluster:
         """Bytes/s per direction of gpu0's NVLinks (sum of its nvlink edges)."""
         g = self.gpus[0]
         return float(sum(d["bandwidth"] for _, _, d in self.graph.out_edges(g, data=True) if d["kind"] == "nvlink"))
+
+    # -- line rates (what the profile's learned efficiencies multiply) ----------------------
+    def class_line_rate(self, link_class: str) -> float | None:
+        """Representative line rate of a link class, bytes/s per direction (None when the node has none).
+
+        ``nvlink``: the bottleneck of the route from gpu0 to its first NVLink peer (450e9 on DGX
+        H100: 18 links x 25 GB/s into the NVSwitch chips); ``pcie``: gpu0's PCIe link;
+        ``network``: one NIC. This is what a profile records as the line rate it was measured on.
+
+        >>> c = load_cluster("dgx-h100")
+        >>> [c.class_line_rate(k) / 1e9 for k in ("nvlink", "pcie", "network")]
+        [450.0, 63.0, 50.0]
+        """
+        t = self.template
+        if link_class == "nvlink":
+            peers = [j for j in range(1, t.n_gpus) if t.p2p_class[0][j] == "nvlink"]
+            return float(t.group_bandwidth[t.p2p_route[0][peers[0]]].min()) if peers else None
+        if link_class == "pcie":
+            bws = [d["bandwidth"] for s, _, d in t.edges if s == "gpu0" and d["kind"] == "pcie"]
+            return float(min(bws)) if bws else None
+        if link_class == "network":
+            return float(t.nic_bandwidth) if t.nic_bandwidth > 0 else None
+        raise ClusterSimError(f"unknown link class {link_class!r} (nvlink, pcie, network)", field="link_class")
+
+    def nic_path_bandwidth(self, local: int) -> float:
+        """Bottleneck bytes/s of the in-node route from local GPU ``local`` to its NIC.
+
+        PCIe through the switch the GPU and NIC share with GPUDirect RDMA; through host memory
+        without it (inf when no such path exists or the node has no NIC).
+        """
+        t = self.template
+        if not t.rail:
+            return math.inf
+        path = t.to_nic[local] if self.gdr else t.to_nic_staged[local]
+        if path is None or not len(path):
+            return math.inf
+        return float(t.group_bandwidth[path].min())
+
+    def network_line_rate(self, hosts, rails) -> float:
+        """Line rate (bytes/s) of one inter-node transfer among ``hosts`` on NICs ``rails``.
+
+        The NIC line rate, or the fabric cable rate when that is slower and the hosts' NICs of
+        one rail sit on more than one leaf switch: destination-based (d-mod-k) routing sends all
+        the traffic for one destination over one cable per tier, so a ring edge between leaves
+        runs at the cable rate even where several cables form a bundle.
+
+        >>> c = load_cluster("dgx-a100-superpod", nodes=24)   # 20 nodes per leaf
+        >>> c.network_line_rate(range(8), [0]) / 1e9, c.network_line_rate(range(24), [0]) / 1e9
+        (25.0, 25.0)
+        """
+        nic = float(self.template.nic_bandwidth)
+        f = self.fabric
+        if f is None or f.link_bw >= nic or f.tiers == 1:
+            return nic
+        h = np.asarray(list(hosts), dtype=np.int64)
+        if h.size < 2:
+            return nic
+        for r in sorted(set(int(x) for x in rails)):
+            leaves = np.asarray(f.leaf_of(h, r))
+            if (leaves != leaves[0]).any():
+                return min(nic, float(f.link_bw))
+        return nic
 
     # -- variants -------------------------------------------------------------------------
     def with_p2p(self, enabled: bool) -> "Cluster":

@@ -123,8 +123,9 @@ def compile_node(node: NodeSpec) -> NodeTemplate:
             g_lat[gi] = max(g_lat[gi], lat)
             edges.append((s, d, {"kind": ls.kind, "bandwidth": bw, "latency": lat, "count": ls.count, "index": gi}))
     nic_bw = (node.nic_speed_Gbps or 0.0) * 1e9 / 8
-    t = NodeTemplate(devices, kinds, edges, np.asarray(g_bw, float), np.asarray(g_lat, float), g_kind, g_name,
-                     node.gpus, node.rail_of_gpu(), nic_bw)
+    t = NodeTemplate(devices=devices, kinds=kinds, edges=edges, group_bandwidth=np.asarray(g_bw, float),
+                     group_latency=np.asarray(g_lat, float), group_kind=g_kind, group_names=g_name,
+                     n_gpus=node.gpus, rail=node.rail_of_gpu(), nic_bandwidth=nic_bw)
     _compile_routes(t)
     return t
 

@@ -34,7 +34,7 @@ import yaml
 from clustersim.budget import MAX_YAML_BYTES
 from clustersim.config.base import validate
 from clustersim.config.topology import GPU_CATALOG, TopologySpec
-from clustersim.errors import ClusterSimError
+from clustersim.errors import ClusterSimError, require_file
 
 PLACEHOLDER_TARGET = "fffffff:ff:ff.0"
 NVSWITCH_CLASS = "0x068000"
@@ -273,6 +273,7 @@ def import_nvidia_smi(text: str, name: str = "imported", gpu: str | None = None,
     host bridge / the CPU interconnect.
     """
     warns: list[str] = []
+    text = strip_ansi(text)  # nvidia-smi underlines the header on a terminal: "\x1b[4mGPU0 ... \x1b[0m"
     lines = [ln.rstrip("\n") for ln in text.splitlines()]
     header_i = next((i for i, ln in enumerate(lines) if re.match(r"^\s*GPU0\b", ln)), None)
     if header_i is None:
@@ -422,8 +423,21 @@ def import_nvidia_smi(text: str, name: str = "imported", gpu: str | None = None,
 # ---------------------------------------------------------------------------------------------
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def strip_ansi(text: str) -> str:
+    """Text without terminal escape sequences (colour, underline).
+
+    >>> strip_ansi("\\t\\x1b[4mGPU0\\tGPU1\\x1b[0m")
+    '\\tGPU0\\tGPU1'
+    """
+    return _ANSI.sub("", text)
+
+
 def detect_format(text: str) -> str:
     """``"nccl-xml"``, ``"nvidia-smi"`` or raise ClusterSimError."""
+    text = strip_ansi(text)
     head = text.lstrip()[:2000]
     if head.startswith("<") and "<system" in head:
         return "nccl-xml"
@@ -435,9 +449,7 @@ def detect_format(text: str) -> str:
 def import_file(path: str | Path, name: str | None = None, gpu: str | None = None,
                 nic_speed_Gbps: float | None = None) -> tuple[dict[str, Any], list[str]]:
     """Read a topology dump of either format (detected from its content)."""
-    p = Path(path)
-    if not p.is_file():
-        raise ClusterSimError("file not found" if not p.exists() else "is a folder, not a file", file=str(path))
+    p = require_file(path)
     if p.stat().st_size > MAX_YAML_BYTES:  # an 8-GPU NCCL topology dump is ~20 KB
         raise ClusterSimError(f"file of {p.stat().st_size:,} bytes exceeds the {MAX_YAML_BYTES:,}-byte limit of "
                               "topology dumps", file=str(path))

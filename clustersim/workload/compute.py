@@ -34,7 +34,7 @@ def issue_corrected_table(pts: list[tuple[int, int, int, float]], peak: float, l
     """Remove the host issue latency from an event-timed GEMM table.
 
     ``calibrate bench`` times every GEMM alone between two CUDA events on an idle GPU
-    (``clustersim/calibration/bench.py`` ``_event_times``): the start event runs at once, the GEMM
+    (``clustersim/calibration/bench/compute.py`` ``event_times``): the start event runs at once, the GEMM
     kernel only after the host has dispatched ``torch.matmul`` and launched it. Each point's time
     is therefore ``issue + kernel``. The smallest GEMM of the table measures ``issue`` when its
     time is more than ``ratio`` x its FLOP time at the large-GEMM efficiency (a 256^3 GEMM is

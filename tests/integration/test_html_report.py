@@ -21,8 +21,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clustersim.report.html import KIND_COLORS, MAX_BARS, MAX_RANKS, layout_bars, render_html, run_html_report, \
-    select_ranks, trace_rows
+from clustersim.cli.run import run_and_write
+from clustersim.report.html import render_html
+from clustersim.report.kinds import KIND_COLORS
+from clustersim.report.timeline import MAX_BARS, MAX_RANKS, layout_bars, select_ranks, trace_rows
 from clustersim.units import format_bytes, format_time
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -185,8 +187,8 @@ def test_hybrid_report_content(hybrid):
 
 def test_report_is_deterministic(tmp_path):
     a, b = tmp_path / "a.html", tmp_path / "b.html"
-    ra = run_html_report(ROOT / HYBRID, a, fidelity="analytical")
-    run_html_report(ROOT / HYBRID, b, fidelity="analytical")
+    ra, _ = run_and_write(ROOT / HYBRID, html_path=a, fidelity="analytical")
+    run_and_write(ROOT / HYBRID, html_path=b, fidelity="analytical")
     assert a.read_bytes() == b.read_bytes()
     assert repr(ra.step_time_s) in a.read_text()
 
@@ -217,7 +219,7 @@ def test_text_is_escaped(tmp_path):
 
 def test_large_run_is_capped(tmp_path):
     out = tmp_path / "big.html"
-    res = run_html_report(ROOT / "scenarios/gpt3-175b.yaml", out, fidelity="analytical")
+    res, _ = run_and_write(ROOT / "scenarios/gpt3-175b.yaml", html_path=out, fidelity="analytical")
     text = out.read_text()
     assert len(text.encode()) < 5_000_000
     doc = parse(text)

@@ -49,6 +49,18 @@ def test_small_scenarios_flow_agrees_uncontended(path):
         assert f.links and all(0 <= row["busy_fraction"] <= 1 for row in f.links)
 
 
+def test_flow_link_use_includes_closed_form_tp():
+    """TP collectives that take the closed form at flow fidelity (no flows) still load their NVLinks in the link table."""
+    a = run_scenario(ROOT / "scenarios" / "ref-tp2.yaml", fidelity="analytical")
+    f = run_scenario(ROOT / "scenarios" / "ref-tp2.yaml", fidelity="flow")
+    assert f.extra["tp_closed_form"] is True
+    busy_a = {row["link"]: row["busy_fraction"] for row in a.links if row["kind"] == "nvlink"}
+    busy_f = {row["link"]: row["busy_fraction"] for row in f.links if row["kind"] == "nvlink"}
+    assert busy_a and set(busy_f) == set(busy_a)
+    for link, frac in busy_a.items():
+        assert frac > 0.01 and busy_f[link] == pytest.approx(frac, rel=0.05)
+
+
 def _cli(*args):
     return subprocess.run([sys.executable, "-m", "clustersim", *args], capture_output=True, text=True, cwd=ROOT)
 

@@ -10,7 +10,7 @@ from clustersim.collectives import CollectiveModel
 from clustersim.collectives import formulas as F
 from clustersim.config.profile import Profile
 from clustersim.config.topology import TopologySpec
-from clustersim.engine import Simulation
+from clustersim.collectives.flow import flow_simulation
 from clustersim.topology import Cluster
 
 SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -93,8 +93,8 @@ def test_flow_equals_analytical_uncontended(g, nodes, links, frac, net_frac, nic
         return  # its partners share the node's single NIC (contention inside the algorithm)
     c = _cluster(g, nodes, links, nic)
     p = _profile(frac, 3.0, net_frac, 14.0, links, nic)
-    sim = Simulation(c, p)
+    sim = flow_simulation(c, p)
     proc = sim.collective(op, g * nodes, S, algorithm=algo)
     sim.env.run()
-    a = sim.model.estimate(op, g * nodes, S, algorithm=algo)
+    a = sim.collectives.model.estimate(op, g * nodes, S, algorithm=algo)
     assert proc.value.time_s == pytest.approx(a.time_s, rel=0.01)

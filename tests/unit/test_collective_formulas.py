@@ -120,3 +120,14 @@ def test_throttle_closed_form_equals_nccl_loop():
         ch, proto = rng.randint(1, 32), rng.choice(F.PROTOCOLS)
         n, algo = rng.randint(2, 64), rng.choice(["ring", "tree", "nvls"])
         assert F.throttle_fraction(S, ch, proto, n, algo) == pytest.approx(_nccl_throttle_loop(S, ch, proto, n, algo))
+
+
+def test_formulas_import_needs_only_the_standard_library():
+    """The GPU bench imports busbw_factor from formulas where only torch may be installed."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import clustersim.collectives.formulas; "
+            "print(sorted(m for m in ('numpy', 'pydantic', 'yaml', 'simpy', 'networkx') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

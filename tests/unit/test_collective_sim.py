@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from clustersim.collectives import load_profile_for
+from clustersim.collectives.flow import flow_simulation
 from clustersim.config.topology import TopologySpec
 from clustersim.engine import Simulation
 from clustersim.topology import Cluster, load_cluster
@@ -24,15 +25,15 @@ def _run(sim, op, ranks, size, **kw):
                                      ("gather", "direct"), ("send_recv", "auto"), ("barrier", "auto")])
 def test_flow_equals_analytical_uncontended_two_nodes(op, algo):
     c = load_cluster("dgx-h100-superpod", nodes=2)
-    sim = Simulation(c, load_profile_for(c))
+    sim = flow_simulation(c, load_profile_for(c))
     r = _run(sim, op, 16, 256 * 2**20, algorithm=algo)
-    a = sim.model.estimate(op, 16, 256 * 2**20, algorithm=algo)
+    a = sim.collectives.model.estimate(op, 16, 256 * 2**20, algorithm=algo)
     assert r.time_s == pytest.approx(a.time_s, rel=0.01)
 
 
 def test_simulation_records_link_use():
     c = load_cluster("hgx-h200", gpus=2)
-    sim = Simulation(c, None)
+    sim = flow_simulation(c, None)
     _run(sim, "all_reduce", [0, 1], GiB, tag={"group": "dp"})
     top = sim.busiest_links(2)
     assert top and top[0]["kind"] == "nvlink"
@@ -53,9 +54,9 @@ def _spec(nodes_per_leaf_over: float, gpus=1):
 
 def test_two_collectives_sharing_a_bottleneck_each_get_half():
     c = Cluster(_spec(1.0, gpus=2), nodes=2)  # 2 GPUs per host share one NIC
-    alone = Simulation(c, None)
+    alone = flow_simulation(c, None)
     ra = _run(alone, "all_reduce", [0, 2], GiB, algorithm="ring")
-    both = Simulation(c, None)
+    both = flow_simulation(c, None)
     pa = both.collective("all_reduce", [0, 2], GiB, algorithm="ring")
     pb = both.collective("all_reduce", [1, 3], GiB, algorithm="ring")
     both.env.run()
@@ -70,7 +71,7 @@ def test_oversubscribed_fat_tree_slows_inter_leaf_all_reduce_by_expected_factor(
     times = {}
     for over in (1.0, 3.0):
         c = Cluster(_spec(over), nodes=12)
-        sim = Simulation(c, None)
+        sim = flow_simulation(c, None)
         procs = [sim.collective("all_reduce", [i, i + 6], size, algorithm="ring") for i in range(6)]
         sim.env.run()
         times[over] = [p.value for p in procs]
@@ -93,15 +94,15 @@ def test_degraded_link_slows_the_collective():
     cap = c.link_bandwidth.copy()
     idx = c.route(0, 1)[0]
     cap[idx] = 100e9
-    sim = Simulation(c, None, link_capacity=cap)
+    sim = flow_simulation(c, None, link_capacity=cap)
     r = _run(sim, "all_reduce", [0, 1], GiB, algorithm="ring")
-    a = sim.model.estimate("all_reduce", 2, GiB, algorithm="ring")
+    a = sim.collectives.model.estimate("all_reduce", 2, GiB, algorithm="ring")
     assert r.time_s == pytest.approx(a.latency_s + GiB / 100e9, rel=0.01)
 
 
 def test_1024_rank_ring_flow_counts_are_linear():
     c = load_cluster("dgx-h100-superpod", nodes=128)
-    sim = Simulation(c, load_profile_for(c), nvls=False)
+    sim = flow_simulation(c, load_profile_for(c), nvls=False)
     r = _run(sim, "all_reduce", 1024, GiB, algorithm="ring")
     assert sim.net.flows_started == 8 * 1024  # 8 channel rings (one per NIC) x 1024 edges
     assert r.time_s > 0
@@ -112,7 +113,7 @@ def test_bad_inputs_raise_when_the_collective_is_started():
     from clustersim.errors import ClusterSimError
 
     c = load_cluster("hgx-h200", gpus=2)
-    sim = Simulation(c, None)
+    sim = flow_simulation(c, None)
     with pytest.raises(ClusterSimError):
         sim.collective("all_reduce", [0, 5], 10)
     with pytest.raises(ClusterSimError):
@@ -120,14 +121,29 @@ def test_bad_inputs_raise_when_the_collective_is_started():
     cap = c.link_bandwidth.copy()
     cap[0] = 0.0
     with pytest.raises(ClusterSimError):
-        Simulation(c, None, link_capacity=cap)
+        flow_simulation(c, None, link_capacity=cap)
 
 
 def test_concurrent_collectives_on_disjoint_gpus_do_not_interfere():
     c = load_cluster("dgx-h100")
-    sim = Simulation(c, None, nvls=False)
+    sim = flow_simulation(c, None, nvls=False)
     ps = [sim.collective("all_reduce", [2 * i, 2 * i + 1], GiB, algorithm="ring") for i in range(4)]
     sim.env.run()
-    a = sim.model.estimate("all_reduce", [0, 1], GiB, algorithm="ring")
+    a = sim.collectives.model.estimate("all_reduce", [0, 1], GiB, algorithm="ring")
     for p in ps:
         assert p.value.time_s == pytest.approx(a.time_s, rel=0.01)
+
+
+def test_the_engine_runs_collectives_only_through_the_algorithms_it_is_given():
+    c = load_cluster("hgx-h200", gpus=2)
+    bare = Simulation(c)
+    with pytest.raises(TypeError, match="without collective algorithms"):
+        bare.collective("all_reduce", [0, 1], GiB)
+    # a plain flow runs at the path's bottleneck capacity
+    bare.start_flows([c.route(0, 1)], [GiB])
+    bare.env.run()
+    assert bare.env.now == pytest.approx(GiB / c.link_bandwidth[c.route(0, 1)].min(), rel=1e-12)
+    # p2p off: the simulation runs on the model's cluster, whose routes stage through host memory
+    staged = flow_simulation(c, None, p2p=False)
+    assert staged.cluster is staged.collectives.model.cluster
+    assert len(staged.cluster.route(0, 1)) > len(c.route(0, 1))

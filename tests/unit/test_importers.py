@@ -146,3 +146,19 @@ def test_topo_m_pasted_with_nvidia_smi_reads_the_gpu_name():
     assert data["gpu"] == "H200-SXM" and any("nvidia-smi name" in w for w in warns)
     data, warns = import_nvidia_smi((DATA / "nvidia-smi-topo-m.txt").read_text())
     assert data["gpu"] == "H100-SXM" and any("pass --gpu" in w for w in warns)  # guessed, and said so
+
+
+@pytest.mark.parametrize("name,gpus", [("h100", 1), ("h200x2", 2), ("h200x4", 4)])
+def test_topo_m_with_terminal_escape_codes(name, gpus, tmp_path):
+    """The project's own calibrate/raw/*/topo-m.txt (copied to tests/data/topo-m): nvidia-smi underlined the header
+    with ANSI escapes ("\\x1b[4mGPU0 ... \\x1b[0m"), which used to end in 'no row for GPU0'."""
+    path = DATA.parent / "topo-m" / f"{name}.txt"
+    assert "\x1b[" in path.read_text()  # the file really carries the escape codes
+    data, _ = import_file(path, gpu="H200-SXM" if "h200" in name else "H100-SXM")
+    spec = TopologySpec.model_validate(data)
+    assert spec.node.gpus == gpus
+    if gpus > 1:
+        p = tmp_path / "t.yaml"
+        p.write_text(to_yaml(data))
+        c = load_cluster(p)
+        assert c.path_class(0, 1) == "nvlink" and c.route_bandwidth(0, 1) == pytest.approx(450e9)  # NV18

@@ -230,3 +230,29 @@ def test_several_tests_in_one_log(tmp_path):
     assert len(coll) == 2 * (30 + 30 + 28) and warnings == []
     assert len({r["run_id"] for r in coll}) == 3
     assert {r["ranks"] for r in coll if r["op"] == "all_to_all"} == {2}
+
+
+def test_operation_from_the_logs_own_lines(tmp_path):
+    """Old-format logs have no '# Collective test starting' header: a command line or NCCL INFO COLL lines tell the op."""
+    body = A100_8.read_text().splitlines()
+    # the launcher's command line echoed before the table (file name says nothing)
+    p = _write(tmp_path, "run7.log", "\n".join(["+ mpirun -np 8 ./build/all_gather_perf -b 8 -e 1G -f 2 -g 1"] + body))
+    assert {r["op"] for r in _collect(p)[0]} == {"all_gather"}
+    # --op still wins over a line, and the header over both (the line only fills the gap)
+    assert {r["op"] for r in _collect(p, op="all_reduce")[0]} == {"all_reduce"}
+    # NCCL_DEBUG_SUBSYS=COLL lines inside the run
+    info = ("node-000000:63453:63453 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x7f0 recvbuff 0x7f0 count 2 "
+            "datatype 7 op 0 root 0 comm 0x55 [nranks=8] stream 0x55")
+    p2 = _write(tmp_path, "run8.log", "\n".join(body[:14] + [info] + body[14:]))
+    rows, meta, _ = _collect(p2)
+    assert {r["op"] for r in rows} == {"all_reduce"} and len(rows) == 2 * 28
+    # lines naming two different operations say nothing: back to the file name, else --op
+    both = info.replace("AllReduce", "AllGather")
+    p3 = _write(tmp_path, "run9.log", "\n".join(body[:14] + [info, both] + body[14:]))
+    with pytest.raises(ClusterSimError, match="pass --op"):
+        parse_nccl_tests_log(p3)
+    # two concatenated old-format runs, each after its own command line
+    p4 = _write(tmp_path, "sweep.log", "\n".join(["mpirun ./all_reduce_perf -g 1"] + body
+                                                   + ["mpirun ./reduce_scatter_perf -g 1"] + body))
+    meta4 = [r for r in parse_nccl_tests_log(p4) if r["kind"] == "meta"]
+    assert [m["op"] for m in meta4] == ["all_reduce", "reduce_scatter"]

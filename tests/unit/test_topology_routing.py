@@ -249,14 +249,14 @@ def test_trees_over_all_hosts_spread_over_all_spines():
 def test_flow_tree_and_ring_all_reduce_match_analytical_on_128_nodes():
     # the spine choice used to put a rail's tree edges on 2 of 16 spines: flow 5.6x analytical
     from clustersim.collectives import load_profile_for
-    from clustersim.engine import Simulation
+    from clustersim.collectives.flow import flow_simulation
 
     c = load_cluster("dgx-h100-superpod", nodes=128)
     for algo in ("tree", "ring"):
-        sim = Simulation(c, load_profile_for(c), nvls=False)
+        sim = flow_simulation(c, load_profile_for(c), nvls=False)
         p = sim.collective("all_reduce", 1024, 2**30, algorithm=algo)
         sim.env.run()
-        a = sim.model.estimate("all_reduce", 1024, 2**30, algorithm=algo)
+        a = sim.collectives.model.estimate("all_reduce", 1024, 2**30, algorithm=algo)
         assert p.value.time_s == pytest.approx(a.time_s, rel=0.01), algo
 
 
