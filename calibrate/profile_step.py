@@ -7,7 +7,7 @@ Builds the scenario's model exactly as train_gpt.py does (one GPU, no parallelis
 steps, then profiles one whole step (every micro-batch, forward, backward, optimizer) with
 ``torch.profiler`` and writes one JSON line: the step's wall time, the GPU busy time, and for every
 aten operator its call count and *self* device time (the kernels it launched itself). This is the
-ground truth the simulator's per-kernel model (clustersim.workload.transformer) is checked against:
+ground truth the simulator's per-kernel model (clustersim.workload.layer_costs) is checked against:
 which kernels a layer really runs and what each costs. Nothing here feeds a profile.
 """
 

@@ -667,6 +667,11 @@ class Measured:
     """this rank's step seconds (the row is written by rank 0)"""
     issue_rank0: list
     """this rank's host seconds until the step was issued"""
+    reserved_bytes: float = 0.0
+    """max over ranks of torch.cuda.max_memory_reserved: what the caching allocator took from the driver"""
+    device_used_bytes: float = 0.0
+    """max over ranks of (total - free) device memory at the end (cudaMemGetInfo): the reserved
+    memory plus the CUDA context, cuBLAS/NCCL workspaces and anything allocated outside torch"""
 
 
 def gather(launch: Launch, losses: list, times: list, issue: list) -> Measured:
@@ -676,8 +681,13 @@ def gather(launch: Launch, losses: list, times: list, issue: list) -> Measured:
     loss_vec = torch.tensor([float(l) if l is not None else 0.0 for l in losses], dtype=torch.float64)
     cnt = torch.tensor([1.0 if owner else 0.0], dtype=torch.float64)
     tvec = torch.tensor(times, dtype=torch.float64)
-    peak = torch.tensor([float(torch.cuda.max_memory_allocated(device)) if device_kind == "cuda" else 0.0],
-                        dtype=torch.float64)
+    if device_kind == "cuda":
+        free, total = torch.cuda.mem_get_info(device)
+        mem = [float(torch.cuda.max_memory_allocated(device)), float(torch.cuda.max_memory_reserved(device)),
+               float(total - free)]
+    else:
+        mem = [0.0, 0.0, 0.0]
+    peak = torch.tensor(mem, dtype=torch.float64)
     if not owner:
         loss_vec.zero_()
     if launch.distributed:
@@ -690,7 +700,8 @@ def gather(launch: Launch, losses: list, times: list, issue: list) -> Measured:
             dist.all_reduce(t_, op=dist.ReduceOp.MAX)
         loss_vec, cnt, tvec, peak = ts[0].cpu(), ts[1].cpu(), mx[0].cpu(), mx[1].cpu()
     return Measured(losses=(loss_vec / max(cnt.item(), 1.0)).tolist(), step_times=tvec.tolist(),
-                    peak_bytes=peak.item(), times_rank0=times, issue_rank0=issue)
+                    peak_bytes=peak[0].item(), reserved_bytes=peak[1].item(), device_used_bytes=peak[2].item(),
+                    times_rank0=times, issue_rank0=issue)
 
 
 def result_row(args, sc: Scenario, launch: Launch, *, impl: dict, dtype_name: str, n_params: int,
@@ -743,6 +754,8 @@ def result_row(args, sc: Scenario, launch: Launch, *, impl: dict, dtype_name: st
         "tokens_per_s": tokens / med,
         "samples_per_s": tr.global_batch / med,
         "peak_memory_bytes": int(meas.peak_bytes) if device_kind == "cuda" else None,
+        "peak_reserved_bytes": int(meas.reserved_bytes) if device_kind == "cuda" else None,
+        "device_used_bytes": int(meas.device_used_bytes) if device_kind == "cuda" else None,
         "losses": meas.losses,
         "setup_s": setup_s,
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

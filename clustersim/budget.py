@@ -59,6 +59,7 @@ BOUNDS: dict[str, tuple[int, str]] = {
     "steps": (10**9, "optimizer steps to report on"),
     "iterations": (10**7, "repetitions of a generic job's phase list"),
     "repeat": (10**7, "repetitions of one phase of a generic job"),
+    "study points": (100_000, "simulations of one sweep; a 10-axis study of 3 values each has 59,049"),
     "size": (MAX_SIZE_BYTES, "1 PiB in one collective or one table entry; 1,000x the HBM of a GB200 NVL72 rack"),
 }
 

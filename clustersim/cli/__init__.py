@@ -12,8 +12,10 @@ import typer
 from clustersim import __version__
 from clustersim.cli import calibrate as _calibrate
 from clustersim.cli import collective as _collective
+from clustersim.cli import plan as _plan
 from clustersim.cli import run as _run
 from clustersim.cli import scenario as _scenario
+from clustersim.cli import sweep as _sweep
 from clustersim.cli import topo as _topo
 from clustersim.cli.common import fail
 from clustersim.errors import ClusterSimError
@@ -24,7 +26,9 @@ app = typer.Typer(
     "Examples:\n\n"
     "  clustersim topo show dgx-h100\n\n"
     "  clustersim collective all_reduce --topology hgx-h200 --gpus 2 --sizes 1MiB:4GiB\n\n"
-    "  clustersim run scenarios/gpt-1b-ddp.yaml --json",
+    "  clustersim run scenarios/gpt-1b-ddp.yaml --json\n\n"
+    "  clustersim sweep scenarios/study-pi-scaling.yaml -o out/pi\n\n"
+    "  clustersim plan scenarios/gpt3-175b.yaml --top 5",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -48,6 +52,8 @@ app.add_typer(_calibrate.app, name="calibrate")
 _scenario.register(app)
 _collective.register(app)
 _run.register(app)
+_sweep.register(app)
+_plan.register(app)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -189,6 +189,14 @@ def report_cmd(
     holdout: str = typer.Option("auto", "--holdout", help="Which sizes were held out of the fit: odd, even, none "
                                 "(in-sample) or auto (what the profile says it was fitted with; none when it says nothing)."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as one JSON document."),
+    transfer: bool = typer.Option(False, "--transfer", help="Also run the link model's size check (fit every other "
+                                  "size, predict the rest) and scale check (fit some rank counts, predict the others)."),
+    fit_ranks: Optional[str] = typer.Option(None, "--fit-ranks", help="Scale check: rank counts to fit on, e.g. 8,16 "
+                                            "(default: all but the largest)."),
+    line_GBps: float = typer.Option(450.0, "--line-GBps", help="Transfer checks: one GPU's intra-node line rate, GB/s "
+                                    "per direction (18 NVLink4 x 25 = 450)."),
+    net_GBps: float = typer.Option(0.0, "--net-GBps", help="Transfer checks: one NIC's line rate, GB/s (400 Gb/s = 50)."),
+    nics_per_node: int = typer.Option(0, "--nics-per-node", help="Transfer checks: NICs per node."),
 ) -> None:
     """Compare a fitted profile with held-out measurements (table, plots, Markdown).
 
@@ -222,8 +230,14 @@ def report_cmd(
         return
     for m in rep.missing:
         _warn(f"no profile entry for {m}")
+    checks = None
+    if transfer:
+        checks = _transfer(meas.rows, fit_ranks, output, intra_line_GBps=line_GBps, net_line_GBps=net_GBps,
+                           nics_per_node=nics_per_node)
+        if checks is None:
+            return
     if json_out:
-        print_json(rep.to_dict())
+        print_json({**rep.to_dict(), **({"transfer": _strip_points(checks)} if checks else {})})
         return
     from rich.table import Table
 
@@ -252,6 +266,40 @@ def report_cmd(
     console.print(s)
     if written:
         console.print(f"wrote {len(written)} files to {output}")
+    for name, c in (checks or {}).items():
+        if c is None:
+            continue
+        tt = Table(title=f"{name} check: {c['title']} (link model; fit residual median "
+                         f"{c['fit_residual_median_pct']:.1f}%)")
+        for col in ("op", "points", ">= 1 MiB mean %", "< 1 MiB mean %", "worst %"):
+            tt.add_column(col)
+        for row in c["table"]:
+            tt.add_row(row["op"], str(row["points"]), f"{row['mean_large_pct']:.1f}", f"{row['mean_small_pct']:.1f}",
+                       f"{row['worst_pct']:.1f}")
+        console.print(tt)
+
+
+def _strip_points(checks: dict) -> dict:
+    return {k: (None if c is None else {kk: v for kk, v in c.items() if kk != "points"}) for k, c in checks.items()}
+
+
+def _transfer(rows: list, fit_ranks: Optional[str], output: Optional[Path], **lines) -> Optional[dict]:
+    """Run the transfer checks (and write their plots into ``output``); None after reporting a user error."""
+    from clustersim.calibration.transfer_report import plot_transfer, transfer_checks
+
+    try:
+        ranks = [int(x) for x in fit_ranks.split(",")] if fit_ranks else None
+    except ValueError:
+        fail(ClusterSimError(f"--fit-ranks must be comma-separated integers, got {fit_ranks!r}", field="--fit-ranks"))
+        return None
+    try:
+        checks = transfer_checks(rows, fit_ranks=ranks, **lines)
+        if output is not None:
+            plot_transfer(checks, output)
+    except ClusterSimError as exc:
+        fail(exc)
+        return None
+    return checks
 
 
 def register(app: typer.Typer) -> None:

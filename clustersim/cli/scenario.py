@@ -48,7 +48,7 @@ def register(root: typer.Typer) -> None:
             sys.stdout.write(f"# valid: {str(scenario).replace(chr(10), ' ')}\n" + yaml.safe_dump(data, sort_keys=False, width=2**16))
 
     @root.command("schema")
-    def schema_cmd(kind: str = typer.Argument("scenario", help="scenario | topology | profile")) -> None:
+    def schema_cmd(kind: str = typer.Argument("scenario", help="scenario | topology | profile | study")) -> None:
         """Print the JSON Schema of a file kind.
 
         Examples:
@@ -56,6 +56,8 @@ def register(root: typer.Typer) -> None:
           clustersim schema scenario > scenario.schema.json
 
           clustersim schema profile
+
+          clustersim schema study
         """
         if kind == "scenario":
             from clustersim.config.scenario import Scenario as M
@@ -63,7 +65,9 @@ def register(root: typer.Typer) -> None:
             from clustersim.config.topology import TopologySpec as M
         elif kind == "profile":
             from clustersim.config.profile import Profile as M
+        elif kind == "study":
+            from clustersim.sweep.study import Study as M
         else:
-            raise ClusterSimError(f"unknown schema kind {kind!r} (use scenario, topology or profile)")
+            raise ClusterSimError(f"unknown schema kind {kind!r} (use scenario, topology, profile or study)")
         print_json(M.model_json_schema())
 

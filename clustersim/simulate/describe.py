@@ -39,9 +39,9 @@ def run_description(rs: ResolvedScenario, source_label: str | None = None, reduc
         rows.append(("workload", f"generic job, {sc.job.iterations} iteration"
                                  f"{'s' if sc.job.iterations != 1 else ''}"))
     if par.dp * par.tp * par.pp * par.cp * par.ep == cluster.n_gpus:
-        from clustersim.workload.transformer import Layout
+        from clustersim.workload.layout import Layout
 
-        layout = Layout({"tp": par.tp, "cp": par.cp, "ep": par.ep, "dp": par.dp, "pp": par.pp}, par.order).coords
+        layout = Layout.from_parallelism(par).coords
     return {"rows": rows, "layout": layout, "description": sc.description or "",
             "iterations": sc.job.iterations if sc.job is not None else 1,
             "version": __version__}

@@ -2,7 +2,9 @@
 
 The analytical executor walks the DAG in topological order: an op starts when all its
 dependencies (stream order included) have finished and lasts its compute time or its
-closed-form collective time. No event queue: O(ops + deps).
+closed-form collective time. No event queue: O(ops + deps). The flow executor
+(:mod:`clustersim.simulate.flow`) shares :class:`Timeline`, :func:`host_issue` and the segment
+reading (:func:`clustersim.workload.segments.segment_time`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass, field
 
 from clustersim.errors import ClusterSimError
 from clustersim.workload.ops import Coll, Graph, Op
+from clustersim.workload.segments import ComputeSegment, TPCollectiveSegment, segment_time
 
 
 @dataclass
@@ -58,16 +61,14 @@ def compute_parts(op: Op, comm_time) -> tuple[float, dict[str, float]]:
     """
     if op.segments is None:
         return op.duration, {op.category: op.duration}
-    comp = sum(s[1] for s in op.segments if s[0] == "c")
+    comp = sum(seg.seconds for seg in op.segments if isinstance(seg, ComputeSegment))
     tp = 0.0
-    for s in op.segments:
-        if s[0] == "tp":
-            ct = comm_time(s[1])
-            if len(s) > 2:  # overlapped with a GEMM of s[2] seconds: only the excess is exposed
-                comp += s[2]
-                tp += max(0.0, ct - s[2])
-            else:
-                tp += ct
+    for seg in op.segments:
+        if isinstance(seg, TPCollectiveSegment):
+            # a GEMM overlapped with it counts as compute; only the excess communication is exposed
+            _, hidden, exposed = segment_time(seg, comm_time)
+            comp += hidden
+            tp += exposed
     parts = {"compute": comp}
     if tp:
         parts["comm_tp"] = tp
@@ -87,7 +88,7 @@ def host_issue(graph: Graph) -> dict[int, tuple[float, float]]:
     out: dict[int, tuple[float, float]] = {}
     t: dict[int, float] = {}
     for op in graph.ops:
-        h = op.args.get("host_s")
+        h = op.args.host_s
         if h is None:
             continue
         s = t.get(op.rank, 0.0)
@@ -159,7 +160,7 @@ def breakdown(graph: Graph, tl: Timeline, ranks: list[int], step: float) -> dict
     for op in graph.ops:
         if op.stream == "compute" and op.rank in by_rank:
             by_rank[op.rank].append(op)
-        for r, st in op.args.get("_tracks", ()):
+        for r, st in op.args.tracks:
             if st == "compute" and r in by_rank and r != op.rank:
                 by_rank[r].append(op)
     for r, ops in by_rank.items():

@@ -19,6 +19,7 @@ from clustersim.simulate.execute import CommCache, Timeline, breakdown, execute_
 from clustersim.simulate.resolve import ResolvedScenario, resolve_scenario
 from clustersim.workload.compute import ComputeModel
 from clustersim.workload.ops import Graph
+from clustersim.workload.segments import TPCollectiveSegment
 
 BREAKDOWN_KEYS = ("compute", "comm_dp", "comm_tp", "comm_pp", "bubble", "optimizer", "host", "other")
 
@@ -110,15 +111,15 @@ def _tp_private(cluster, graph: Graph) -> bool:
     for op in graph.ops:
         if op.segments:
             for s in op.segments:
-                if s[0] == "tp":
-                    key = tuple(s[1].ranks)
+                if isinstance(s, TPCollectiveSegment):
+                    key = tuple(s.coll.ranks)
                     if key not in seen:
                         seen.add(key)
-                        new = set(_ring_links(cluster, s[1], cache).tolist())
+                        new = set(_ring_links(cluster, s.coll, cache).tolist())
                         if tp_links & new:
                             return False  # two TP groups share links
                         tp_links |= new
-        if op.coll is not None and not op.args.get("after_compute"):
+        if op.coll is not None and not op.args.after_compute:
             # ops that start only after every compute op (grad norm, ZeRO weight gather) never meet TP traffic
             other |= set(_ring_links(cluster, op.coll, cache).tolist())
     return not (tp_links & other)
@@ -152,8 +153,8 @@ def _add_collective_busy(cluster, graph: Graph, tl: Timeline | None, comm, busy:
                 e[1] += 1
     for segs, count in uses.values():
         for s in segs:
-            if s[0] == "tp":
-                add(s[1], comm(s[1]) * count)
+            if isinstance(s, TPCollectiveSegment):
+                add(s.coll, comm(s.coll) * count)
     for c, dur in acc.values():
         busy[_ring_links(cluster, c, cache)] += dur
 
@@ -175,9 +176,45 @@ def _top_links(cluster, busy, step: float, top: int) -> list[dict]:
             for i in idx if busy[i] > 0]
 
 
+def _effective_cluster(rs: ResolvedScenario):
+    """The resolved cluster with the scenario's p2p / GPUDirect RDMA switches applied."""
+    cluster, c = rs.cluster, rs.scenario.cluster
+    if not c.p2p and hasattr(cluster, "with_p2p"):
+        cluster = cluster.with_p2p(False)
+    if not c.gpudirect_rdma and hasattr(cluster, "with_gdr"):
+        cluster = cluster.with_gdr(False)
+    return cluster
+
+
+def comm_cache_for(rs: ResolvedScenario) -> CommCache:
+    """A memo of closed-form collective times on ``rs``'s cluster and profile.
+
+    It depends only on the cluster, the profile and the ``cluster:`` switches (nvls, p2p,
+    gpudirect_rdma), so scenarios that differ only in parallelism or training (the planner's
+    mixes) can share one through ``run_scenario(..., comm=...)``.
+    """
+    return CommCache(_collective_model(_effective_cluster(rs), rs.profile, rs.scenario))
+
+
+def transformer_step(rs: ResolvedScenario, reduced: bool = True):
+    """The :class:`~clustersim.workload.transformer.TransformerStep` that ``run_scenario`` simulates
+    for a model scenario (its compute model and host costs from the profile); its ``memory()`` is
+    the run's memory report. The planner screens mixes with it before building any DAG."""
+    from clustersim.workload.transformer import TransformerStep
+
+    sc, profile = rs.scenario, rs.profile
+    host_call = profile.host.per_call_overhead_us * 1e-6
+    # GEMMs run at the peak of the weights' dtype (fp8 -> fp8 tensor cores)
+    cm = ComputeModel.from_profile(profile.compute, rs.cluster.gpu_spec, sc.training.precision.params)
+    # host CPU time per kernel call: the profile's per-call overhead, but never below the issue
+    # latency of one torch op measured by the event-timed GEMM bench (the floor of its table)
+    host_kernel = max(host_call, cm.issue_floor_s)
+    return TransformerStep(sc, cm, host_call_s=host_call, reduced=reduced, host_kernel_s=host_kernel)
+
+
 def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str | None = None,
                  overrides: list[str] | None = None, reduced: bool = True, top_links: int = 8,
-                 keep_timeline: bool = False) -> RunResult:
+                 keep_timeline: bool = False, comm: CommCache | None = None) -> RunResult:
     """Simulate one step of a scenario (Contract 5).
 
     Parameters
@@ -190,6 +227,8 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
     top_links: how many of the busiest links the result lists.
     keep_timeline: keep the op graph and its timeline in ``result.step`` (a
         :class:`StepTimeline`) for a trace (:func:`clustersim.trace.chrome.write_trace`) or a report.
+    comm: a :func:`comm_cache_for` memo made on the same cluster, profile and ``cluster:``
+        switches, reused across runs (the planner); default: a fresh one.
     """
     t_wall = time.perf_counter()
     rs = source if isinstance(source, ResolvedScenario) else resolve_scenario(source, overrides)
@@ -199,27 +238,17 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
     fidelity = fidelity or sc.simulation.fidelity
     if fidelity not in ("flow", "analytical"):
         raise ClusterSimError("fidelity must be flow or analytical", field="simulation.fidelity")
-    if not sc.cluster.p2p and hasattr(cluster, "with_p2p"):
-        cluster = cluster.with_p2p(False)
-    if not sc.cluster.gpudirect_rdma and hasattr(cluster, "with_gdr"):
-        cluster = cluster.with_gdr(False)
+    cluster = _effective_cluster(rs)
     spec = cluster.gpu_spec
-    comm = CommCache(_collective_model(cluster, profile, sc))
-    host_call = profile.host.per_call_overhead_us * 1e-6
+    if comm is None:
+        comm = CommCache(_collective_model(cluster, profile, sc))
 
     def cm_for(dtype: str) -> ComputeModel:
         return ComputeModel.from_profile(profile.compute, spec, dtype)
 
     extra: dict = {}
     if sc.model is not None:
-        from clustersim.workload.transformer import TransformerStep
-
-        dtype = sc.training.precision.params
-        cm = cm_for(dtype)  # GEMMs run at the peak of the weights' dtype (fp8 -> fp8 tensor cores)
-        # host CPU time per kernel call: the profile's per-call overhead, but never below the issue
-        # latency of one torch op measured by the event-timed GEMM bench (the floor of its table)
-        host_kernel = max(host_call, cm.issue_floor_s)
-        step = TransformerStep(sc, cm, host_call_s=host_call, reduced=reduced, host_kernel_s=host_kernel)
+        step = transformer_step(rs, reduced=reduced)
         graph = step.build()
         exec_ranks = step.exec_ranks
     else:
@@ -233,7 +262,7 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
         tl = execute_analytical(graph, comm)
     else:
         from clustersim.collectives.flow import flow_simulation
-        from clustersim.engine.streams import execute_flow
+        from clustersim.simulate.flow import execute_flow
 
         c = sc.cluster
         sim = flow_simulation(cluster, profile, nvls=c.nvls, p2p=c.p2p, gdr=c.gpudirect_rdma)
@@ -267,8 +296,8 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
         extra["model_flops_per_step"] = mflops
         if step.compute_duty is not None:  # sustained-clock model (profile clock_table)
             extra["compute_duty"] = step.compute_duty
-            extra["clock_slowdown"] = step.cm.clock_slowdown
-        extra["params"] = step.m.total_params
+            extra["clock_slowdown"] = step.compute.clock_slowdown
+        extra["params"] = step.model.total_params
         extra["micro_batches"] = sc.micro_batches
         extra["tflops_per_gpu"] = mflops / step_time / n / 1e12
         extra["reduced"] = step.reduced

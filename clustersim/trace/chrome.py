@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from clustersim.errors import ClusterSimError
+from clustersim.workload.segments import TPCollectiveSegment, segment_time
 
 STREAM_TID = {"compute": 0, "tp": 1, "dp": 2, "dp_ag": 3, "dp_rs": 4, "pp_f": 5, "pp_b": 6}
 
@@ -24,18 +25,17 @@ def _tp_events(graph, tl, comm_time, streams) -> list[dict]:
     """
     out = []
     for op in graph.ops:
-        if not op.segments or not any(sg[0] == "tp" for sg in op.segments):
+        if not op.segments or not any(isinstance(sg, TPCollectiveSegment) for sg in op.segments):
             continue
-        durs = [sg[1] if sg[0] == "c" else max(comm_time(sg[1]), sg[2] if len(sg) > 2 else 0.0)
-                for sg in op.segments]
+        durs = [segment_time(sg, comm_time)[0] for sg in op.segments]
         total = sum(durs)
         span = tl.end[op.id] - tl.start[op.id]
         scale = span / total if total > 0 else 0.0
         t = tl.start[op.id]
         streams.setdefault(op.rank, set()).add("tp")
         for sg, d in zip(op.segments, durs):
-            if sg[0] == "tp":
-                c = sg[1]
+            if isinstance(sg, TPCollectiveSegment):
+                c = sg.coll
                 out.append({"ph": "X", "name": f"{c.op} [tp {c.size_bytes:.3g} B]", "cat": "comm_tp", "pid": op.rank,
                             "tid": STREAM_TID["tp"], "ts": t * 1e6, "dur": d * scale * 1e6,
                             "args": {"op": c.op, "group": "tp", "bytes": c.size_bytes, "ranks": c.ranks,
@@ -57,8 +57,7 @@ def trace_events(graph, tl, cluster=None, comm_time=None) -> list[dict]:
         tracks = [(op.rank, op.stream)]
         if op.coll is not None and op.coll.groups:
             # collective ops also show on the other executor ranks whose stream they occupy
-            for key in op.args.get("_tracks", []):
-                tracks.append(key)
+            tracks += op.args.tracks
         for r, s in tracks:
             streams.setdefault(r, set()).add(s)
             ops_by_track.append((r, s, op))
@@ -81,9 +80,7 @@ def trace_events(graph, tl, cluster=None, comm_time=None) -> list[dict]:
                          "ranks": op.coll.ranks, "groups": len(op.coll.groups)})
         for k, v in tl.parts[op.id].items():
             args[f"{k}_us"] = v * 1e6
-        for k in ("mb", "chunk", "kind", "iteration"):
-            if k in op.args:
-                args[k] = op.args[k]
+        args.update(op.args.labels())
         name = op.name
         if op.coll is not None:
             name = f"{op.name} [{op.coll.axis} {op.coll.size_bytes:.3g} B]"

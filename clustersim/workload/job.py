@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from clustersim.errors import ClusterSimError
 from clustersim.units import parse_size
+from clustersim.workload.layout import Layout
 from clustersim.workload.ops import Coll, Graph
 
 
@@ -58,9 +59,7 @@ def build_job(scenario, cluster, compute_for_dtype, efficiency_default: float, h
     layout = None
     par = scenario.parallelism
     if par.dp * par.tp * par.pp * par.cp * par.ep == n:
-        from clustersim.workload.transformer import Layout
-
-        layout = Layout({"tp": par.tp, "cp": par.cp, "ep": par.ep, "dp": par.dp, "pp": par.pp}, par.order)
+        layout = Layout.from_parallelism(par)
     g = Graph()
     for it in range(job.iterations):
         for pi, ph in enumerate(job.phases):

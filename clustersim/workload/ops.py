@@ -4,8 +4,9 @@ An :class:`Op` runs on one stream of one executor rank (compute, tp, dp, dp_ag, 
 host). Ops on the same (rank, stream) run in issue order: the builder turns that order into
 dependencies, so an executor only needs the ``deps`` lists. Collective ops name the global
 ranks of their group(s); a compute op may carry ``segments`` (compute seconds interleaved with
-tensor-parallel collectives) that the flow executor plays one by one and the analytical
-executor folds into its ``duration``.
+tensor-parallel collectives, :mod:`clustersim.workload.segments`) that the flow executor plays
+one by one and the analytical executor folds into its ``duration``. What else an op carries
+(host issue time, the other streams it occupies, trace labels) is typed in :class:`OpArgs`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,45 @@ class Coll:
         return self.groups[0]
 
 
+@dataclass(slots=True)
+class OpArgs:
+    """What an op carries besides its work: host issue time, extra streams, labels.
+
+    Attributes
+    ----------
+    host_s: host CPU seconds the rank's issue thread spends on the op's calls (kernels and
+        collectives it issues, see :func:`clustersim.simulate.execute.host_issue`); None: the op
+        is not issued through the host-thread model.
+    tracks: other (rank, stream) pairs the op occupies besides its own (a collective that stands
+        for several executor ranks' identical calls).
+    after_compute: the op starts only after every compute op of its ranks (the gradient-norm
+        all-reduce): its traffic never meets TP collectives inside layers.
+    micro_batch, chunk, kind, iteration: labels for traces and tests (``kind``: ``"F"`` or
+        ``"B"``; ``iteration``: of a generic job); None where they do not apply.
+    """
+
+    host_s: float | None = None
+    tracks: tuple[tuple[int, str], ...] = ()
+    after_compute: bool = False
+    micro_batch: int | None = None
+    chunk: int | None = None
+    kind: str | None = None
+    iteration: int | None = None
+
+    def add_host(self, seconds: float) -> None:
+        """Charge the issue thread ``seconds`` more for this op (one more call it makes)."""
+        self.host_s = (0.0 if self.host_s is None else self.host_s) + seconds
+
+    def labels(self) -> dict[str, int | str]:
+        """The labels that apply, under their trace names (``mb``, ``chunk``, ``kind``, ``iteration``)."""
+        out: dict[str, int | str] = {}
+        for key, value in (("mb", self.micro_batch), ("chunk", self.chunk), ("kind", self.kind),
+                           ("iteration", self.iteration)):
+            if value is not None:
+                out[key] = value
+        return out
+
+
 @dataclass
 class Op:
     """A node of the DAG.
@@ -41,8 +81,10 @@ class Op:
     category: what its time counts as: compute | optimizer | host | comm_dp | comm_tp | comm_pp | job.
     duration: seconds of compute/host work (for collective ops: 0; their time comes from the model).
     coll: the collective (collective ops only).
-    segments: for compute ops with inner TP collectives: ``("c", seconds)`` and ``("tp", Coll)`` items.
+    segments: for compute ops with inner TP collectives: :class:`~clustersim.workload.segments.ComputeSegment`
+        and :class:`~clustersim.workload.segments.TPCollectiveSegment` items in order.
     deps: ids of ops that must finish first.
+    args: host issue time, extra streams and labels (:class:`OpArgs`).
     """
 
     id: int
@@ -52,9 +94,9 @@ class Op:
     category: str
     duration: float = 0.0
     coll: Coll | None = None
-    segments: list | None = None
+    segments: list | None = None  # ComputeSegment and TPCollectiveSegment items
     deps: list[int] = field(default_factory=list)
-    args: dict = field(default_factory=dict)
+    args: OpArgs = field(default_factory=OpArgs)
 
 
 class Graph:
@@ -65,21 +107,30 @@ class Graph:
         self._last: dict[tuple[int, str], int] = {}
 
     def add(self, rank: int, stream: str, name: str, category: str, *, duration: float = 0.0,
-            coll: Coll | None = None, segments: list | None = None, deps: list[int] | None = None,
-            extra_streams: list[tuple[int, str]] | None = None, **args) -> int:
-        """Append an op; it waits for ``deps`` and the previous op of its stream(s)."""
+            coll: Coll | None = None, segments: list | None = None, deps: list[int | None] | None = None,
+            extra_streams: list[tuple[int, str]] | None = None, host_s: float | None = None,
+            after_compute: bool = False, micro_batch: int | None = None, chunk: int | None = None,
+            kind: str | None = None, iteration: int | None = None) -> int:
+        """Append an op; it waits for ``deps`` (None entries ignored) and the previous op of its
+        stream(s): its own and ``extra_streams``. The remaining keywords fill :class:`OpArgs`.
+
+        >>> g = Graph()
+        >>> a = g.add(0, "compute", "F0", "compute", duration=1.0, host_s=1e-6, micro_batch=0)
+        >>> b = g.add(0, "compute", "B0", "compute", duration=2.0)
+        >>> g.ops[b].deps, g.ops[a].args.labels()
+        ([0], {'mb': 0})
+        """
         oid = len(self.ops)
-        if extra_streams:
-            args["_tracks"] = list(extra_streams)
-        d = [x for x in (deps or []) if x is not None]
-        keys = [(rank, stream)] + list(extra_streams or [])
-        for key in keys:
-            prev = self._last.get(key)
+        tracks = tuple(extra_streams) if extra_streams else ()
+        args = OpArgs(host_s, tracks, after_compute, micro_batch, chunk, kind, iteration)
+        d = [x for x in deps if x is not None] if deps else []
+        last = self._last
+        for key in ((rank, stream),) + tracks:
+            prev = last.get(key)
             if prev is not None:
                 d.append(prev)
-            self._last[key] = oid
-        self.ops.append(Op(oid, rank, stream, name, category, duration, coll, segments,
-                           sorted(set(d)), args))
+            last[key] = oid
+        self.ops.append(Op(oid, rank, stream, name, category, duration, coll, segments, sorted(set(d)), args))
         return oid
 
     def last(self, rank: int, stream: str) -> int | None:

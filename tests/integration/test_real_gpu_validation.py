@@ -196,9 +196,9 @@ def test_layer_kernel_counts_match_the_reference_program():
     rs = resolve_scenario(ROOT / "scenarios" / "ref-single.yaml")
     step = TransformerStep(rs.scenario, ComputeModel.from_profile(rs.profile.compute, rs.cluster.gpu_spec))
     (lf, lb, _), _, _ = step.units
-    assert sum(s[2] for s in lf.segments) == 10
-    later = step._extra(lb, 1)  # a micro-batch after the first
-    assert sum(s[2] for s in later.segments) == 21 + 1 * 2 + 2  # LN backward x2 kernels, flash bwd 3
+    assert sum(s.kernels for s in lf.segments) == 10
+    later = step.with_gradient_work(lb, 1)  # a micro-batch after the first
+    assert sum(s.kernels for s in later.segments) == 21 + 1 * 2 + 2  # LN backward x2 kernels, flash bwd 3
 
 
 def table(rows=None) -> str:

@@ -10,7 +10,7 @@ from clustersim.config.scenario import Scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILES = sorted((ROOT / "calibrate" / "profiles").glob("*.yaml"))
-SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
+SCENARIOS = sorted(p for p in (ROOT / "scenarios").glob("*.yaml") if not p.name.startswith("study-"))  # studies: test_shipped_studies
 TOPOLOGIES = sorted((ROOT / "topologies").glob("*.yaml"))
 
 

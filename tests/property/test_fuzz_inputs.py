@@ -32,7 +32,9 @@ SETTINGS = settings(max_examples=int(os.environ.get("CLUSTERSIM_FUZZ_EXAMPLES", 
                     deadline=timedelta(seconds=30), derandomize=os.environ.get("CLUSTERSIM_FUZZ_RANDOM") != "1",
                     database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
-SCENARIOS = {p.stem: yaml.safe_load(p.read_text()) for p in sorted((REPO / "scenarios").glob("*.yaml"))}
+SCENARIOS = {p.stem: yaml.safe_load(p.read_text()) for p in sorted((REPO / "scenarios").glob("*.yaml"))
+             if not p.stem.startswith("study-")}
+STUDIES = {p.stem: yaml.safe_load(p.read_text()) for p in sorted((REPO / "scenarios").glob("study-*.yaml"))}
 TOPOLOGIES = {p.stem: yaml.safe_load(p.read_text()) for p in sorted((REPO / "topologies").glob("*.yaml"))}
 # small profiles whole, the large measured one cut to a few entries (the schema is the same)
 _H200 = yaml.safe_load((REPO / "calibrate" / "profiles" / "hgx-h200.yaml").read_text())
@@ -206,7 +208,30 @@ def test_mutated_profiles_predict(data) -> None:
 
 
 @SETTINGS
-@given(text=st.one_of(mangled_text(SCENARIOS), mangled_text(TOPOLOGIES), mangled_text(PROFILES)))
+@given(data=mutated(STUDIES))
+def test_mutated_studies_load_and_expand(data) -> None:
+    """A study is loaded and its points listed (running them is the scenario properties' job):
+    a clean refusal or a bounded list of points, also for axes whose product is huge."""
+    from clustersim.errors import ClusterSimError
+    from clustersim.sweep.expand import expand
+    from clustersim.sweep.study import load_study
+
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "study.yaml"
+        p.write_text(_dump(data))
+        try:
+            study, _ = load_study(p)
+            points = expand(study)
+        except ClusterSimError as exc:
+            assert exc.message
+        else:
+            assert len(points) <= 100_000
+    check(0, "", "")
+
+
+@SETTINGS
+@given(text=st.one_of(mangled_text(SCENARIOS), mangled_text(TOPOLOGIES), mangled_text(PROFILES),
+                      mangled_text(STUDIES)))
 def test_damaged_yaml_text(text: str) -> None:
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "x.yaml"

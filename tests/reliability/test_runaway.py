@@ -92,3 +92,11 @@ def test_flow_sweep_on_65536_gpus_is_refused_up_front() -> None:
     # 30 sizes x ~8 s each at flow fidelity: refused with the estimate instead of running for minutes
     cli_limited("collective", "all_reduce", "-t", "dgx-h100-superpod", "--nodes", "8192", "--sizes", "8:4GiB",
                 "--fidelity", "flow").refused("size(s) at flow fidelity on 65,536 GPUs", "--max-events")
+
+
+def test_study_of_ten_billion_points_is_refused_before_listing_them(tmp_path: Path) -> None:
+    axes = "\n".join(f"  - grid: {{simulation.seed{i}: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}}" for i in range(10))
+    p = tmp_path / "study.yaml"
+    p.write_text(f"name: huge\nscenario: gpt-1b-ddp\naxes:\n{axes}\n")
+    cli_limited("sweep", str(p), "-o", str(tmp_path / "out"), "--executor", "serial", "--no-progress",
+                seconds=30).refused("axes", "10,000,000,000 study points exceed the bound of 100,000")

@@ -79,7 +79,7 @@ def _step(**par):
 def test_1f1b_first_stage_holds_p_micro_batches():
     st = _step(pp=4, tp=2, sequence_parallel=True)
     mem = st.memory(80e9)
-    per_layer = st.m.layer_activation_bytes(1, 2, True, "none")
+    per_layer = st.model.layer_activation_bytes(1, 2, True, "none")
     T = 2048
     emb = 4 * T * 2048 * 2 / 2  # embedding output for 4 in-flight micro-batches, SP shard
     assert mem["stage"] == 0
@@ -89,7 +89,7 @@ def test_1f1b_first_stage_holds_p_micro_batches():
 def test_gpipe_holds_all_micro_batches_and_zero_shards_states():
     st = _step(pp=2, schedule="gpipe")
     g = st.memory(80e9)
-    per_layer = st.m.layer_activation_bytes(1)
+    per_layer = st.model.layer_activation_bytes(1)
     # every stage holds all 16 micro-batches; the last one also the logits, so it is the fullest
     assert g["stage"] == 1
     assert g["activations"] == pytest.approx(16 * 8 * per_layer)

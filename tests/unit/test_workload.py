@@ -9,6 +9,7 @@ from clustersim.config.scenario import Scenario
 from clustersim.simulate.execute import execute_analytical
 from clustersim.workload.compute import ComputeModel
 from clustersim.workload.model import ModelDims
+from clustersim.workload.segments import ComputeSegment, TPCollectiveSegment, TPCommSegment
 from clustersim.workload.transformer import Layout, TransformerStep
 
 
@@ -83,14 +84,19 @@ def scenario(model=None, **par):
 CM = ComputeModel(peak_flops=1e15, hbm_bandwidth=3e12, kernel_launch_s=0.0)
 
 
+def compute_seconds(unit) -> float:
+    """GPU seconds of a unit's compute segments."""
+    return sum(s.seconds for s in unit.segments if isinstance(s, ComputeSegment))
+
+
 def colls(g, axis=None):
     out = []
     for op in g.ops:
         if op.coll is not None and (axis is None or op.coll.axis == axis):
             out.append(op.coll)
         for s in op.segments or []:
-            if s[0] == "tp" and (axis in (None, "tp")):
-                out.append(s[1])
+            if isinstance(s, TPCollectiveSegment) and (axis in (None, "tp")):
+                out.append(s.coll)
     return out
 
 
@@ -116,15 +122,15 @@ def test_ddp_buckets_only_on_last_micro_batch():
     # a bucket closes at the first layer boundary past 10 MB (layers are the gradient-ready granularity)
     assert all(op.coll.size_bytes >= 10e6 for op in dp[:-1])
     assert len(dp) == 5  # head + layer 4 together, then layers 3, 2, 1, then the embedding
-    last = st.n_mb - 1
+    last = st.micro_batches - 1
     for op in dp:
         for d in op.deps:
             dep = g.ops[d]
             if dep.stream == "compute":
-                assert dep.args["mb"] == last and dep.args["kind"] == "B"
+                assert dep.args.micro_batch == last and dep.args.kind == "B"
     # buckets overlap with the backward: the first bucket starts before the backward ends
     tl = execute_analytical(g, lambda c: 1e-4)
-    last_b = max(tl.end[op.id] for op in g.ops if op.args.get("kind") == "B")
+    last_b = max(tl.end[op.id] for op in g.ops if op.args.kind == "B")
     assert min(tl.start[op.id] for op in dp) < last_b
 
 
@@ -144,7 +150,7 @@ def test_recompute_costs_a_forward():
     full = scenario(training={"global_batch": 1, "recompute": "full"})
     t1 = execute_analytical(TransformerStep(full, CM).build(), lambda c: 0).makespan
     st = TransformerStep(full, CM)
-    fwd_layers = 4 * sum(s[1] for s in st.units[0][0].segments if s[0] == "c")
+    fwd_layers = 4 * compute_seconds(st.units.layer.forward)
     assert t1 - t0 == pytest.approx(fwd_layers, rel=1e-9)
     sel = scenario(model={"attention": "eager"}, training={"global_batch": 1, "recompute": "selective"})
     eag = scenario(model={"attention": "eager"}, training={"global_batch": 1})
@@ -157,10 +163,10 @@ def test_backward_gemms_twice_forward():
     cm = ComputeModel(peak_flops=1e15, hbm_bandwidth=1e30, gemm_efficiency=0.5, gemm_half_flops=0.0,
                       attention_efficiency=0.5, kernel_launch_s=0.0)
     st = TransformerStep(scenario(model={"attention": "eager", "position_embedding": "none"}), cm)
-    f = sum(s[1] for s in st.units[0][0].segments if s[0] == "c")
-    b = sum(s[1] for s in st.units[0][1].segments if s[0] == "c")
+    f = compute_seconds(st.units.layer.forward)
+    b = compute_seconds(st.units.layer.backward)
     assert b == pytest.approx(2 * f)
-    flops = st.m.layer_matmul_params * 2 * 512 + 4 * 512 * 512 * 1024
+    flops = st.model.layer_matmul_params * 2 * 512 + 4 * 512 * 512 * 1024
     assert f == pytest.approx(flops / (1e15 * 0.5))
 
 
@@ -243,20 +249,20 @@ def test_sustained_clock_slows_compute_bound_kernels_by_the_step_duty():
     cm0 = ComputeModel.from_profile(rs.profile.compute.model_copy(update={"clock_table": []}), rs.cluster.gpu_spec)
     step0 = TransformerStep(sc, cm0)
     (lf0, lb0, _), _, _ = step0.units
-    t = sum(x[1] for x in lf.segments if x[0] == "c")
-    t0 = sum(x[1] for x in lf0.segments if x[0] == "c")
+    t = compute_seconds(lf)
+    t0 = compute_seconds(lf0)
     assert t0 < t < t0 * cm.clock_slowdown
     assert step0.compute_duty is None and cm0.clock_slowdown == 1.0
 
 
 def test_tp_comm_overlap_hides_tp_collectives_behind_gemms():
     from clustersim.simulate.run import run_scenario
-    from clustersim.workload.transformer import _overlap_tp
+    from clustersim.workload.tensor_parallel import overlap_tp
 
     # the pairing rule: an all-gather feeds the next GEMM, a reduce-scatter drains the previous one
-    segs = [("c", 1.0, 1), ("tp", "all_gather", 8.0), ("c", 2.0, 1), ("c", 3.0, 1), ("tp", "reduce_scatter", 8.0)]
-    assert _overlap_tp(segs) == [("c", 1.0, 1), ("tp", "all_gather", 8.0, 2.0), ("c", 0.0, 1), ("c", 0.0, 1),
-                                 ("tp", "reduce_scatter", 8.0, 3.0)]
+    c, tp = ComputeSegment, TPCommSegment
+    segs = [c(1.0), tp("all_gather", 8.0), c(2.0), c(3.0), tp("reduce_scatter", 8.0)]
+    assert overlap_tp(segs) == [c(1.0), tp("all_gather", 8.0, 2.0), c(0.0), c(0.0), tp("reduce_scatter", 8.0, 3.0)]
     base = ["parallelism.sequence_parallel=true", "model.layers=4", "training.global_batch=8"]
     res = {}
     for ov in ("false", "true"):

@@ -11,6 +11,9 @@ fit a model
     :mod:`.piecewise` (regimes chosen from the data and joined across gaps),
     :mod:`.collective` (a context's rows into a collective entry),
     :mod:`.links` (link classes from 2-rank fits),
+    :mod:`.linkmodel` (NCCL's cost structure fitted jointly over ops, sizes and
+    rank counts: per link class and protocol an efficiency and a per-step latency),
+    :mod:`.transfer` (size and scale checks of that model, its ~95% band),
     :mod:`.compute` (GEMM table, HBM, launch), :mod:`.host` (framework call,
     per-call overhead, communicator start-up).
 write the profile
@@ -36,15 +39,17 @@ from clustersim.calibration.fit.grouping import (
 )
 from clustersim.calibration.fit.host import fit_comm_init, host_section
 from clustersim.calibration.fit.line import MAX_ALGBW, MIN_SLOPE, LineFit, bootstrap_ci, fit_line
+from clustersim.calibration.fit.linkmodel import LinkModel, fit_link_model, refine
 from clustersim.calibration.fit.links import link_params_from, links_from
 from clustersim.calibration.fit.measurements import Measurements, normalise_row, read_measurements
 from clustersim.calibration.fit.piecewise import PiecewiseSegment, fit_piecewise
 from clustersim.calibration.fit.profile_file import load_profile, profile_yaml, rounded, write_profile
+from clustersim.calibration.fit.transfer import TransferRow, band_factor, scale_check, size_check
 
 __all__ = [
     "COLLECTIVE_KEY", "HOLDOUTS", "MAX_ALGBW", "MIN_SLOPE",
-    "FitResult", "LineFit", "Measurements", "PiecewiseSegment", "Switches",
-    "bootstrap_ci", "collective_key", "compute_section", "entry_key", "fit_collective", "fit_collectives",
+    "FitResult", "LineFit", "LinkModel", "TransferRow", "Measurements", "PiecewiseSegment", "Switches",
+    "band_factor", "bootstrap_ci", "collective_key", "fit_link_model", "refine", "scale_check", "size_check", "compute_section", "entry_key", "fit_collective", "fit_collectives",
     "fit_comm_init", "fit_gemm", "fit_line", "fit_piecewise", "fit_profile", "group_collectives", "host_section",
     "link_params_from", "links_from", "load_profile", "normalise_row", "peak_tflops_for", "profile_yaml",
     "read_measurements", "rounded", "split_holdout", "write_profile",

@@ -1,34 +1,73 @@
-"""GPU streams on the SimPy clock: play an op DAG with collectives as flows on the fabric.
+"""Flow execution of an op DAG: every op a process on the engine's SimPy clock, collectives as
+flows on the fabric.
 
-Each op becomes one SimPy process that waits for its dependencies (stream order is already a
+Each op becomes one process that waits for its dependencies (stream order is already a
 dependency, so a stream is the chain of its ops), then runs: compute as a timeout, a collective
 through :meth:`clustersim.engine.Simulation.collective` (all its identical groups at once, so
 their traffic shares links max-min fairly), and compute ops with inner tensor-parallel
 collectives segment by segment. Inner TP collectives whose links no other simulated traffic
 touches ("private") take their closed-form time: uncontended flow time equals the analytical
 time (Contract 2), and skipping them removes tens of thousands of events per step.
+
+This executor lives here, above the workload, because it reads workload ops; the engine stays
+the generic layer (clock, flows, collectives as processes) and is reached through ``sim.env``
+and ``sim.collective`` only.
 """
 
 from __future__ import annotations
 
-import simpy
+from clustersim.simulate.execute import Timeline, host_issue
+from clustersim.workload.ops import Graph
+from clustersim.workload.segments import ComputeSegment, segment_time
 
 
-def execute_flow(sim, graph, comm_time, private_tp: bool = True):
+def _play_segments(env, op, comm_time, private_tp: bool, coll_events):
+    """Play a compute op's segments (a SimPy generator); return its parts (compute, exposed comm_tp).
+
+    Compute and private TP collectives (closed-form time) merge into one timeout; a shared TP
+    collective flushes that timeout and runs as flows, beside its overlapped GEMM if any.
+    """
+    comp = tp = 0.0
+    acc = 0.0  # compute and private collectives not yet waited for
+    for seg in op.segments:
+        if isinstance(seg, ComputeSegment) or private_tp:
+            busy, hidden, exposed = segment_time(seg, comm_time)
+            acc += busy
+            comp += hidden
+            tp += exposed
+            continue
+        if acc > 0:
+            yield env.timeout(acc)
+            acc = 0.0
+        t1 = env.now
+        hide = seg.overlapped_gemm_s  # a GEMM running beside it (TP overlap)
+        evs = coll_events(seg.coll, op.name)
+        if hide > 0:
+            evs = evs + [env.timeout(hide)]
+        yield env.all_of(evs)
+        comp += hide
+        tp += env.now - t1 - hide
+    if acc > 0:
+        yield env.timeout(acc)
+    parts = {"compute": comp}
+    if tp:
+        parts["comm_tp"] = tp
+    return parts
+
+
+def execute_flow(sim, graph: Graph, comm_time, private_tp: bool = True) -> Timeline:
     """Run ``graph`` on ``sim`` (a :class:`clustersim.engine.Simulation`); return a Timeline.
 
     Parameters
     ----------
-    sim: object with ``env`` (simpy.Environment) and ``collective(op, ranks, size_bytes, tag=)``.
+    sim: object with ``env`` (a ``simpy.Environment``) and ``collective(op, ranks, size_bytes, tag=)``.
     graph: :class:`clustersim.workload.ops.Graph`.
     comm_time: closed-form time of a :class:`~clustersim.workload.ops.Coll` (used for private TP).
     private_tp: take the closed form for inner TP collectives.
     """
-    from clustersim.simulate.execute import Timeline, host_issue
-
     issue = host_issue(graph)
 
-    env: simpy.Environment = sim.env
+    env = sim.env
     n = len(graph.ops)
     start = [0.0] * n
     end = [0.0] * n
@@ -61,37 +100,9 @@ def execute_flow(sim, graph, comm_time, private_tp: bool = True):
             if win is not None and env.now < win[1]:
                 yield env.timeout(win[1] - env.now)
         else:
-            comp = tp = 0.0
-            acc = 0.0  # merge compute and private collectives into one timeout
-            for seg in op.segments:
-                if seg[0] == "c":
-                    acc += seg[1]
-                    comp += seg[1]
-                    continue
-                hide = seg[2] if len(seg) > 2 else 0.0  # a GEMM running beside it (TP overlap)
-                if private_tp:
-                    dt = comm_time(seg[1])
-                    acc += max(dt, hide)
-                    comp += hide
-                    tp += max(0.0, dt - hide)
-                else:
-                    if acc > 0:
-                        yield env.timeout(acc)
-                        acc = 0.0
-                    t1 = env.now
-                    evs = coll_events(seg[1], op.name)
-                    if hide > 0:
-                        evs = evs + [env.timeout(hide)]
-                    yield env.all_of(evs)
-                    comp += hide
-                    tp += env.now - t1 - hide
-            if acc > 0:
-                yield env.timeout(acc)
+            parts[op.id] = yield from _play_segments(env, op, comm_time, private_tp, coll_events)
             if win is not None and env.now < win[1]:
                 yield env.timeout(win[1] - env.now)  # the GPU waits for the last calls
-            parts[op.id] = {"compute": comp}
-            if tp:
-                parts[op.id]["comm_tp"] = tp
         if op.coll is None and win is not None:
             busy = sum(parts[op.id].values())
             host = (env.now - t0) - busy

@@ -1,0 +1,60 @@
+"""Speed of the joint link-model fit (issue 13: fitting 10,000 rows in at most 10 s).
+
+    python benchmarks/bench_fit.py [--rows 10000] [--seed 0]
+
+Synthesises ``--rows`` collective rows from a link model with known parameters (six ops,
+2-1,024 ranks on 8-GPU nodes with 8 NICs, 1 KiB-4 GiB, 3% log-normal noise from a seeded
+generator), fits :func:`clustersim.calibration.fit.fit_link_model` to them and prints the
+wall-clock time, the median fit residual and the error of the recovered model at the
+true parameters. Timings are wall-clock on whatever machine runs this; nothing asserts them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import time
+
+import numpy as np
+
+from clustersim.calibration.fit.linkmodel import LinkModel, fit_link_model
+
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send_recv")
+LINES = {"intra_line_GBps": 450.0, "net_line_GBps": 50.0, "nics_per_node": 8}
+
+
+def synthetic_rows(count: int, seed: int) -> tuple[list[dict], LinkModel]:
+    """``count`` rows drawn from a known model with seeded noise, and that model."""
+    rng = np.random.default_rng(seed)
+    truth = LinkModel(ops=OPS, floor_us=np.array([9.0, 8.0, 8.0, 7.0, 10.0, 10.0]),
+                      op_eff=np.array([0.9, 0.8, 0.8, 1.0, 0.9, 0.95]), base_us=np.array([6.6, 14.0, 8.4]),
+                      lat_intra_us=np.array([0.6, 1.9, 3.4]), lat_inter_us=np.array([2.7, 4.0, 14.0]),
+                      eff_intra=np.array([0.35, 0.75, 0.82]), eff_inter=np.array([0.3, 0.7, 0.9]), **LINES)
+    ranks = 2 ** rng.integers(1, 11, count)
+    sizes = 2.0 ** rng.integers(10, 33, count)
+    ops = rng.choice(OPS, count)
+    rows = [{"op": str(o), "ranks": int(n), "nodes": max(1, int(n) // 8), "size_bytes": float(s), "time_us": 0.0}
+            for o, n, s in zip(ops, ranks, sizes)]
+    t = truth.predict_us(rows) * np.exp(rng.normal(0.0, 0.03, count))
+    for r, v in zip(rows, t):
+        r["time_us"] = float(v)
+    return rows, truth
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=10_000)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args()
+    rows, truth = synthetic_rows(a.rows, a.seed)
+    t0 = time.perf_counter()
+    model = fit_link_model(rows, **LINES)
+    dt = time.perf_counter() - t0
+    err = np.abs(model.predict_us(rows) / truth.predict_us(rows) - 1)
+    print(f"{platform.node()} python {platform.python_version()}")
+    print(f"fit of {a.rows} rows: {dt:.2f} s; median |residual| {np.median(np.abs(np.expm1(model.residuals))):.2%}; "
+          f"recovered vs true model: mean {err.mean():.2%}, worst {err.max():.2%}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,190 @@
+"""``clustersim plan``: search parallel configurations of a scenario and rank them by predicted step time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from clustersim.cli.common import console, print_json
+from clustersim.errors import ClusterSimError
+
+_MIX_KEYS = ("dp", "tp", "pp", "virtual_stages", "ep", "cp", "sequence_parallel", "zero", "schedule",
+             "micro_batch", "recompute")
+
+
+def _int_list(text: Optional[str], flag: str) -> Optional[list[int]]:
+    if text is None:
+        return None
+    try:
+        vals = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ClusterSimError(f"{flag} takes comma-separated integers, not {text!r}", field=flag) from None
+    if not vals or min(vals) < 1:
+        raise ClusterSimError(f"{flag} needs positive integers", field=flag)
+    return vals
+
+
+def _str_list(text: Optional[str], flag: str, allowed: tuple[str, ...]) -> Optional[list[str]]:
+    if text is None:
+        return None
+    vals = [x.strip() for x in text.split(",") if x.strip()]
+    bad = [v for v in vals if v not in allowed]
+    if bad or not vals:
+        raise ClusterSimError(f"{', '.join(bad) or 'nothing given'} not in {', '.join(allowed)}", field=flag)
+    return vals
+
+
+def _parse_mix(text: str, base, n_gpus: int):
+    """``tp=8,pp=8,...`` on top of the scenario's own parallelism and training fields."""
+    from clustersim.plan.space import Mix
+
+    par, tr = base.parallelism, base.training
+    d = {"dp": par.dp, "tp": par.tp, "pp": par.pp, "virtual_stages": par.virtual_stages, "ep": par.ep,
+         "cp": par.cp, "sequence_parallel": par.sequence_parallel, "zero": par.zero, "schedule": par.schedule,
+         "micro_batch": tr.micro_batch, "recompute": tr.recompute}
+    given = set()
+    for item in text.replace(" ", ",").split(","):
+        if not item:
+            continue
+        k, sep, v = item.partition("=")
+        if not sep or k not in _MIX_KEYS:
+            raise ClusterSimError(f"--why: {item!r} is not key=value with key one of {', '.join(_MIX_KEYS)}", field="--why")
+        given.add(k)
+        if k in ("schedule", "recompute"):
+            d[k] = v
+        elif k == "sequence_parallel":
+            d[k] = v.lower() in ("1", "true", "yes", "on")
+        else:
+            try:
+                d[k] = int(v)
+            except ValueError:
+                raise ClusterSimError(f"--why: {k} needs an integer, not {v!r}", field="--why") from None
+    if "dp" not in given:
+        d["dp"] = max(1, n_gpus // (d["tp"] * d["pp"] * d["ep"] * d["cp"]))
+    return Mix(**d)
+
+
+def _render(rep, top: int, explain: bool) -> None:
+    from rich.table import Table
+
+    from clustersim.units import format_time
+
+    d = rep.to_dict(top=top)
+    console.print(f"{d['scenario']} on {d['n_gpus']} GPUs: {d['evaluated']:,} mixes, {d['feasible']:,} feasible, "
+                  f"{d['simulated']:,} simulated (analytical), {d['pruned_by_bound']:,} skipped by the step-time "
+                  f"bound, top {d['flow_reranked']} re-ranked at flow; {d['wall_s']:.1f} s", highlight=False)
+    from rich import box
+
+    short = {"interleaved": "interl", "selective": "sel"}
+    t = Table(title="best plans", box=box.SIMPLE_HEAD, pad_edge=False)
+    for col, just in (("#", "right"), ("tp/pp/dp/v", "right"), ("sp", "left"), ("z", "right"),
+                      ("sched", "left"), ("mb", "right"), ("recomp", "left"), ("step", "right"),
+                      ("MFU", "right"), ("GiB", "right")):
+        t.add_column(col, justify=just, no_wrap=True)
+    for i, p in enumerate(d["plans"], 1):
+        step = format_time(p["step_time_s"]) + ("*" if p["fidelity"] == "flow" else "")
+        t.add_row(str(i), f"{p['tp']}/{p['pp']}/{p['dp']}/{p['virtual_stages']}",
+                  "y" if p["sequence_parallel"] else "n", str(p["zero"]), short.get(p["schedule"], p["schedule"]),
+                  str(p["micro_batch"]), short.get(p["recompute"], p["recompute"]), step, f"{100 * p['mfu']:.1f}%" if p["mfu"] is not None else "-",
+                  f"{p['peak_bytes_per_gpu'] / 2**30:.1f}")
+    console.print(t)
+    console.print("v: virtual stages; sp: sequence parallel; z: ZeRO stage; mb: micro-batch; GiB: peak per GPU; "
+                  "*: step time at flow fidelity (the rest analytical).", highlight=False)
+    if d["plans"]:
+        console.print("Placement: " + d["plans"][0]["placement"], highlight=False)
+    if explain:
+        ct = Table(title="constraints (a mix counts against the first it breaks)", width=80)
+        ct.add_column("constraint", no_wrap=True)
+        ct.add_column("removed", justify="right")
+        ct.add_column("example and reason")
+        for row in d["constraints"]:
+            ex = f"{row['example']}: {row['reason']}" if row["example"] else ""
+            ct.add_row(row["constraint"], f"{row['removed']:,}", ex)
+        console.print(ct)
+
+
+def register(root: typer.Typer) -> None:
+    """Attach ``plan`` to the root app."""
+
+    @root.command("plan")
+    def plan_cmd(
+        scenario: Path = typer.Argument(..., help="Scenario YAML file: its model, global batch and cluster are planned."),
+        gpus: Optional[int] = typer.Option(None, "--gpus", help="Plan for the first N GPUs of the topology (cluster.gpus)."),
+        top: int = typer.Option(10, "--top", help="Plans to list."),
+        flow_top: int = typer.Option(5, "--flow-top", help="Best analytical plans re-simulated at flow fidelity (0: none)."),
+        explain: bool = typer.Option(False, "--explain", help="List each constraint, how many mixes it removed and an example."),
+        why: Optional[str] = typer.Option(None, "--why", help="Say why one mix is dropped or feasible: 'tp=16,pp=4,micro_batch=2'."),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON document."),
+        write_best: Optional[Path] = typer.Option(None, "--write-best", help="Write the winner as a scenario file for clustersim run."),
+        set_: Optional[list[str]] = typer.Option(None, "--set", help="Override a scenario field first (repeatable)."),
+        tp: Optional[str] = typer.Option(None, "--tp", help="Restrict TP degrees: 1,2,4,8."),
+        pp: Optional[str] = typer.Option(None, "--pp", help="Restrict pipeline degrees."),
+        micro_batch: Optional[str] = typer.Option(None, "--micro-batch", help="Micro-batch sizes to try (default 1,2,4,8)."),
+        zero: Optional[str] = typer.Option(None, "--zero", help="ZeRO stages to try (default 0,1,2,3)."),
+        schedule: Optional[str] = typer.Option(None, "--schedule", help="Schedules: gpipe,1f1b,interleaved."),
+        recompute: Optional[str] = typer.Option(None, "--recompute", help="Recompute policies: none,selective,full."),
+        tp_across_nodes: bool = typer.Option(False, "--tp-across-nodes", help="Allow TP groups larger than one node."),
+        exhaustive: bool = typer.Option(False, "--exhaustive", help="Simulate every feasible mix (no bound pruning)."),
+        workers: int = typer.Option(2, "--workers", help="Worker processes."),
+    ) -> None:
+        """Enumerate dp/tp/pp/virtual stages/sequence parallel/ZeRO/schedule/micro-batch/recompute
+        mixes, drop those that break a rule or do not fit memory, rank the rest by analytical step
+        time (a lower bound skips mixes that cannot enter the top) and re-rank the top at flow.
+
+        Examples:
+
+          clustersim plan scenarios/gpt3-175b.yaml --top 5
+
+          clustersim plan scenarios/gpt3-175b.yaml --explain --why tp=16,pp=8
+
+          clustersim plan scenarios/ref-tp2.yaml --json --write-best best.yaml
+
+          clustersim run best.yaml --json
+        """
+        from clustersim.plan import PlanOptions, SpaceOptions, plan, why_dropped
+
+        overrides = list(set_ or [])
+        if gpus is not None:
+            overrides.append(f"cluster.gpus={gpus}")
+        if top < 1 or flow_top < 0 or workers < 1:
+            raise ClusterSimError("--top and --workers must be >= 1, --flow-top >= 0", field="--top")
+        space = SpaceOptions(tp=_int_list(tp, "--tp"), pp=_int_list(pp, "--pp"))
+        if micro_batch is not None:
+            space.micro_batch = _int_list(micro_batch, "--micro-batch")
+        if zero is not None:
+            space.zero = [int(z) for z in _str_list(zero, "--zero", ("0", "1", "2", "3"))]
+        if schedule is not None:
+            space.schedule = _str_list(schedule, "--schedule", ("gpipe", "1f1b", "interleaved"))
+        if recompute is not None:
+            space.recompute = _str_list(recompute, "--recompute", ("none", "selective", "full"))
+        opts = PlanOptions(top=top, flow_top=flow_top, space=space, tp_across_nodes=tp_across_nodes,
+                           workers=workers, exhaustive=exhaustive)
+        rep = plan(scenario, overrides=overrides, options=opts)
+        why_row = None
+        if why is not None:
+            ev = rep.evaluator
+            mix = _parse_mix(why, ev.base, ev.n_gpus)
+            res = why_dropped(ev.rs, mix, tp_across_nodes=tp_across_nodes)
+            why_row = {"mix": mix.as_dict(), "label": mix.label(), "dropped": res is not None,
+                       "constraint": res[0] if res else None, "reason": res[1] if res else None}
+        if write_best is not None and rep.plans:
+            from clustersim.plan.write import write_best as _write
+
+            _write(write_best, rep.evaluator, rep.plans[0])
+        if as_json:
+            d = rep.to_dict(top=top)
+            if why_row is not None:
+                d["why"] = why_row
+            if write_best is not None:
+                d["written"] = str(write_best) if rep.plans else None
+            print_json(d)
+            return
+        _render(rep, top, explain)
+        if why_row is not None:
+            verdict = f"dropped by {why_row['constraint']}: {why_row['reason']}" if why_row["dropped"] else "feasible"
+            console.print(f"{why_row['label']}: {verdict}", highlight=False)
+        if write_best is not None:
+            console.print(f"best plan written to {write_best} (clustersim run {write_best})" if rep.plans
+                          else "no feasible plan: nothing written", highlight=False)

@@ -1,0 +1,120 @@
+"""Cheap screen of a mix: its memory and a provable lower bound on its step time, with no DAG.
+
+Both come from the :class:`~clustersim.workload.transformer.TransformerStep` that
+``run_scenario`` would simulate (:func:`clustersim.simulate.run.transformer_step`): memory is
+its ``memory()`` report, and the bound sums the GPU seconds of its own compute items.
+
+Why the bound holds (every op of a rank's compute stream runs one after another, and each
+lasts at least the sum of its compute items):
+
+* every compute op lasts at least its compute items plus its TP collectives (``segment_time``);
+* every pipeline rank ``j`` runs the forward and backward of all its virtual stages for all
+  ``m`` micro-batches: ``T >= W_j = m * sum_c (F[c p + j] + B[c p + j])``;
+* the last pipeline rank cannot start before micro-batch 0's forward crossed virtual stages
+  ``0 .. p-2``, and after its last op (a backward of its first chunk, virtual stage ``p-1``, in
+  every schedule here) that micro-batch's backward still crosses stages ``p-2 .. 0``:
+  ``T >= W_{p-1} + sum_{vs < p-1} (F[vs] + B[vs])``.
+
+Every rank's optimizer step runs after its last backward, so its GPU seconds add to ``W_j``.
+Host issue time, collectives and recompute-extra kernels only add to ``T``.
+"""
+
+from __future__ import annotations
+
+from clustersim.workload.segments import ComputeSegment, TPCommSegment, segment_time
+
+
+def _unit_busy(u, tp_group, comm) -> float:
+    """GPU seconds of unit ``u`` on the compute stream: its compute segments plus its TP collectives
+    on ``tp_group``, read by the executors' own :func:`segment_time` (a collective beside a GEMM
+    costs ``max(comm, GEMM)``). Without ``comm`` the collectives count 0 s (a weaker bound)."""
+    tot = 0.0
+    for seg in u.segments:
+        if isinstance(seg, ComputeSegment):
+            tot += seg.seconds
+        elif isinstance(seg, TPCommSegment):
+            if comm is None or tp_group is None:
+                tot += seg.overlapped_gemm_s
+            else:
+                tot += segment_time(seg.bind([tp_group]), comm)[0]
+    return tot
+
+
+def _busy(units, tp_group, comm) -> float:
+    """Summed :func:`_unit_busy` of ``units`` (a chunk repeats one layer unit: summed once per object)."""
+    seen: dict[int, list] = {}
+    for u in units:
+        e = seen.get(id(u))
+        if e is None:
+            seen[id(u)] = [u, 1]
+        else:
+            e[1] += 1
+    return sum(_unit_busy(u, tp_group, comm) * n for u, n in seen.values())
+
+
+def _optimizer_seconds(step) -> list[float]:
+    """GPU seconds of each pipeline rank's optimizer step (it follows that rank's last backward):
+    ``TransformerStep.optimizer_seconds`` over the rank's shard, as the DAG; the gradient scaling
+    kernel some configurations add is left out (a bound may undercount)."""
+    out = []
+    for j in range(step.pp):
+        n = step.stage_params(j)
+        out.append(step.optimizer_seconds(n / step.dp if step.parallelism.zero >= 1 else n))
+    return out
+
+
+def step_lower_bound(step, comm=None) -> float:
+    """Lower bound (seconds) on the step time of ``step`` (a ``TransformerStep``).
+
+    ``comm``: the run's collective-time memo (``CommCache``); with it the TP collectives inside
+    each layer count, on the TP group of the stage that runs it (as the DAG lays them out).
+    """
+    p, v, m = step.pp, step.virtual_stages, step.micro_batches
+    nvs = step.n_virtual_stages
+    groups = [step.layout.group("tp", dp=0, pp=j) if step.tp > 1 else None for j in range(p)]
+    fwd = [_busy(step.chunk_units(vs, "F"), groups[vs % p], comm) for vs in range(nvs)]
+    bwd = [_busy(step.chunk_units(vs, "B"), groups[vs % p], comm) for vs in range(nvs)]
+    work = [m * sum(fwd[c * p + j] + bwd[c * p + j] for c in range(v)) for j in range(p)]
+    opt = _optimizer_seconds(step)
+    bound = max(w + o for w, o in zip(work, opt))
+    if p > 1:
+        bound = max(bound, work[p - 1] + sum(fwd[: p - 1]) + sum(bwd[: p - 1]) + min(opt))
+    return bound
+
+
+class UnitCache:
+    """Per-layer kernel costs shared by the mixes of one scenario.
+
+    A ``TransformerStep``'s units (the kernels and TP collectives of one layer, the embedding and
+    the head, with the sustained-clock slowdown they imply) depend on the model, the profile and
+    only these knobs of a mix: ``tp``, ``micro_batch``, ``sequence_parallel``, ``recompute`` (and
+    ``tp_comm_overlap``, a scenario setting). Computing them is ~90 % of a screen (the GEMM
+    efficiency table is interpolated per shape), so they are computed once per key and handed to
+    every later step with the same key.
+    """
+
+    def __init__(self):
+        self._units: dict[tuple, tuple] = {}
+
+    def attach(self, step) -> None:
+        """Give ``step`` the units of its key (computing them on the first call)."""
+        key = (step.tp, step.micro_batch, step.sequence_parallel, step.training.recompute,
+               step.parallelism.tp_comm_overlap)
+        hit = self._units.get(key)
+        if hit is None:
+            units = step.units  # computes them and sets compute_duty / compute.clock_slowdown
+            self._units[key] = (units, step.compute_duty, step.compute.clock_slowdown)
+            return
+        # the three attributes TransformerStep.units sets on its first call
+        step._units, step.compute_duty, step.compute.clock_slowdown = hit
+
+
+def screen_step(rs, units: UnitCache | None = None, comm=None) -> tuple[dict, float]:
+    """``(memory report, step-time lower bound)`` of the resolved scenario ``rs``."""
+    from clustersim.simulate.run import transformer_step
+
+    step = transformer_step(rs)
+    if units is not None:
+        units.attach(step)
+    memory = step.memory(rs.cluster.gpu_spec.hbm_GB * 1e9)
+    return memory, step_lower_bound(step, comm)

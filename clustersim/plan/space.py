@@ -1,0 +1,116 @@
+"""The planner's search space: every mix of parallel degrees and training knobs for one scenario.
+
+A :class:`Mix` is one candidate configuration. :func:`enumerate_mixes` walks the cartesian
+product of the axes in :class:`SpaceOptions` in a fixed order and yields only *canonical* mixes:
+a knob that has no effect at a degree is pinned (sequence parallel is off at ``tp = 1``; the
+schedule is ``1f1b`` with one virtual stage at ``pp = 1``), so the same step is never counted
+twice. Whether a mix is *valid* is the business of :mod:`clustersim.plan.constraints`.
+
+``ep`` and ``cp`` are axes of the space already; today their only value is 1 (the simulator
+rejects larger ones), and a later issue widens :attr:`SpaceOptions.ep` / :attr:`SpaceOptions.cp`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from itertools import product
+
+
+@dataclass(frozen=True)
+class Mix:
+    """One configuration of the space (the fields of the ``parallelism`` and ``training`` sections)."""
+
+    dp: int
+    tp: int
+    pp: int
+    virtual_stages: int
+    ep: int
+    cp: int
+    sequence_parallel: bool
+    zero: int
+    schedule: str
+    micro_batch: int
+    recompute: str
+
+    def as_dict(self) -> dict:
+        """Plain dictionary (JSON field names)."""
+        return asdict(self)
+
+    def label(self) -> str:
+        """Short human-readable form, e.g. ``tp8 pp8 dp16 v1 sp z1 1f1b mb1 rc=none``.
+
+        >>> Mix(16, 8, 8, 1, 1, 1, True, 1, "1f1b", 1, "none").label()
+        'tp8 pp8 dp16 v1 sp z1 1f1b mb1 rc=none'
+        """
+        sp = "sp" if self.sequence_parallel else "nosp"
+        extra = "".join(f" {k}{v}" for k, v in (("ep", self.ep), ("cp", self.cp)) if v > 1)
+        return (f"tp{self.tp} pp{self.pp} dp{self.dp} v{self.virtual_stages}{extra} {sp} z{self.zero} "
+                f"{self.schedule} mb{self.micro_batch} rc={self.recompute}")
+
+
+def divisors(n: int) -> list[int]:
+    """Positive divisors of ``n`` in increasing order.
+
+    >>> divisors(12)
+    [1, 2, 3, 4, 6, 12]
+    """
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+@dataclass
+class SpaceOptions:
+    """Which values each axis may take (``None``: every value the model and cluster allow).
+
+    ``tp``/``pp``: degrees (default: every divisor of the GPU count). ``virtual_stages``: chunks
+    per pipeline rank for the interleaved schedule (default: every ``v >= 2`` with ``pp * v``
+    dividing the layer count, Megatron's requirement for even chunks). ``micro_batch``: sequences
+    per micro-batch (default 1, 2, 4, 8). ``ep``/``cp``: 1 until those axes are simulated.
+    """
+
+    tp: list[int] | None = None
+    pp: list[int] | None = None
+    virtual_stages: list[int] | None = None
+    ep: list[int] = field(default_factory=lambda: [1])
+    cp: list[int] = field(default_factory=lambda: [1])
+    sequence_parallel: list[bool] = field(default_factory=lambda: [False, True])
+    zero: list[int] = field(default_factory=lambda: [0, 1, 2, 3])
+    schedule: list[str] = field(default_factory=lambda: ["gpipe", "1f1b", "interleaved"])
+    micro_batch: list[int] = field(default_factory=lambda: [1, 2, 4, 8])
+    recompute: list[str] = field(default_factory=lambda: ["none", "selective", "full"])
+
+
+def _pipeline_shapes(pp: int, layers: int, opts: SpaceOptions) -> list[tuple[str, int]]:
+    """(schedule, virtual_stages) pairs for ``pp`` stages (canonical: pp = 1 runs plain 1F1B)."""
+    if pp == 1:
+        return [("1f1b", 1)]
+    out = []
+    for sched in opts.schedule:
+        if sched != "interleaved":
+            out.append((sched, 1))
+            continue
+        vs = opts.virtual_stages
+        if vs is None:
+            vs = [v for v in range(2, layers // pp + 1) if layers % (pp * v) == 0]
+        out += [("interleaved", v) for v in vs if v >= 2]
+    return out
+
+
+def enumerate_mixes(n_gpus: int, layers: int, opts: SpaceOptions | None = None):
+    """Yield every canonical :class:`Mix` whose degrees multiply to ``n_gpus``.
+
+    >>> len(list(enumerate_mixes(2, 4, SpaceOptions(zero=[0], micro_batch=[1], recompute=["none"]))))
+    6
+    """
+    opts = opts or SpaceOptions()
+    tps = opts.tp if opts.tp is not None else divisors(n_gpus)
+    pps = opts.pp if opts.pp is not None else divisors(n_gpus)
+    for tp, pp, ep, cp in product(tps, pps, opts.ep, opts.cp):
+        rest = tp * pp * ep * cp
+        if n_gpus % rest:
+            continue
+        dp = n_gpus // rest
+        sps = [False] if tp == 1 else opts.sequence_parallel
+        for (sched, v), sp, zero, mb, rc in product(_pipeline_shapes(pp, layers, opts), sps, opts.zero,
+                                                    opts.micro_batch, opts.recompute):
+            yield Mix(dp=dp, tp=tp, pp=pp, virtual_stages=v, ep=ep, cp=cp, sequence_parallel=sp,
+                      zero=zero, schedule=sched, micro_batch=mb, recompute=rc)

@@ -1,0 +1,334 @@
+"""Cost units of a transformer: the kernels, FLOPs-derived seconds, bytes and TP collectives of
+one layer, the embedding and the LM head, forward and backward, for one micro-batch on one TP rank.
+
+A :class:`Unit` is the segment list of one such pass (see :mod:`clustersim.workload.segments`)
+plus the parameters it holds and the gradient bytes it produces. Per layer (Megatron-LM; see
+``docs/training.md``): norm, QKV GEMM (column parallel), RoPE, attention core (flash: one fused
+kernel that skips the masked half of the causal score matrix; eager: two batched GEMMs plus a
+memory-bound masked softmax and dropout over ``s^2``), output projection (row parallel), the TP
+region's collectives (:mod:`clustersim.workload.tensor_parallel`), bias-dropout-add, norm, MLP
+(GELU or SwiGLU), bias-dropout-add. Backward: every GEMM twice (dgrad and wgrad shapes), flash
+attention 2.5x its forward FLOPs (FlashAttention-2 recomputes the scores: 5 GEMMs against 2),
+memory-bound kernels twice their bytes, and the conjugate TP collectives.
+
+Notation in the byte counts: ``tokens = b s`` of one micro-batch, ``tokens_local`` the tokens a
+rank holds outside the TP region (``tokens / tp`` with sequence parallelism), ``hidden`` = ``h``,
+``act_bytes`` = 2 (16-bit activations).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from clustersim.workload.compute import ComputeModel
+from clustersim.workload.model import ModelDims
+from clustersim.workload.segments import ComputeSegment, TPCommSegment, UnitSegment
+from clustersim.workload.tensor_parallel import overlap_tp, tp_region_entry, tp_region_exit
+
+ACTIVATION_BYTES = 2  # 16-bit activations
+
+
+@dataclass
+class Unit:
+    """Forward or backward work of one layer-like unit on one TP rank for one micro-batch."""
+
+    name: str
+    segments: list[UnitSegment]
+    grad_bytes: float  # gradient bytes this unit produces (per TP rank)
+    param_count: float  # parameters of the unit held per TP rank
+    tensors: int = 0  # parameter tensors of the unit (one AccumulateGrad / DDP hook / optimizer entry each)
+
+
+class UnitPair(NamedTuple):
+    """Forward and backward unit of the embedding or the LM head."""
+
+    forward: Unit
+    backward: Unit
+
+
+class LayerUnits(NamedTuple):
+    """Forward and backward unit of one transformer layer, and the forward work selective
+    recomputation repeats before the backward (None without it)."""
+
+    forward: Unit
+    backward: Unit
+    recompute: Unit | None
+
+
+class _Passes:
+    """Forward and backward segment lists of a unit being built.
+
+    The backward list is kept in forward order and reversed by the caller once complete.
+    """
+
+    def __init__(self, compute: ComputeModel):
+        self.compute = compute
+        self.forward: list[UnitSegment] = []
+        self.backward: list[UnitSegment] = []
+
+    def extend(self, pair: tuple[list, list]) -> None:
+        """Append (forward items, backward items)."""
+        self.forward += pair[0]
+        self.backward += pair[1]
+
+    def memory(self, nbytes: float) -> None:
+        """An uncalibrated memory-bound kernel moving ``nbytes`` forward, twice that backward."""
+        cm = self.compute
+        self.forward.append(ComputeSegment(cm.memory(nbytes, 1), 1))
+        self.backward.append(ComputeSegment(cm.memory(2 * nbytes, 1), 1))
+
+    def memory_class(self, op_fwd: str, min_fwd: float, op_bwd: str, min_bwd: float, legacy_bytes: float,
+                     kernels_bwd: int = 1) -> None:
+        """A measured memory-bound class (:meth:`ComputeModel.memory_op`): forward ``op_fwd`` moving
+        ``min_fwd`` bytes, backward ``op_bwd`` moving ``min_bwd``; ``legacy_bytes``: bytes of the
+        uncalibrated model (forward; backward twice that)."""
+        cm = self.compute
+        self.forward.append(ComputeSegment(cm.memory_op(op_fwd, min_fwd, legacy_bytes, 1), 1))
+        self.backward.append(ComputeSegment(cm.memory_op(op_bwd, min_bwd, 2 * legacy_bytes, kernels_bwd), kernels_bwd))
+
+    def measured_pair(self, op: str, min_fwd: float, min_bwd: float, kernels_fwd: int, kernels_bwd: int) -> None:
+        """An unfused sequence measured forward + backward together (``op``, a ``memory_table``
+        class of ``min_fwd + min_bwd`` minimum bytes): each direction at the class's efficiency;
+        the same bytes at the copy bandwidth when the profile lacks the class."""
+        cm, size = self.compute, min_fwd + min_bwd
+        self.forward.append(ComputeSegment(cm.memory_op(op, min_fwd, min_fwd, kernels_fwd, size_bytes=size),
+                                           kernels_fwd))
+        self.backward.append(ComputeSegment(cm.memory_op(op, min_bwd, min_bwd, kernels_bwd, size_bytes=size),
+                                            kernels_bwd))
+
+    def linear(self, tokens: int, out_features: int, in_features: int) -> None:
+        """A linear layer: forward NT GEMM, backward dgrad NN + wgrad TN (two kernels)."""
+        cm = self.compute
+        self.forward.append(ComputeSegment(cm.linear(tokens, out_features, in_features, "fwd"), 1))
+        self.backward.append(ComputeSegment(cm.linear(tokens, out_features, in_features, "dgrad")
+                                            + cm.linear(tokens, out_features, in_features, "wgrad"), 2))
+
+
+class LayerCosts:
+    """Builds the cost units of a transformer on one TP rank for one micro-batch.
+
+    Parameters
+    ----------
+    model: the resolved model dimensions.
+    compute: the :class:`ComputeModel` of the GPU (its kernel tables and clock in force).
+    tp: tensor-parallel degree.
+    sequence_parallel: SP on (only meaningful with ``tp > 1``).
+    vocab_parallel: embedding and LM head split across the TP ranks (always true with ``tp = 1``).
+    micro_batch: sequences per micro-batch.
+    kernel_fusion: ``"fused"`` (Megatron/TE kernels) or ``"none"`` (plain PyTorch eager kernels).
+    recompute: ``"none"``, ``"selective"`` or ``"full"`` activation recomputation.
+    tp_comm_overlap: each SP collective runs beside the GEMM it feeds or drains.
+    grad_dtype_bytes: bytes per gradient element.
+    """
+
+    def __init__(self, *, model: ModelDims, compute: ComputeModel, tp: int, sequence_parallel: bool,
+                 vocab_parallel: bool, micro_batch: int, kernel_fusion: str, recompute: str,
+                 tp_comm_overlap: bool, grad_dtype_bytes: int):
+        self.model = model
+        self.compute = compute
+        self.tp = tp
+        self.sequence_parallel = sequence_parallel
+        self.vocab_parallel = vocab_parallel
+        self.micro_batch = micro_batch
+        self.unfused = kernel_fusion == "none"
+        self.recompute = recompute
+        self.tp_comm_overlap = tp_comm_overlap
+        self.grad_dtype_bytes = grad_dtype_bytes
+        self.tokens = micro_batch * model.seq_len
+        self.tokens_local = self.tokens // tp if sequence_parallel else self.tokens
+        self.full_activation = self.tokens * model.hidden * ACTIVATION_BYTES  # one b s h activation, bytes
+
+    # ------------------------------------------------------------------ one transformer layer
+    def layer(self) -> LayerUnits:
+        """Forward, backward and (selective-recompute extra) units of one transformer layer."""
+        model, tp = self.model, self.tp
+        passes = _Passes(self.compute)
+        recompute_extra = self._attention_block(passes)
+        self._mlp_block(passes)
+        fwd, bwd = passes.forward, passes.backward
+        bwd.reverse()
+        if self.sequence_parallel and self.tp_comm_overlap:
+            fwd, bwd = overlap_tp(fwd), overlap_tp(bwd)
+        params_local = model.layer_matmul_params / tp + model.layer_other_params
+        matrices = 5 if model.mlp == "swiglu" else 4  # QKV, output, MLP matrices
+        norm_tensors = 2 if (model.norm == "layernorm" and model.bias) else 1
+        tensors = matrices * (2 if model.bias else 1) + 2 * norm_tensors
+        forward = Unit("layer", fwd, 0.0, params_local, tensors)
+        backward = Unit("layer", bwd, params_local * self.grad_dtype_bytes, params_local, tensors)
+        extra = Unit("recompute", recompute_extra, 0.0, 0.0) if recompute_extra else None
+        return LayerUnits(forward, backward, extra)
+
+    def _norm(self, passes: _Passes) -> None:
+        """LayerNorm or RMSNorm (torch's fused F.rms_norm, TE, apex): one forward kernel; backward
+        a dx kernel and a gain/bias-gradient kernel."""
+        hidden, act_bytes, tokens_local = self.model.hidden, ACTIVATION_BYTES, self.tokens_local
+        norm_bytes = 2 * tokens_local * hidden * act_bytes  # read x, write y (statistics negligible)
+        kind = "layernorm" if self.model.norm == "layernorm" else "rmsnorm"
+        passes.memory_class(f"{kind}_fwd", 2 * tokens_local * hidden * act_bytes, f"{kind}_bwd",
+                            3 * tokens_local * hidden * act_bytes, norm_bytes, kernels_bwd=2)
+
+    def _residual(self, passes: _Passes) -> None:
+        """Bias-dropout-add. Uncalibrated: read x and residual (2+2), write 2, mask 1 byte per
+        element; measured class: an add (read 2, write 1) forward, and backward the add that
+        accumulates the residual-stream gradient with the branch's."""
+        hidden, act_bytes, tokens_local = self.model.hidden, ACTIVATION_BYTES, self.tokens_local
+        passes.memory_class("add", 3 * tokens_local * hidden * act_bytes, "add", 3 * tokens_local * hidden * act_bytes,
+                            7 * tokens_local * hidden)
+
+    def _attention_block(self, passes: _Passes) -> list[UnitSegment] | None:
+        """Norm, QKV, RoPE, attention core, output projection, TP region, residual; returns the
+        forward segments selective recomputation repeats (None: nothing to repeat)."""
+        model, cm, tp, act_bytes = self.model, self.compute, self.tp, ACTIVATION_BYTES
+        hidden, tokens = model.hidden, self.tokens
+        self._norm(passes)
+        passes.extend(tp_region_entry(tp, self.sequence_parallel, self.full_activation))
+        passes.linear(tokens, (hidden + 2 * model.kv_hidden) // tp, hidden)
+        # the fused QKV output is split into q, k, v views; backward concatenates their gradients
+        qkv_bytes = 2 * tokens * (hidden + 2 * model.kv_hidden) // tp * act_bytes
+        passes.backward.append(ComputeSegment(cm.memory(qkv_bytes), 1))
+        q_elems, kv_elems = tokens * hidden // tp, tokens * model.kv_hidden // tp  # of q and of k (= v) on this rank
+        qk_bytes = 2 * (q_elems + kv_elems) * act_bytes  # read and write q and k
+        if model.position_embedding == "rope":
+            if self.unfused:  # per tensor (q, k): neg, cat, 2 mul, add forward; the same count backward
+                passes.measured_pair("rope", qk_bytes, qk_bytes, 10, 10)
+            else:
+                passes.memory(qk_bytes)
+        if self.unfused and model.kv_heads != model.heads:
+            # GQA by repeat_interleave of k and v to the query heads: a copy forward, a sum backward
+            kv_repeat_bytes = 2 * (kv_elems + q_elems) * act_bytes
+            passes.measured_pair("repeat_kv", kv_repeat_bytes, kv_repeat_bytes, 2, 2)
+        recompute_extra = self._attention_core(passes)
+        passes.linear(tokens, hidden, hidden // tp)
+        passes.extend(tp_region_exit(tp, self.sequence_parallel, self.full_activation))
+        self._residual(passes)
+        return recompute_extra
+
+    def _attention_core(self, passes: _Passes) -> list[UnitSegment] | None:
+        """Softmax(QK^T)V on this rank's heads; returns the selective-recompute forward segments."""
+        model, cm, act_bytes = self.model, self.compute, ACTIVATION_BYTES
+        micro_batch, seq, head_dim = self.micro_batch, model.seq_len, model.head_dim
+        heads_local = model.heads // self.tp
+        selective = self.recompute == "selective"
+        score_elems = micro_batch * heads_local * seq * seq  # elements of the materialised score matrix
+        if model.attention == "eager" and self.unfused and cm.memory_table.get("eager_attention_fwd") \
+                and cm.memory_table.get("eager_attention_bwd"):
+            # train_gpt's sequence, measured as a whole (bench eager_attention_*): q k^T, scale,
+            # causal masked_fill (out of place), softmax, @ v; backward: 4 bmm, softmax, mask, scale
+            fwd_s = cm.memory_op("eager_attention_fwd", 2 * score_elems * act_bytes, 2 * score_elems * act_bytes, 8)
+            bwd_s = cm.memory_op("eager_attention_bwd", 3 * score_elems * act_bytes, 3 * score_elems * act_bytes, 7)
+            passes.forward.append(ComputeSegment(fwd_s, 8))
+            passes.backward.append(ComputeSegment(bwd_s, 7))
+            return [ComputeSegment(fwd_s, 8)] if selective else None
+        if model.attention == "flash":
+            flops = 4.0 * micro_batch * seq * seq * head_dim * heads_local * 0.5  # QK^T and PV, causal half skipped
+            passes.forward.append(ComputeSegment(cm.attention(flops, 1, "fwd", seq=seq, head_dim=head_dim), 1))
+            # FlashAttention-2 backward: softmax-denominator (dO.O) pre-pass, the main kernel, dQ conversion
+            passes.backward.append(ComputeSegment(cm.attention(2.5 * flops, 3, "bwd", seq=seq, head_dim=head_dim), 3))
+            return None
+        batch = micro_batch * heads_local
+        scores = batch * seq * seq
+        qk = cm.gemm(seq, seq, head_dim * batch)  # batched GEMM as one kernel (efficiency from total FLOPs)
+        pv = cm.gemm(seq, head_dim * batch, seq)
+        softmax_fwd = cm.memory(scores * 9.0, 2)  # scale-mask-softmax (r2 w2) + dropout (r2 w2 mask1)
+        softmax_bwd = cm.memory(scores * 11.0, 2)  # dropout bwd (r2 mask1 w2) + softmax bwd (r4 w2)
+        passes.forward += [ComputeSegment(qk, 1), ComputeSegment(softmax_fwd, 2), ComputeSegment(pv, 1)]
+        passes.backward += [ComputeSegment(2 * qk, 2), ComputeSegment(softmax_bwd, 2), ComputeSegment(2 * pv, 2)]
+        return [ComputeSegment(qk + softmax_fwd + pv, 4)] if selective else None
+
+    def _mlp_block(self, passes: _Passes) -> None:
+        """Norm, TP region, MLP up, activation (GELU, or SwiGLU reading two inputs), MLP down, residual."""
+        model, tp, act_bytes, tokens = self.model, self.tp, ACTIVATION_BYTES, self.tokens
+        self._norm(passes)
+        passes.extend(tp_region_entry(tp, self.sequence_parallel, self.full_activation))
+        passes.linear(tokens, model.mlp_in_width // tp, model.hidden)
+        ffn_local = model.ffn_hidden // tp
+        if model.mlp == "gelu":  # GELU forward (read, write), backward (read dy and x, write dx)
+            passes.memory_class("gelu_fwd", 2 * tokens * ffn_local * act_bytes, "gelu_bwd",
+                                3 * tokens * ffn_local * act_bytes, 2 * tokens * ffn_local * act_bytes)
+        elif self.unfused:  # silu, mul forward; mul, mul, silu_backward backward
+            passes.measured_pair("swiglu", 3 * tokens * ffn_local * act_bytes, 5 * tokens * ffn_local * act_bytes, 2, 3)
+        else:
+            passes.memory(3 * tokens * ffn_local * act_bytes)
+        passes.linear(tokens, model.hidden, ffn_local)
+        passes.extend(tp_region_exit(tp, self.sequence_parallel, self.full_activation))
+        self._residual(passes)
+
+    # ------------------------------------------------------------------ embedding and LM head
+    def embedding(self) -> UnitPair:
+        """Forward and backward unit of the token (and learned position) embedding."""
+        model, cm, tp, tokens = self.model, self.compute, self.tp, self.tokens
+        hidden, full = model.hidden, self.full_activation
+        learned = model.position_embedding == "learned"
+        fwd: list[UnitSegment] = [ComputeSegment(cm.memory(2 * full), 1)]  # gather rows + write
+        if learned:
+            fwd.append(ComputeSegment(cm.memory(3 * full), 1))
+        # embedding_dense_backward: zero the table gradient, sort the indices, segment-reduce the
+        # rows (fp32 partials) and cast: ~5 kernels; the table gradient is written whole
+        vocab_rows = model.vocab / (tp if self.vocab_parallel else 1)
+        bwd: list[UnitSegment] = [
+            ComputeSegment(cm.memory(full + 2 * tokens * hidden * 4 + vocab_rows * hidden * self.grad_dtype_bytes), 5)]
+        if learned:
+            # broadcast-add backward: sum over the batch, then slice-backward (zeros + copy)
+            bwd.append(ComputeSegment(cm.memory(3 * full), 3))
+        if tp > 1 and self.vocab_parallel:
+            # masked lookup: shift, two compares, or, masked_fill before and after the gather
+            fwd.append(ComputeSegment(cm.memory(6 * tokens * 8 + 2 * full), 6))
+            fwd.append(TPCommSegment("reduce_scatter" if self.sequence_parallel else "all_reduce", full))
+            if self.sequence_parallel:
+                bwd.insert(0, TPCommSegment("all_gather", full))
+        params = (model.vocab / (tp if self.vocab_parallel else 1)) * hidden
+        tensors = 1
+        if learned:
+            params += model.seq_len * hidden
+            tensors += 1
+        return UnitPair(Unit("embedding", fwd, 0.0, params, tensors),
+                        Unit("embedding", bwd[::-1], params * self.grad_dtype_bytes, params, tensors))
+
+    def head(self) -> UnitPair:
+        """Forward and backward unit of the final norm, the LM head GEMM and the cross-entropy loss."""
+        model, cm, tp, tokens = self.model, self.compute, self.tp, self.tokens
+        hidden, act_bytes, tokens_local, full = model.hidden, ACTIVATION_BYTES, self.tokens_local, self.full_activation
+        vocab_parallel = self.vocab_parallel and tp > 1
+        vocab_local = model.vocab // tp if vocab_parallel else model.vocab
+        kind = "layernorm" if model.norm == "layernorm" else "rmsnorm"  # measured classes when the profile has them
+        row_bytes = tokens_local * hidden * act_bytes  # one activation tensor this rank holds
+        fwd: list[UnitSegment] = [ComputeSegment(cm.memory_op(f"{kind}_fwd", 2 * row_bytes, 2 * row_bytes, 1), 1)]
+        bwd: list[UnitSegment] = [ComputeSegment(cm.memory_op(f"{kind}_bwd", 3 * row_bytes, 4 * row_bytes, 2), 2)]
+        if self.sequence_parallel:
+            fwd.append(TPCommSegment("all_gather", full))
+            bwd.append(TPCommSegment("reduce_scatter", full))
+        elif vocab_parallel:
+            bwd.append(TPCommSegment("all_reduce", full))
+        fwd.append(ComputeSegment(cm.linear(tokens, vocab_local, hidden, "fwd"), 1))
+        bwd.append(ComputeSegment(cm.linear(tokens, vocab_local, hidden, "dgrad")
+                                  + cm.linear(tokens, vocab_local, hidden, "wgrad"), 2))
+        fwd_loss, bwd_loss = self._cross_entropy(vocab_local, vocab_parallel)
+        fwd += fwd_loss
+        bwd += bwd_loss
+        params = 0.0 if model.tied_embeddings else vocab_local * hidden
+        params += 2 * hidden if model.norm == "layernorm" else hidden
+        tensors = (0 if model.tied_embeddings else 1) + (2 if (model.norm == "layernorm" and model.bias) else 1)
+        return UnitPair(Unit("head", fwd, 0.0, params, tensors),
+                        Unit("head", bwd[::-1], params * self.grad_dtype_bytes, params, tensors))
+
+    def _cross_entropy(self, vocab_local: int, vocab_parallel: bool) -> tuple[list, list]:
+        """Forward and backward segments of the loss over fp32 logits (``tokens x vocab_local``)."""
+        cm, tokens = self.compute, self.tokens
+        if vocab_parallel:
+            # vocab-parallel CE (train_gpt._VocabParallelCE): float cast, max, subtract, target mask
+            # (sub, 2 compares, or, masked_fill), gather, masked_fill, exp, sum, log, sub, softmax
+            # divide, mean and the 1/micro-batches scale: 17 kernels; three 4-byte-per-token all-reduces
+            fwd: list[UnitSegment] = [ComputeSegment(cm.memory(tokens * vocab_local * 26.0, 17), 17)]
+            fwd += [TPCommSegment("all_reduce", tokens * 4) for _ in range(3)]  # max, target logit, sum of exp
+            # backward: zeros_like + scatter (one-hot), masked_fill, subtract, scale, cast to bf16
+            return fwd, [ComputeSegment(cm.memory(tokens * vocab_local * 22.0, 6), 6)]
+        # F.cross_entropy(logits.float()): cast (r2 w4), log_softmax (r4 w4), nll, the 1/micro-batches
+        # scale and the running loss sum. Measured class (bench: fwd + bwd together, minimum traffic:
+        # the 16-bit logits read in the forward and in the backward, their gradient written): half of
+        # it to each pass. Backward: nll backward (zero + scatter), log_softmax backward (r4 r4 w4),
+        # cast back (r4 w2), scale.
+        ce_min = tokens * vocab_local * 3.0 * ACTIVATION_BYTES
+        fwd_s = cm.memory_op("cross_entropy", ce_min / 2, tokens * vocab_local * 18.0, 5, size_bytes=ce_min)
+        bwd_s = cm.memory_op("cross_entropy", ce_min / 2, tokens * vocab_local * 18.0, 5, size_bytes=ce_min)
+        return [ComputeSegment(fwd_s, 5)], [ComputeSegment(bwd_s, 5)]

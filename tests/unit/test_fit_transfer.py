@@ -1,0 +1,144 @@
+"""Transfer accuracy of the link-model fitter (issue 13) on real nccl-tests measurements.
+
+These are honest accuracy tests: the rows are real logs (2x H200 CUDA-graph bench, Azure
+NDv4 A100 8/16/32 GPUs), the fit sees half of them, the assertions are issue 13's
+"Done when" thresholds where the fitter meets them. The thresholds it does not meet yet
+are written as strict xfails, so they fail loudly the day they pass.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from clustersim.calibration.fit import read_measurements
+from clustersim.calibration.fit.linkmodel import LinkModel, fit_link_model, refine
+from clustersim.calibration.fit.transfer import band_factor, scale_check, size_check, split_sizes
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+H200 = {"intra_line_GBps": 450.0}                    # 18 NVLink4 x 25 GB/s per direction
+#: Azure NDv4: 12 NVLink3 x 25 GB/s per GPU; 8 HDR 200 Gb/s NICs per node (25 GB/s each)
+A100 = {"intra_line_GBps": 300.0, "net_line_GBps": 25.0, "nics_per_node": 8}
+
+
+def _rows(*files: Path) -> list[dict]:
+    m = read_measurements([str(f) for f in files])
+    return [r for r in m.rows if r["kind"] == "collective" and r.get("mode", "nccl") == "nccl"
+            and not r.get("nvls") and r.get("algorithm") is None and r.get("protocol") is None]
+
+
+@pytest.fixture(scope="module")
+def h200x2():
+    return _rows(DATA / "h200x2" / "bench-graph.jsonl")
+
+
+@pytest.fixture(scope="module")
+def h200x4():
+    return _rows(DATA / "h200x4" / "bench-graph.jsonl")
+
+
+@pytest.fixture(scope="module")
+def a100():
+    return {n: _rows(DATA / "a100-azure-ndv4" / f"all_reduce_{n}.log") for n in (8, 16, 32)}
+
+
+def test_h200x2_size_check_meets_mean_and_residual_thresholds(h200x2):
+    assert {r["op"] for r in h200x2} == {"all_reduce", "all_gather", "reduce_scatter", "broadcast",
+                                         "all_to_all", "send_recv"}
+    sc = size_check(h200x2, parity=1, **H200)
+    assert sc["fit_residual_median"] <= 0.03
+    for row in sc["table"]:
+        assert row.mean_large <= 0.05, row
+        assert row.mean_small <= 0.15, row
+
+
+def test_a100_size_check_meets_mean_and_residual_thresholds(a100):
+    sc = size_check(a100[8] + a100[16], parity=1, **A100)
+    assert sc["fit_residual_median"] <= 0.03
+    (row,) = sc["table"]
+    assert row.mean_large <= 0.05 and row.mean_small <= 0.15, row
+
+
+@pytest.mark.xfail(strict=True, reason="issue 13 target not met yet: worst held-out size 20% (h200x2 "
+                   "all_reduce at 2 MiB, a protocol switch) and 13% (A100)")
+def test_size_check_worst_point_within_12_percent(h200x2, a100):
+    worst = max(r.worst for r in size_check(h200x2, parity=1, **H200)["table"])
+    worst = max(worst, *(r.worst for r in size_check(a100[8] + a100[16], parity=1, **A100)["table"]))
+    assert worst <= 0.12
+
+
+@pytest.mark.xfail(strict=True, reason="issue 13 target not met yet: 8+16 -> 32 A100 GPUs is 12% / 29% "
+                   "(>= 1 MiB / below): two node counts do not separate per-hop network latency from the base")
+def test_a100_scale_check_8_16_to_32(a100):
+    (row,) = scale_check(a100[8] + a100[16], a100[32], **A100)
+    assert row.mean_large <= 0.10 and row.mean_small <= 0.20
+
+
+@pytest.mark.xfail(strict=True, reason="issue 13 target not met yet: 2 -> 4 H200 ranks is 7-21% at >= 1 MiB, "
+                   "7-23% below: per-step and base latency are not separable from one rank count")
+def test_h200_scale_check_2_to_4(h200x2, h200x4):
+    for row in scale_check(h200x2, h200x4, **H200):
+        assert row.mean_large <= 0.10 and row.mean_small <= 0.20, row
+
+
+def test_refine_passes_through_fit_points_and_leaves_other_rank_counts_to_the_model(h200x2, h200x4):
+    fit, _ = split_sizes(h200x2, 1)
+    model = fit_link_model(fit, **H200)
+    t = np.array([r["time_us"] for r in fit])
+    np.testing.assert_allclose(refine(model, fit, fit), t, rtol=0.02)   # repeats of one size are averaged
+    np.testing.assert_array_equal(refine(model, fit, h200x4), model.predict_us(h200x4))
+
+
+def test_fit_recovers_synthetic_link_parameters():
+    rng = np.random.default_rng(13)
+    sizes = 2.0 ** np.arange(10, 31)
+    rows = [{"op": op, "ranks": n, "nodes": n // 8 or 1, "size_bytes": float(s), "time_us": 0.0}
+            for op in ("all_reduce", "all_gather") for n in (8, 16, 32) for s in sizes]
+    truth = LinkModel(ops=("all_reduce", "all_gather"), floor_us=np.array([9.0, 7.0]), op_eff=np.array([0.9, 1.0]),
+                      base_us=np.array([6.0, 14.0, 8.0]), lat_intra_us=np.array([0.7, 1.5, 3.0]),
+                      lat_inter_us=np.array([3.0, 5.0, 12.0]), eff_intra=np.array([0.3, 0.6, 0.85]),
+                      eff_inter=np.array([0.2, 0.5, 0.7]), **A100)
+    t = truth.predict_us(rows) * np.exp(rng.normal(0, 0.01, len(rows)))
+    for r, v in zip(rows, t):
+        r["time_us"] = float(v)
+    fit8_16 = [r for r in rows if r["ranks"] < 32]
+    model = fit_link_model(fit8_16, **A100)
+    held = [r for r in rows if r["ranks"] == 32]
+    err = np.abs(model.predict_us(held) / np.array([r["time_us"] for r in held]) - 1)
+    assert np.median(np.abs(np.expm1(model.residuals))) < 0.02
+    assert err.mean() < 0.10
+
+
+def test_band_factor_is_at_least_the_median_error(h200x2):
+    f = band_factor(h200x2, **H200)
+    errs = np.abs(size_check(h200x2, parity=1, **H200)["errors"])
+    assert 1.0 + np.median(errs) < f < 1.5
+
+
+def test_cli_report_transfer_tables_plots_and_json(tmp_path):
+    import typer
+    from typer.testing import CliRunner
+
+    from clustersim.cli import calibrate_fit
+
+    def make_app() -> typer.Typer:
+        root, sub = typer.Typer(), typer.Typer()
+        calibrate_fit.register(sub)
+        root.add_typer(sub, name="calibrate")
+        return root
+
+    files = [str(DATA / "h200x2" / "bench-graph.jsonl"), str(DATA / "h200x4" / "bench-graph.jsonl")]
+    args = ["calibrate", "report", *files, "-p", "hgx-h200", "--holdout", "none", "--transfer"]
+    r = CliRunner().invoke(make_app(), [*args, "-o", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    assert "size check" in r.stdout and "scale check: fit on ranks 2, predict 4" in r.stdout
+    assert (tmp_path / "transfer_size.png").is_file() and (tmp_path / "transfer_scale.png").is_file()
+    doc = json.loads(CliRunner().invoke(make_app(), [*args, "--json"]).stdout)
+    size = {row["op"]: row for row in doc["transfer"]["size"]["table"]}
+    assert set(size) == {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send_recv"}
+    assert all(row["mean_large_pct"] <= 6.0 for row in size.values())
+    bad = CliRunner().invoke(make_app(), [*args, "--fit-ranks", "two"])
+    assert bad.exit_code == 2 and "--fit-ranks" in bad.output

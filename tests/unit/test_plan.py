@@ -1,0 +1,166 @@
+"""The planner (clustersim.plan): enumeration counts, constraint reasons, the step-time bound,
+the winner re-run through run_scenario, the --json document and --write-best."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from clustersim.cli import app, main
+from clustersim.plan import Mix, PlanOptions, SpaceOptions, plan, why_dropped
+from clustersim.plan.constraints import Context, structural_violation
+from clustersim.plan.evaluate import Evaluator
+from clustersim.plan.space import enumerate_mixes
+from clustersim.simulate.run import run_scenario
+
+ROOT = Path(__file__).resolve().parents[2]
+TP2 = ROOT / "scenarios" / "ref-tp2.yaml"  # 24-layer 0.35B GPT on 2 H200, global batch 8
+runner = CliRunner()
+
+
+def _count(n, layers, **kw):
+    return len(list(enumerate_mixes(n, layers, SpaceOptions(**kw))))
+
+
+def test_enumeration_counts_small_case():
+    # 2 GPUs, 4 layers: (tp, pp) in {(1,1), (2,1), (1,2)}; tp=2 doubles for sequence parallel;
+    # pp=2 has gpipe, 1f1b and interleaved v=2 (4 % (2*2) == 0): 1 + 2 + 3 shapes
+    assert _count(2, 4, zero=[0], micro_batch=[1], recompute=["none"]) == 6
+    # every other axis multiplies: 4 ZeRO stages x 4 micro-batches x 3 recompute policies
+    assert _count(2, 4) == 6 * 4 * 4 * 3
+    # 8 GPUs, 8 layers: pp in 1,2,4,8 with interleaved v such that pp*v divides 8
+    mixes = list(enumerate_mixes(8, 8, SpaceOptions(zero=[0], micro_batch=[1], recompute=["none"],
+                                                    sequence_parallel=[False])))
+    assert len(mixes) == len(set(mixes))
+    assert all(m.dp * m.tp * m.pp * m.ep * m.cp == 8 for m in mixes)
+    inter = sorted((m.pp, m.virtual_stages) for m in mixes if m.schedule == "interleaved")
+    assert inter == [(2, 2), (2, 2), (2, 2), (2, 4), (2, 4), (2, 4), (4, 2), (4, 2)]
+    # canonical: pp = 1 only as plain 1F1B with one virtual stage, tp = 1 never sequence parallel
+    assert all(m.schedule == "1f1b" and m.virtual_stages == 1 for m in mixes if m.pp == 1)
+    assert not any(m.sequence_parallel for m in enumerate_mixes(8, 8) if m.tp == 1)
+
+
+def test_ep_cp_axes_slot_in():
+    mixes = list(enumerate_mixes(4, 4, SpaceOptions(ep=[1, 2], cp=[1], zero=[0], micro_batch=[1],
+                                                    recompute=["none"], sequence_parallel=[False])))
+    assert {m.ep for m in mixes} == {1, 2}
+    ctx = Context(16, 16, 4096, 4, 2048, 8, 8)
+    bad = structural_violation(next(m for m in mixes if m.ep == 2), ctx)
+    assert bad[0] == "ep-cp-not-simulated"
+
+
+@pytest.mark.parametrize("mix, name, words", [
+    (Mix(64, 16, 1, 1, 1, 1, False, 0, "1f1b", 1, "none"), "tp-in-nvlink-domain", "spans nodes"),
+    (Mix(1, 1, 1024, 1, 1, 1, False, 0, "1f1b", 1, "none"), "pipeline-depth", "exceeds model.layers"),
+    (Mix(1024, 1, 1, 1, 1, 1, False, 0, "1f1b", 1, "none"), "batch-divisible", "not divisible"),
+    (Mix(64, 8, 2, 1, 1, 1, False, 3, "1f1b", 1, "none"), "zero3-with-pipeline", "FSDP"),
+    (Mix(32, 8, 4, 3, 1, 1, False, 0, "interleaved", 8, "none"), "interleaved-micro-batches", "divisible by pp"),
+    (Mix(16, 64, 1, 1, 1, 1, False, 0, "1f1b", 1, "none"), "tp-divides-model", "model.heads=96"),
+])
+def test_constraint_reasons(mix, name, words):
+    ctx = Context(heads=96, kv_heads=96, ffn_hidden=49152, layers=96, seq_len=2048, global_batch=1536,
+                  gpus_per_node=8)
+    got = structural_violation(mix, ctx)
+    assert got is not None and got[0] == name and words in got[1]
+    assert structural_violation(Mix(16, 8, 8, 1, 1, 1, True, 1, "1f1b", 1, "none"), ctx) is None
+
+
+def test_memory_constraint_and_why():
+    # GPT-3 175B fully replicated on one stage: the states alone (~16 bytes/param) cannot fit 80 GB
+    mix = Mix(1024, 1, 1, 1, 1, 1, False, 0, "1f1b", 1, "none")
+    ev = Evaluator(ROOT / "scenarios" / "gpt3-175b.yaml")
+    assert why_dropped(ev.rs, Mix(512, 1, 2, 1, 1, 1, False, 0, "1f1b", 4, "none"))[0] == "batch-divisible"
+    got = why_dropped(ev.rs, Mix(512, 1, 2, 1, 1, 1, False, 0, "1f1b", 1, "none"))
+    assert got[0] == "memory" and "HBM" in got[1]
+    assert why_dropped(ev.rs, Mix(16, 8, 8, 1, 1, 1, True, 1, "1f1b", 1, "none")) is None
+    assert why_dropped(ev.rs, mix)[0] == "batch-divisible"  # 1536 % 1024
+
+
+def test_lower_bound_below_step_time():
+    ev = Evaluator(TP2)
+    for mix in [Mix(1, 2, 1, 1, 1, 1, True, 0, "1f1b", 2, "full"), Mix(1, 1, 2, 2, 1, 1, False, 0, "interleaved", 2, "none"),
+                Mix(2, 1, 1, 1, 1, 1, False, 3, "1f1b", 1, "selective"), Mix(1, 1, 2, 1, 1, 1, False, 1, "gpipe", 1, "none")]:
+        s = ev.screen(ev.scenario_for(mix))
+        r = ev.simulate(mix)
+        assert 0 < s.bound_s <= r.step_time_s
+        assert s.memory["peak_bytes_per_gpu"] == r.memory["peak_bytes_per_gpu"]
+
+
+@pytest.fixture(scope="module")
+def small_report():
+    return plan(TP2, options=PlanOptions(workers=1, flow_top=2, top=5))
+
+
+def test_report_counts_and_ranking(small_report):
+    rep = small_report
+    rows = {r["constraint"]: r for r in rep.constraints}
+    assert rep.evaluated == 480
+    dropped = sum(r["removed"] for r in rows.values())
+    assert rep.feasible + dropped == rep.evaluated
+    assert rows["zero3-with-pipeline"]["removed"] > 0 and rows["zero3-with-pipeline"]["example"]
+    assert rep.simulated + rep.pruned_by_bound == rep.feasible
+    analytical = [p.analytical_step_time_s for p in rep.plans[2:]]
+    assert analytical == sorted(analytical)
+    assert [p.fidelity for p in rep.plans[:2]] == ["flow", "flow"]
+    assert rep.plans[0].step_time_s <= rep.plans[1].step_time_s
+    # branch and bound: every skipped mix has a bound at least the 5th best simulated time
+    assert rep.simulated >= 5
+
+
+def test_bound_pruning_loses_nothing(small_report):
+    full = plan(TP2, options=PlanOptions(workers=1, flow_top=0, top=5, exhaustive=True,
+                                         space=SpaceOptions(zero=[1], recompute=["none"])))
+    pruned = plan(TP2, options=PlanOptions(workers=1, flow_top=0, top=5,
+                                           space=SpaceOptions(zero=[1], recompute=["none"])))
+    assert full.simulated == full.feasible > pruned.simulated
+    assert [p.mix for p in full.plans[:5]] == [p.mix for p in pruned.plans[:5]]
+
+
+def test_winner_rerun_matches(small_report):
+    ev = small_report.evaluator
+    for p in small_report.plans[:3]:
+        res = run_scenario(ev.resolved(ev.scenario_for(p.mix, p.fidelity)), fidelity=p.fidelity)
+        assert res.step_time_s == p.step_time_s
+        assert res.memory["peak_bytes_per_gpu"] == p.peak_bytes_per_gpu
+
+
+def test_cli_json_schema_and_write_best(tmp_path):
+    out = tmp_path / "best.yaml"
+    r = runner.invoke(app, ["plan", str(TP2), "--json", "--top", "3", "--flow-top", "1", "--workers", "1",
+                            "--write-best", str(out), "--why", "tp=2,pp=1,zero=3"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert {"evaluated", "feasible", "wall_s", "plans"} <= set(d)
+    assert d["evaluated"] == 480 and 0 < d["feasible"] <= d["evaluated"] and len(d["plans"]) == 3
+    keys = {"dp", "tp", "pp", "virtual_stages", "ep", "cp", "sequence_parallel", "zero", "schedule", "micro_batch",
+            "recompute", "step_time_s", "mfu", "tokens_per_s", "peak_bytes_per_gpu", "fits"}
+    for p in d["plans"]:
+        assert keys <= set(p)
+        assert 0 < p["mfu"] < 1 and p["fits"] is True
+    assert d["why"]["dropped"] is False
+    doc = yaml.safe_load(out.read_text())
+    assert doc["simulation"]["fidelity"] == "flow"
+    best = d["plans"][0]
+    assert doc["parallelism"]["tp"] == best["tp"] and doc["training"]["micro_batch"] == best["micro_batch"]
+    r2 = runner.invoke(app, ["run", str(out), "--json"])
+    assert r2.exit_code == 0, r2.output
+    got = json.loads(r2.stdout)
+    assert got["step_time_s"] == best["step_time_s"]
+    assert got["memory"]["peak_bytes_per_gpu"] == best["peak_bytes_per_gpu"]
+
+
+def test_cli_table_explain_and_bad_input(capsys):
+    r = runner.invoke(app, ["plan", str(TP2), "--top", "3", "--flow-top", "0", "--workers", "1", "--explain"],
+                      env={"COLUMNS": "80"})
+    assert r.exit_code == 0, r.output
+    assert "best plans" in r.output and "zero3-with-pipeline" in r.output
+    assert max(len(line) for line in r.output.splitlines()) <= 80
+    with pytest.raises(SystemExit) as e:
+        main(["plan", str(TP2), "--schedule", "zigzag"])
+    assert e.value.code == 2
+    assert "zigzag" in capsys.readouterr().err
+    assert runner.invoke(app, ["plan", "--help"]).exit_code == 0
