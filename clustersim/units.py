@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import re
+from fractions import Fraction
 
 from clustersim.errors import ClusterSimError
 
@@ -40,6 +41,11 @@ _BW_UNITS = {
     "kib/s": KiB, "mib/s": MiB, "gib/s": GiB,
     "gbit/s": 1e9 / 8, "gbps": 1e9 / 8, "mbit/s": 1e6 / 8, "tbit/s": 1e12 / 8,
 }
+#: Largest size any field or option may give: 1 PiB (1,000x the HBM of a GB200 NVL72 rack).
+MAX_SIZE_BYTES = 2**50
+#: Most sizes one START:END[:xF] range may list.
+MAX_RANGE_SIZES = 10_000
+
 _NUM = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-zµ/]*)\s*$")
 
 
@@ -50,28 +56,60 @@ def _split(text: str, what: str) -> tuple[float, str]:
     return float(m.group(1)), m.group(2).lower()
 
 
+def _exact(number: str) -> Fraction:
+    """The exact value of a decimal number text; exponents beyond +-40 are clamped (Fraction would
+    build 10**exponent: ``1e99999999999`` must not take minutes), which keeps every comparison below."""
+    mantissa, _, exponent = number.lower().partition("e")
+    exp = int(exponent) if exponent else 0
+    if abs(exp) > 40:
+        if Fraction(mantissa) == 0:
+            return Fraction(0)
+        exp = 41 if exp > 0 else -41
+    return Fraction(mantissa) * Fraction(10) ** exp
+
+
 def parse_size(text: str | int | float) -> int:
     """Bytes from ``4096``, ``"64KiB"``, ``"1GB"`` (decimal) or ``"1GiB"`` (binary).
 
-    >>> parse_size("64KiB"), parse_size("1GB"), parse_size("1.5 MiB"), parse_size(4096)
-    (65536, 1000000000, 1572864, 4096)
-    >>> parse_size("4 parsecs")
+    The result must be a whole number of bytes (``"1.5B"`` and ``"0.3KiB"`` are refused, never
+    rounded) and at most :data:`MAX_SIZE_BYTES`.
+
+    >>> parse_size("1.5KiB"), parse_size("2.5e3B")
+    (1536, 2500)
+    >>> parse_size("1.5B")
     Traceback (most recent call last):
     ...
-    clustersim.errors.ClusterSimError: unknown size unit 'parsecs' in '4 parsecs' (use B, KB, MB, GB, KiB, MiB, GiB)
+    clustersim.errors.ClusterSimError: size '1.5B' is 1.5 bytes, not a whole number of bytes
     """
     if isinstance(text, bool):
         raise ClusterSimError(f"cannot read size {text!r}")
     if isinstance(text, (int, float)):
-        value, unit = float(text), ""
+        if isinstance(text, float) and not math.isfinite(text):
+            raise ClusterSimError(f"size {text!r} must be a finite number >= 0")
+        exact, unit = Fraction(text), ""
     else:
-        value, unit = _split(text, "size")
+        m = _NUM.match(str(text))
+        if not m:
+            raise ClusterSimError(f"cannot read size {text!r} (expected a number with an optional unit)")
+        exact, unit = _exact(m.group(1)), m.group(2).lower()
     if unit not in _SIZE_UNITS:
         raise ClusterSimError(f"unknown size unit {unit!r} in {text!r} (use B, KB, MB, GB, KiB, MiB, GiB)")
-    out = value * _SIZE_UNITS[unit]
-    if not math.isfinite(out) or out < 0:
+    if exact < 0:
         raise ClusterSimError(f"size {text!r} must be a finite number >= 0")
-    return int(round(out))
+    if exact > MAX_SIZE_BYTES:  # checked before scaling: exponents like 1e999999 stay cheap
+        raise ClusterSimError(f"size {text!r} exceeds the bound of 1 PiB (1,000x the HBM of a GB200 NVL72 rack)")
+    out = exact * Fraction(_SIZE_UNITS[unit])
+    if out > MAX_SIZE_BYTES:
+        raise ClusterSimError(f"size {text!r} exceeds the bound of 1 PiB (1,000x the HBM of a GB200 NVL72 rack)")
+    if out.denominator != 1:
+        raise ClusterSimError(f"size {text!r} is {float(out):g} bytes, not a whole number of bytes")
+    return int(out)
+
+
+def _finite(value: float, text: object, what: str) -> float:
+    if not math.isfinite(value) or value < 0:
+        raise ClusterSimError(f"{what} {text!r} must be a finite number >= 0")
+    return value
 
 
 def parse_time(text: str | int | float) -> float:
@@ -81,11 +119,11 @@ def parse_time(text: str | int | float) -> float:
     (0.0015, 2e-06, 3.0)
     """
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        return float(text)
+        return _finite(float(text), text, "time")
     value, unit = _split(text, "time")
     if unit not in _TIME_UNITS:
         raise ClusterSimError(f"unknown time unit {unit!r} in {text!r} (use s, ms, us, ns)")
-    return value * _TIME_UNITS[unit]
+    return _finite(value * _TIME_UNITS[unit], text, "time")
 
 
 def parse_bandwidth(text: str | int | float) -> float:
@@ -97,11 +135,11 @@ def parse_bandwidth(text: str | int | float) -> float:
     (50000000000.0, 1073741824.0, 1000000000.0)
     """
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        return float(text)
+        return _finite(float(text), text, "bandwidth")
     value, unit = _split(text, "bandwidth")
     if unit not in _BW_UNITS:
         raise ClusterSimError(f"unknown bandwidth unit {unit!r} in {text!r} (use GB/s, GiB/s, Gbit/s)")
-    return value * _BW_UNITS[unit]
+    return _finite(value * _BW_UNITS[unit], text, "bandwidth")
 
 
 def parse_size_range(text: str) -> list[int]:
@@ -118,13 +156,20 @@ def parse_size_range(text: str) -> list[int]:
         raise ClusterSimError(f"size range {text!r} needs 0 < START <= END")
     step = parts[2] if len(parts) == 3 else "x2"
     out: list[int] = []
+
+    def too_many(n: float) -> ClusterSimError:
+        return ClusterSimError(f"size range {text!r} has {n:,.0f} sizes (at most {MAX_RANGE_SIZES:,})")
+
     if step.startswith("x") or step.startswith("*"):
         try:
             factor = float(step[1:])
         except ValueError:
             raise ClusterSimError(f"cannot read factor {step!r} in size range {text!r}") from None
-        if factor <= 1:
-            raise ClusterSimError(f"factor in size range {text!r} must be > 1")
+        if not math.isfinite(factor) or factor <= 1:
+            raise ClusterSimError(f"factor in size range {text!r} must be a finite number > 1")
+        count = math.log(end / start) / math.log(factor) + 1  # before the loop: a factor of 1.0000001 is 10^8 sizes
+        if count > MAX_RANGE_SIZES + 1:
+            raise too_many(count)
         s = float(start)
         while s <= end * (1 + 1e-12):
             out.append(int(round(s)))
@@ -133,14 +178,14 @@ def parse_size_range(text: str) -> list[int]:
         inc = parse_size(step[1:])
         if inc <= 0:
             raise ClusterSimError(f"step in size range {text!r} must be > 0")
-        s = start
-        while s <= end:
-            out.append(s)
-            s += inc
+        count = (end - start) // inc + 1
+        if count > MAX_RANGE_SIZES:
+            raise too_many(count)
+        out = list(range(start, end + 1, inc))
     else:
         raise ClusterSimError(f"cannot read step {step!r} in size range {text!r} (use xF or +STEP)")
-    if len(out) > 10_000:
-        raise ClusterSimError(f"size range {text!r} has {len(out)} sizes (at most 10000)")
+    if len(out) > MAX_RANGE_SIZES:
+        raise too_many(len(out))
     return out
 
 

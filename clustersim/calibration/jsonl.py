@@ -23,9 +23,11 @@ import json
 import math
 import os
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from clustersim.budget import MAX_MEASUREMENT_BYTES
 from clustersim.errors import ClusterSimError, require_file
 
 #: Fields that identify a measured point (the resume key). Measured values
@@ -69,6 +71,66 @@ def _warn(msg: str) -> None:
     sys.stderr.flush()
 
 
+def _parse_line(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """One line -> (row, None), (None, reason) for garbage, or (None, None) for a blank or ``#`` comment line."""
+    text = raw.decode("utf-8", errors="replace").strip()
+    if not text or text.startswith("#"):
+        return None, None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"not a JSON object: {exc.msg}"
+    except (ValueError, RecursionError) as exc:  # a 5,000-digit number, nesting deeper than the parser's stack
+        return None, f"not a JSON object: {str(exc).split(':')[0] if isinstance(exc, ValueError) else 'nested too deeply'}"
+    if not isinstance(obj, dict):
+        return None, f"expected a JSON object, got {type(obj).__name__}"
+    return obj, None
+
+
+def _lines(path: str | Path) -> Iterator[tuple[int, Any, str | None]]:
+    """``(line number, object, None)`` per row and ``(line number, None, reason)`` per unreadable line."""
+    p = require_file(path)
+    size = p.stat().st_size
+    if size > MAX_MEASUREMENT_BYTES:
+        raise ClusterSimError(f"file of {size:,} bytes exceeds the {MAX_MEASUREMENT_BYTES:,}-byte limit of "
+                              "measurement files (a 16-rank bench writes ~2 MB); split it", file=str(path))
+    try:
+        with open(p, "rb") as fh:
+            for lineno, raw in enumerate(fh, 1):
+                obj, reason = _parse_line(raw)
+                if reason is not None:
+                    if not raw.endswith(b"\n"):
+                        reason = f"truncated last line ({reason})"
+                    yield lineno, None, reason
+                elif obj is not None:
+                    yield lineno, obj, None
+    except OSError as exc:
+        raise ClusterSimError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
+
+
+def scan_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[tuple[int, str]]]:
+    """Rows of a measurement file and its unreadable lines as ``(line number, reason)``.
+
+    Blank lines and ``#`` comment lines are neither. A last line without its newline that is
+    not a JSON object is reported as truncated (a run killed while writing it).
+
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "m.jsonl")
+    >>> _ = open(p, "w").write('{"kind": "gemm"}\\nGARBAGE\\n{"kind": "hbm", "by')
+    >>> rows, bad = scan_rows(p)
+    >>> [r["kind"] for r in rows], [n for n, _ in bad]
+    (['gemm'], [2, 3])
+    """
+    rows: list[dict[str, Any]] = []
+    bad: list[tuple[int, str]] = []
+    for lineno, obj, reason in _lines(path):
+        if reason is None:
+            rows.append(obj)
+        else:
+            bad.append((lineno, reason))
+    return rows, bad
+
+
 def read_rows(path: str | Path, *, strict: bool = False, warn: Callable[[str], None] | None = _warn) -> list[dict[str, Any]]:
     """Read a measurement file.
 
@@ -79,7 +141,8 @@ def read_rows(path: str | Path, *, strict: bool = False, warn: Callable[[str], N
     strict:
         Raise :class:`ClusterSimError` (naming the file and line) on a line that
         is not a JSON object. Otherwise such a line is reported through ``warn``
-        and skipped (a run killed while writing its last row leaves a fragment).
+        as ``file:line: skipped (reason)`` and skipped (a run killed while writing
+        its last row leaves a fragment). Blank lines and ``#`` comments are skipped silently.
     """
     return [obj for _, obj in iter_rows(path, strict=strict, warn=warn)]
 
@@ -91,37 +154,56 @@ def iter_rows(path: str | Path, *, strict: bool = False,
     Lazy: a bad line is reported (or raised, with ``strict``) when iteration
     reaches it, so a caller's own per-row messages stay in line order.
     """
-    p = require_file(path)
-    with open(p, "rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            text = raw.decode("utf-8", errors="replace").strip()
-            if not text:
-                continue
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as exc:
-                msg = f"line {lineno}: not a JSON object ({exc.msg})"
-                if strict:
-                    raise ClusterSimError(msg, file=str(path)) from None
-                if warn:
-                    warn(f"{path}:{lineno}: skipped (not a JSON object: {exc.msg})")
-                continue
-            if not isinstance(obj, dict):
-                msg = f"line {lineno}: expected a JSON object, got {type(obj).__name__}"
-                if strict:
-                    raise ClusterSimError(msg, file=str(path))
-                if warn:
-                    warn(f"{path}:{lineno}: skipped ({msg})")
-                continue
+    for lineno, obj, reason in _lines(path):
+        if reason is None:
             yield lineno, obj
+        elif strict:
+            raise ClusterSimError(f"line {lineno}: {reason}", file=str(path))
+        elif warn:
+            warn(f"{path}:{lineno}: skipped ({reason})")
 
 
 def existing_keys(path: str | Path) -> set[tuple]:
     """Resume keys of the rows already in ``path`` (empty set when it does not exist)."""
+    return resume_state(path).done
+
+
+@dataclass
+class ResumeState:
+    """What a file already holds, for a run that appends to it.
+
+    Attributes
+    ----------
+    done:
+        :func:`row_key` of every row (points a resumed run skips).
+    meta_runs:
+        ``row_key`` of each ``meta`` row -> the run id of its latest run (a resumed run with the
+        same configuration continues that run id, so no row is left without its meta row).
+    bad_lines:
+        ``(line number, reason)`` of the lines that are not rows.
+    """
+
+    done: set[tuple] = field(default_factory=set)
+    meta_runs: dict[tuple, str] = field(default_factory=dict)
+    bad_lines: list[tuple[int, str]] = field(default_factory=list)
+
+    def run_for(self, meta_key_row: dict[str, Any]) -> str | None:
+        """Run id to continue for a configuration whose meta key is ``meta_key_row`` (None: start a new run)."""
+        return self.meta_runs.get(row_key(meta_key_row))
+
+
+def resume_state(path: str | Path) -> ResumeState:
+    """The :class:`ResumeState` of ``path`` (empty when the file does not exist)."""
     p = Path(path)
     if not p.exists():
-        return set()
-    return {row_key(r) for r in read_rows(p, warn=None)}
+        return ResumeState()
+    rows, bad = scan_rows(p)
+    st = ResumeState(bad_lines=bad)
+    for r in rows:
+        st.done.add(row_key(r))
+        if r.get("kind") == "meta" and isinstance(r.get("run_id"), str):
+            st.meta_runs[row_key(r)] = r["run_id"]
+    return st
 
 
 def _repair_tail(p: Path) -> None:
@@ -190,6 +272,11 @@ class RowWriter:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if self.path.exists():
                 _repair_tail(self.path)
+                _, bad = scan_rows(self.path)
+                if bad:  # kept as they are (never rewrite measurements), but not silently
+                    lines = ", ".join(str(n) for n, _ in bad[:10]) + (f" and {len(bad) - 10} more" if len(bad) > 10 else "")
+                    _warn(f"{self.path}: appending to a file with {len(bad)} unreadable line(s) ({lines}; first: "
+                          f"{bad[0][1]}); readers skip them")
             self._fh = open(self.path, "a", encoding="utf-8")
         except OSError as exc:
             raise ClusterSimError(f"cannot write: {exc.strerror or exc}", file=str(path)) from None

@@ -38,6 +38,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from clustersim.budget import MAX_MEASUREMENT_BYTES
 # busbw / algbw as nccl-tests defines it: one definition, in formulas (still importable from here)
 from clustersim.collectives.formulas import busbw_factor
 from clustersim.errors import ClusterSimError, require_file
@@ -212,6 +213,10 @@ def parse_nccl_tests_log(
         if mapped is None:
             raise ClusterSimError(f"unknown operation {op!r} (use one of {', '.join(OP_NAMES)})", field="--op")
         op = mapped
+    size = p.stat().st_size
+    if size > MAX_MEASUREMENT_BYTES:
+        raise ClusterSimError(f"file of {size:,} bytes exceeds the {MAX_MEASUREMENT_BYTES:,}-byte limit of "
+                              "measurement files", file=str(path))
     raw = p.read_bytes()
     if b"\x00" in raw:
         raise ClusterSimError("binary file (not an nccl-tests log)", file=str(path))
@@ -346,6 +351,11 @@ def parse_nccl_tests_log(
                 if placement != "both" and placement != which:
                     continue
                 g = r[which]
+                if sec.columns != "old" and isinstance(g["wrong"], int) and g["wrong"] > 0:
+                    # nccl-tests found wrong results: the time of a broken run is not a measurement
+                    warn(f"{path}:{r['line']}: skipped the {which}-of-place result of {r['size']} bytes "
+                         f"(#wrong = {g['wrong']}: nccl-tests found {g['wrong']} wrong values)")
+                    continue
                 out.append({
                     "kind": "collective", **common, "op": the_op, "ranks": n_ranks, "nodes": nodes, "scope": the_scope,
                     "size_bytes": r["size"], "count": r["count"], "dtype": DTYPES.get(r["type"], r["type"]),
@@ -427,6 +437,10 @@ def import_logs(paths: list[str | Path], output: str | Path, *, op: str | None =
         raise ClusterSimError("no log files given")
     parsed = [(str(pth), parse_nccl_tests_log(pth, op, ranks=ranks, scope=scope, placement=placement, warn=warn))
               for pth in paths]
+    for name, rows in parsed:  # checked before anything is written: a bad file leaves the output untouched
+        if not any(r["kind"] == "collective" for r in rows):
+            raise ClusterSimError("no nccl-tests result rows (an empty file, a header without results, or not an "
+                                  "nccl-tests log)", file=name)
     counts: dict[str, int] = {}
     with RowWriter(output) as w:
         for name, rows in parsed:

@@ -221,22 +221,46 @@ def plot(rep: Report, folder: str | Path) -> list[Path]:
 
 
 def write_outputs(rep: Report, folder: str | Path) -> list[Path]:
-    """PNG plots, ``summary.md`` and ``report.json`` into ``folder``."""
+    """PNG plots, ``summary.md`` and ``report.json`` into ``folder``, never half-written.
+
+    Everything is written into a hidden temporary folder next to ``folder`` first. A new
+    ``folder`` is then that folder renamed (one atomic step); into an existing one the
+    finished files are moved one by one (each ``os.replace`` atomic, other files there left
+    alone). A command killed while plotting leaves only the hidden ``.<name>.tmp-<pid>`` folder.
+    """
     import json
+    import os
+    import shutil
+    import tempfile
 
     out_dir = Path(folder)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ClusterSimError("is not a folder", file=str(folder))
+    parent = out_dir.resolve().parent
     try:
-        out_dir.mkdir(parents=True, exist_ok=True)
+        parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name or 'report'}.tmp-{os.getpid()}-", dir=parent))
     except OSError as exc:
         raise ClusterSimError(f"cannot create folder: {exc.strerror or exc}", file=str(folder)) from None
-    if not out_dir.is_dir():
-        raise ClusterSimError("is not a folder", file=str(folder))
-    paths = plot(rep, out_dir)
-    md = out_dir / "summary.md"
-    md.write_text(markdown(rep), encoding="utf-8")
-    js = out_dir / "report.json"
-    js.write_text(json.dumps(rep.to_dict(), indent=2) + "\n", encoding="utf-8")
-    return [*paths, md, js]
+    try:
+        try:
+            paths = plot(rep, tmp)
+            md = tmp / "summary.md"
+            md.write_text(markdown(rep), encoding="utf-8")
+            js = tmp / "report.json"
+            js.write_text(json.dumps(rep.to_dict(), indent=2) + "\n", encoding="utf-8")
+            names = [p.name for p in (*paths, md, js)]
+            if not out_dir.exists():
+                os.replace(tmp, out_dir)
+            else:
+                for name in names:
+                    os.replace(tmp / name, out_dir / name)
+        except OSError as exc:
+            raise ClusterSimError(f"cannot write the report: {exc.strerror or exc}", file=str(folder)) from None
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return [out_dir / name for name in names]
 
 
 def bar_check(rep: Report, *, large_mean: float = 5.0, large_max: float = 12.0, small_mean: float = 15.0) -> list[str]:

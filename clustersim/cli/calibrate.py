@@ -11,9 +11,16 @@ import typer
 from clustersim.errors import ClusterSimError
 
 app = typer.Typer(
-    help="Measure a real cluster (bench, slurm), import nccl-tests logs, fit profiles and report.",
+    help="Measure a real cluster (bench, slurm), import nccl-tests logs, fit profiles and report.\n\n"
+    "Examples:\n\n\b\n"  # \b: click keeps the lines of this paragraph as they are (no re-wrapping)
+    "  torchrun --nproc-per-node 8 -m clustersim calibrate bench -o h200.jsonl\n"
+    "  clustersim calibrate slurm --nodes 2 --gpus-per-node 8 -p gpu > calib.sbatch\n"
+    "  clustersim calibrate import-nccl-tests all_reduce_perf.log -o nt.jsonl\n"
+    "  clustersim calibrate fit h200.jsonl -o my-profile.yaml\n"
+    "  clustersim calibrate report h200.jsonl --profile my-profile.yaml -o report/",
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode=None,
 )
 
 

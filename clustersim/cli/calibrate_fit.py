@@ -13,7 +13,7 @@ from typing import Optional
 
 import typer
 
-from clustersim.cli.common import console, err_console, fail, print_json
+from clustersim.cli.common import console, err_console, fail, print_json, progress
 from clustersim.errors import ClusterSimError
 
 
@@ -30,6 +30,73 @@ def _command_line(measurements: list[Path], output: Path, **opts: object) -> str
         flag = "--" + key.replace("_", "-")
         parts += [flag] if value is True else [flag, str(value)]
     return " ".join(shlex.quote(p) for p in parts)
+
+
+def _num(x: float) -> str:
+    """3 significant digits, never an exponent: ``22.6``, ``0.123``, ``5,184``."""
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
+
+
+def _size(n: float | None) -> str:
+    """Compact binary size: ``0``, ``8K``, ``39.9M``, ``1G``."""
+    if not n:
+        return "0"
+    for letter, scale in (("G", 2**30), ("M", 2**20), ("K", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.3g}{letter}"
+    return f"{n:.0f}"
+
+
+def _print_entries(entries, title: str) -> None:
+    """The fitted regimes, one small table per context, readable at 80 columns.
+
+    An algbw at the fit's cap (a regime whose time does not grow with size) shows as ``flat``.
+    """
+    from rich import box
+    from rich.table import Table
+
+    from clustersim.calibration.fit import MAX_ALGBW
+
+    cap = MAX_ALGBW / 1e9 * 0.999
+    console.print(f"[bold]{title}[/]", highlight=False)
+    for e in entries:
+        label = f"{e.op}, {e.ranks} ranks" + (f" ({e.scope})" if e.scope else "") + f", {e.mode}"
+        label += "".join(f", {k} {v}" for k, v in (("algorithm", e.algorithm), ("protocol", e.protocol)) if v)
+        t = Table(title=label, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+        for col, width in (("sizes", 11), ("alpha us", 8), ("95% CI", 13), ("algbw GB/s", 10), ("95% CI", 15),
+                           ("points", 6)):
+            t.add_column(col, justify="left" if col == "sizes" else "right", min_width=width, no_wrap=True)
+        for sg in e.segments:
+            hi = _size(sg.size_max_bytes) if sg.size_max_bytes else ""
+            a_ci = f"{_num(sg.alpha_ci_us[0])}-{_num(sg.alpha_ci_us[1])}" if sg.alpha_ci_us else "-"
+            if sg.algbw_ci_GBps:
+                lo_b, hi_b = sg.algbw_ci_GBps
+                b_ci = f">{_num(lo_b)}" if hi_b >= cap else f"{_num(lo_b)}-{_num(hi_b)}"
+            else:
+                b_ci = "-"
+            t.add_row(f"{_size(sg.size_min_bytes)}-{hi}" if hi else f"{_size(sg.size_min_bytes)}+",
+                      _num(sg.alpha_us), a_ci, "flat" if sg.algbw_GBps >= cap else _num(sg.algbw_GBps), b_ci,
+                      str(sg.points if sg.points is not None else "-"))
+        console.print(t)
+    if any(sg.algbw_GBps >= cap for e in entries for sg in e.segments):
+        console.print("flat: the time does not grow with size in that regime (the file holds the fit's cap, "
+                      f"{MAX_ALGBW / 1e9:,.0f} GB/s)", highlight=False)
+
+
+def _check_fitted(res, meas, base) -> None:
+    """Refuse (exit 2, no profile written) a fit that learned nothing from the measurements.
+
+    Every collective context may be rejected (fewer than 2 sizes, all rows skipped as unreadable):
+    a profile then would claim ``measured: true`` with nothing measured in it.
+    """
+    before = [e.model_dump(mode="json") for e in base.collectives] if base is not None else []
+    new_entries = [e for e in res.profile.collectives if e.model_dump(mode="json") not in before]
+    other = [r for r in meas.rows if r["kind"] not in ("meta", "collective")]
+    if not new_entries and not other:
+        why = "; ".join(res.notes) or "no collective context had enough sizes"
+        skipped = f"; {len(meas.skipped)} line(s) skipped as unreadable" if meas.skipped else ""
+        raise ClusterSimError(f"nothing could be fitted ({why}{skipped}); no profile written",
+                              file=", ".join(meas.files) or None)
 
 
 def _link_bw(lp) -> str:
@@ -67,9 +134,11 @@ def fit_cmd(
         meas = read_measurements(measurements, warn=_warn)
         base_p = load_profile(base) if base else None
         prof_name = name or (base_p.name if base_p else output.stem)
-        res = fit_profile(meas, name=prof_name, base=base_p, holdout=holdout, peak_tflops=peak_tflops,
-                          max_segments=max_segments, min_sizes=min_sizes,
-                          files=[str(p) for p in measurements], ci=ci, seed=seed)
+        with progress("fitting the profile"):
+            res = fit_profile(meas, name=prof_name, base=base_p, holdout=holdout, peak_tflops=peak_tflops,
+                              max_segments=max_segments, min_sizes=min_sizes,
+                              files=[str(p) for p in measurements], ci=ci, seed=seed)
+        _check_fitted(res, meas, base_p)
         if topology is not None:
             from clustersim.topology import load_cluster
 
@@ -93,24 +162,9 @@ def fit_cmd(
     if json_out:
         print_json(res.profile.model_dump(mode="json"))
         return
-    from rich.table import Table
-
-    table = Table(title=f"profile {res.profile.name} -> {output}")
-    for col in ("op", "ranks", "scope", "mode", "regime", "alpha us (95% CI)", "algbw GB/s (95% CI)", "points"):
-        table.add_column(col)
-    from clustersim.units import format_bytes
-
-    new = {(e.op, e.ranks, e.scope, e.mode) for e in res.profile.collectives}
-    for e in res.profile.collectives:
-        if (e.op, e.ranks, e.scope, e.mode) not in new:
-            continue
-        for s in e.segments:
-            rng = f"{format_bytes(s.size_min_bytes)} - {format_bytes(s.size_max_bytes) if s.size_max_bytes else 'inf'}"
-            a_ci = f" [{s.alpha_ci_us[0]:.3g}, {s.alpha_ci_us[1]:.3g}]" if s.alpha_ci_us else ""
-            b_ci = f" [{s.algbw_ci_GBps[0]:.4g}, {s.algbw_ci_GBps[1]:.4g}]" if s.algbw_ci_GBps else ""
-            table.add_row(e.op, str(e.ranks), str(e.scope), e.mode, rng, f"{s.alpha_us:.3g}{a_ci}",
-                          f"{s.algbw_GBps:.4g}{b_ci}", str(s.points))
-    console.print(table)
+    before = [e.model_dump(mode="json") for e in base_p.collectives] if base_p is not None else []
+    _print_entries([e for e in res.profile.collectives if e.model_dump(mode="json") not in before],
+                   f"profile {res.profile.name} -> {output}")
     c = res.profile.compute
     console.print(f"links: {', '.join(f'{k}: {v.latency_us:.3g} us, {_link_bw(v)}' for k, v in res.profile.links.items()) or 'none'}")
     if meas.of("gemm"):
@@ -132,7 +186,8 @@ def report_cmd(
     measurements: list[Path] = typer.Argument(..., help="JSON-lines files (Contract 3) with the held-out measurements."),
     profile: str = typer.Option(..., "--profile", "-p", help="Fitted profile (file or shipped name)."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Folder for PNG plots, summary.md and report.json."),
-    holdout: str = typer.Option("odd", "--holdout", help="Which sizes were held out of the fit: odd, even or none (in-sample)."),
+    holdout: str = typer.Option("auto", "--holdout", help="Which sizes were held out of the fit: odd, even, none "
+                                "(in-sample) or auto (what the profile says it was fitted with; none when it says nothing)."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as one JSON document."),
     transfer: bool = typer.Option(False, "--transfer", help="Also run the link model's size check (fit every other "
                                   "size, predict the rest) and scale check (fit some rank counts, predict the others)."),
@@ -145,7 +200,11 @@ def report_cmd(
 ) -> None:
     """Compare a fitted profile with held-out measurements (table, plots, Markdown).
 
-    Example: clustersim calibrate report m.jsonl --profile p.yaml -o report/ --holdout odd
+    Examples:
+
+      clustersim calibrate report m.jsonl --profile p.yaml -o report/
+
+      clustersim calibrate fit m.jsonl -o p.yaml --holdout odd; clustersim calibrate report m.jsonl --profile p.yaml
     """
     from clustersim.calibration.fit import load_profile, read_measurements
     from clustersim.calibration.report import evaluate, write_outputs
@@ -157,11 +216,15 @@ def report_cmd(
             raise ClusterSimError("no collective measurements in the given files"
                                   + (f" ({len(meas.skipped)} line(s) skipped)" if meas.skipped else ""))
         fitted = re.search(r"holdout=(\w+)", prof.source.notes or "")
+        if holdout == "auto":  # the same split `calibrate fit` used (its default: none, in-sample)
+            holdout = fitted.group(1) if fitted else "none"
         if fitted and fitted.group(1) != holdout and holdout != "none":
             _warn(f"the profile says it was fitted with {fitted.group(1)!r} held out, "
                   f"the report uses --holdout {holdout}: some 'held-out' points may have been fitted on")
-        rep = evaluate(meas.rows, prof, holdout=holdout)
-        written = write_outputs(rep, output) if output is not None else []
+        with progress("comparing the profile with the measurements") as update:
+            rep = evaluate(meas.rows, prof, holdout=holdout)
+            update(f"writing plots to {output}")
+            written = write_outputs(rep, output) if output is not None else []
     except ClusterSimError as exc:
         fail(exc)
         return

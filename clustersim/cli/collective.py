@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from clustersim.cli.common import max_events_option, max_memory_option
 from clustersim.errors import ClusterSimError
 
 app = typer.Typer(help="collective commands.", no_args_is_help=True, add_completion=False)
@@ -51,6 +52,11 @@ def run_collective_command(op: str, topology: str, gpus: int | None, nodes: int 
     from clustersim.units import parse_size, parse_size_range
 
     check_op(op)
+    if op == "barrier":
+        # a barrier moves no data: a size would be silently dropped, so only 0 (or none) is accepted
+        if sizes is not None or (size is not None and parse_size(size) != 0):
+            raise ClusterSimError("a barrier moves no data; leave out --size and --sizes", field="size")
+        size = "0"
     if (size is None) == (sizes is None):
         raise ClusterSimError("give exactly one of --size S or --sizes START:END[:xF]", field="size")
     if gpus is not None and nodes is not None:
@@ -59,6 +65,12 @@ def run_collective_command(op: str, topology: str, gpus: int | None, nodes: int 
         raise ClusterSimError(f"--fidelity must be analytical or flow, got {fidelity!r}", field="fidelity")
     size_list = [parse_size(size)] if size is not None else parse_size_range(sizes)
     cluster = load_cluster(topology, nodes=nodes, gpus=gpus)
+    if fidelity == "flow":
+        from clustersim.budget import FLOW_EVENTS_PER_RANK, check_events
+
+        # each size is one discrete-event simulation whose flows grow with the ranks
+        check_events(len(size_list) * cluster.n_gpus * FLOW_EVENTS_PER_RANK,
+                     f"{len(size_list)} size(s) at flow fidelity on {cluster.n_gpus:,} GPUs", field="sizes")
     prof = load_profile_for(cluster, profile)
     kw = dict(nvls=_onoff(nvls, "nvls"), p2p=_onoff(p2p, "p2p"), gdr=_onoff(gdr, "gdr"))
     n = cluster.n_gpus
@@ -169,8 +181,12 @@ def plot_busbw(rows: list[dict], path: str, measured: str | None = None) -> Path
     out = Path(path)
     if out.parent and not out.parent.exists():
         raise ClusterSimError("folder does not exist", file=str(out.parent))
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
+    try:
+        fig.savefig(out, dpi=120)
+    except (OSError, ValueError) as exc:  # read-only folder, full disk, unknown image suffix
+        raise ClusterSimError(f"cannot write the plot: {getattr(exc, 'strerror', None) or exc}", file=str(out)) from None
+    finally:
+        plt.close(fig)
     return out
 
 
@@ -197,15 +213,18 @@ def register(root: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print one JSON document."),
         plot: str = typer.Option(None, "--plot", help="Write busbw vs size to this PNG."),
         measured: str = typer.Option(None, "--measured", help="nccl-tests log to overlay on --plot."),
+        max_memory: str = max_memory_option(),
+        max_events: int = max_events_option(),
     ) -> None:
-        from clustersim.cli.common import console, print_json
+        from clustersim.cli.common import budget, console, print_json, progress
 
         if measured and not plot:
             raise ClusterSimError("--measured needs --plot FILE.png", field="measured")
-        rows = run_collective_command(op, topology, gpus, nodes, size, sizes, algorithm, protocol, nvls, p2p, gdr,
-                                      profile, fidelity)
-        if plot:
-            plot_busbw(rows, plot, measured)
+        with budget(max_memory, max_events), progress(f"{op} on {topology} ({fidelity})"):
+            rows = run_collective_command(op, topology, gpus, nodes, size, sizes, algorithm, protocol, nvls, p2p,
+                                          gdr, profile, fidelity)
+            if plot:
+                plot_busbw(rows, plot, measured)
         if as_json:
             print_json(rows[0] if size is not None else rows)
             return

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import sys
-from typing import Any
+from typing import Any, Callable, Iterator, Optional
+
+import typer
 
 from rich.console import Console
 from rich.markup import escape
@@ -46,3 +49,57 @@ def fail(exc: ClusterSimError) -> None:
     """Report a user error on stderr and exit with status 2."""
     err_console.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False, markup=True, soft_wrap=True)
     raise SystemExit(2)
+
+
+MAX_MEMORY_HELP = ("Refuse work whose estimated memory exceeds this (default 4GiB; e.g. 16GiB). Counts are "
+                   "checked against it before anything is built.")
+MAX_EVENTS_HELP = "Refuse simulations estimated to need more events than this (default 2000000)."
+
+
+def max_memory_option() -> Any:
+    """The ``--max-memory SIZE`` option (see :mod:`clustersim.budget`)."""
+    return typer.Option(None, "--max-memory", help=MAX_MEMORY_HELP)
+
+
+def max_events_option() -> Any:
+    """The ``--max-events N`` option (see :mod:`clustersim.budget`)."""
+    return typer.Option(None, "--max-events", help=MAX_EVENTS_HELP)
+
+
+@contextlib.contextmanager
+def budget(max_memory: Optional[str], max_events: Optional[int]) -> Iterator[None]:
+    """Run a command body under the limits its options give (:func:`clustersim.budget.limits`)."""
+    from clustersim.budget import limits
+    from clustersim.units import parse_size
+
+    mem = None
+    if max_memory is not None:
+        try:
+            mem = parse_size(max_memory)
+        except ClusterSimError as exc:
+            raise ClusterSimError(exc.reason, field="--max-memory") from None
+        if mem <= 0:
+            raise ClusterSimError("must be > 0", field="--max-memory")
+    if max_events is not None and max_events <= 0:
+        raise ClusterSimError("must be > 0", field="--max-events")
+    with limits(max_memory=mem, max_events=max_events):
+        yield
+
+
+@contextlib.contextmanager
+def progress(message: str, console: Console | None = None) -> Iterator[Callable[[str], None]]:
+    """A spinner with the elapsed time on stderr while a long command runs, only when stderr is a terminal.
+
+    Yields a function that replaces the message (``update("writing plots")``). Piped or
+    redirected stderr, and the tests' runners, get nothing, so outputs stay clean.
+    """
+    con = console or err_console
+    if not con.is_terminal:
+        yield lambda _msg: None
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=con,
+                  transient=True) as bar:
+        task = bar.add_task(message, total=None)
+        yield lambda msg: bar.update(task, description=msg)

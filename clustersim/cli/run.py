@@ -12,7 +12,7 @@ from typing import Optional
 
 import typer
 
-from clustersim.cli.common import console, print_json
+from clustersim.cli.common import budget, console, max_events_option, max_memory_option, print_json, progress
 
 app = typer.Typer(help="run commands.", no_args_is_help=True, add_completion=False)
 
@@ -143,6 +143,8 @@ def register(root: typer.Typer) -> None:
         full: bool = typer.Option(False, "--full", help="Simulate every data-parallel replica (no symmetry reduction)."),
         html: Optional[Path] = typer.Option(None, "--html", help="Write a standalone HTML report (timeline, breakdown, memory, links)."),
         band: bool = typer.Option(False, "--band", help="Also simulate at the profile's 95% confidence bounds and report the step-time band."),
+        max_memory: Optional[str] = max_memory_option(),
+        max_events: Optional[int] = max_events_option(),
     ) -> None:
         """Simulate one training step of a scenario: step time, throughput, MFU, breakdown, memory, links.
 
@@ -162,8 +164,9 @@ def register(root: typer.Typer) -> None:
 
         if fidelity is not None and fidelity not in ("flow", "analytical"):
             raise ClusterSimError(f"--fidelity must be flow or analytical, not {fidelity!r}", field="--fidelity")
-        res, lo_hi = run_and_write(scenario, fidelity=fidelity, overrides=set_ or [], reduced=not full,
-                                   trace_path=trace, html_path=html, band=band)
+        with budget(max_memory, max_events), progress(f"simulating {scenario}"):
+            res, lo_hi = run_and_write(scenario, fidelity=fidelity, overrides=set_ or [], reduced=not full,
+                                       trace_path=trace, html_path=html, band=band)
         d = res.to_dict()
         if lo_hi is not None:
             d["step_time_band_s"] = list(lo_hi)

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from clustersim.cli.common import console, print_json
+from clustersim.cli.common import budget, max_events_option, max_memory_option, print_json
 from clustersim.errors import ClusterSimError
 
 
@@ -19,6 +19,8 @@ def register(root: typer.Typer) -> None:
         scenario: Path = typer.Argument(..., help="Scenario YAML file."),
         set_: Optional[list[str]] = typer.Option(None, "--set", help="Override a field: --set parallelism.tp=2 (repeatable)."),
         as_json: bool = typer.Option(False, "--json", help="Print the resolved scenario as one JSON document."),
+        max_memory: Optional[str] = max_memory_option(),
+        max_events: Optional[int] = max_events_option(),
     ) -> None:
         """Validate a scenario and print it with every default filled in.
 
@@ -30,17 +32,20 @@ def register(root: typer.Typer) -> None:
         """
         from clustersim.simulate.resolve import resolve_scenario
 
-        resolved = resolve_scenario(scenario, overrides=set_ or [])
+        with budget(max_memory, max_events):
+            resolved = resolve_scenario(scenario, overrides=set_ or [])
         data = resolved.scenario.model_dump(mode="json")
         data["_resolved"] = {"topology_file": str(resolved.topology_file), "profile_file": str(resolved.profile_file),
                              "gpus": resolved.cluster.n_gpus, "nodes": resolved.cluster.n_hosts}
         if as_json:
             print_json(data)
         else:
+            import sys
+
             import yaml
 
-            console.print(f"[green]valid[/]: {scenario}", highlight=False)
-            console.print(yaml.safe_dump(data, sort_keys=False), highlight=False, markup=False)
+            # plain stdout, not rich: rich wraps long lines at the terminal width, which breaks the YAML
+            sys.stdout.write(f"# valid: {str(scenario).replace(chr(10), ' ')}\n" + yaml.safe_dump(data, sort_keys=False, width=2**16))
 
     @root.command("schema")
     def schema_cmd(kind: str = typer.Argument("scenario", help="scenario | topology | profile | study")) -> None:

@@ -7,7 +7,9 @@ from typing import Optional
 
 import typer
 
-from clustersim.cli.common import console, err_console, print_json
+from rich.markup import escape
+
+from clustersim.cli.common import budget, console, err_console, max_events_option, max_memory_option, print_json
 from clustersim.errors import ClusterSimError
 
 app = typer.Typer(
@@ -84,6 +86,8 @@ def show(
     nodes: Optional[int] = typer.Option(None, "--nodes", help="Replicate the node preset N times on its fabric."),
     gpus: Optional[int] = typer.Option(None, "--gpus", help="Use the first N GPUs as ranks."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (summary plus every directed link)."),
+    max_memory: Optional[str] = max_memory_option(),
+    max_events: Optional[int] = max_events_option(),
 ) -> None:
     """Summarise a topology: GPUs, hosts, GPU model, NVLink capacity per GPU, NICs, links by kind.
 
@@ -97,10 +101,12 @@ def show(
     """
     from clustersim.units import format_bandwidth
 
-    c = _load(topology, nodes, gpus)
-    s = c.summary()
+    with budget(max_memory, max_events):
+        c = _load(topology, nodes, gpus)
+        s = c.summary()
+        if as_json:
+            s["links"] = _links_json(c)  # builds the device graph (checked against --max-memory)
     if as_json:
-        s["links"] = _links_json(c)
         s["nvlink_bandwidth_Bps_by_gpu"] = {
             g: float(sum(d["bandwidth"] for _, _, d in c.graph.out_edges(g, data=True) if d["kind"] == "nvlink"))
             for g in c.gpus
@@ -138,6 +144,8 @@ def draw(
     topology: str = typer.Argument(..., help="Shipped topology name or a YAML path."),
     output: Path = typer.Option(..., "-o", "--output", help="Image file to write (.png, .svg, .pdf)."),
     nodes: Optional[int] = typer.Option(None, "--nodes", help="Replicate the node preset N times."),
+    max_memory: Optional[str] = max_memory_option(),
+    max_events: Optional[int] = max_events_option(),
 ) -> None:
     """Draw one node's devices and links, with a summary of the fabric for clusters.
 
@@ -149,10 +157,11 @@ def draw(
     """
     from clustersim.topology.draw import draw_cluster
 
-    c = _load(topology, nodes, None)
     if output.suffix.lower() not in (".png", ".svg", ".pdf"):
         raise ClusterSimError("output must end in .png, .svg or .pdf", field="--output")
-    draw_cluster(c, output)
+    with budget(max_memory, max_events):
+        c = _load(topology, nodes, None)
+        draw_cluster(c, output)
     err_console.print(f"wrote {output}", highlight=False)
 
 
@@ -186,7 +195,9 @@ def import_(
         raise ClusterSimError("must be > 0", field="--nic-gbps")
     data, warns = import_file(file, name=name, gpu=gpu, nic_speed_Gbps=nic_gbps)
     for w in warns:
-        err_console.print(f"[yellow]warning:[/] {w}", highlight=False)
+        loud = "ASSUMED" in w  # a guessed GPU model changes every compute prediction: say it apart
+        err_console.print(f"[bold red]warning:[/] [bold]{escape(w)}[/]" if loud else f"[yellow]warning:[/] {escape(w)}",
+                          highlight=False, soft_wrap=True)
     text = to_yaml(data)
     if output is None:
         import sys

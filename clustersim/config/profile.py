@@ -14,15 +14,22 @@ collective entry and falls back to the link-class model.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
-from clustersim.config.base import StrictModel
+from clustersim.config.base import StrictModel, bounded
 
 Pos = Annotated[float, Field(gt=0)]
 NonNeg = Annotated[float, Field(ge=0)]
-Interval = tuple[float, float]
+
+
+def _pair_from_list(value: Any) -> Any:
+    # YAML has no tuples: a two-item list is the file's spelling of an interval (the items stay strict floats)
+    return tuple(value) if isinstance(value, list) else value
+
+
+Interval = Annotated[tuple[float, float], BeforeValidator(_pair_from_list)]
 
 OP_NAMES = ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
             "scatter", "gather", "send_recv", "barrier")
@@ -141,7 +148,7 @@ class CollectiveEntry(StrictModel):
     algorithm: str | None = Field(None, description="ring, tree, nvls, ... or null for 'whatever NCCL chose'.")
     protocol: Literal["ll", "ll128", "simple"] | None = Field(
         None, description="NCCL protocol (NCCL_PROTO) the entry was measured with; null for 'whatever NCCL chose'.")
-    ranks: int | None = Field(None, gt=0, description="Rank count; null matches any.")
+    ranks: bounded("gpus") | None = Field(None, description="Rank count; null matches any.")
     scope: Literal["intra", "inter"] | None = Field(None, description="intra: one node; inter: several nodes.")
     mode: Literal["nccl", "eager", "framework"] = Field(
         "nccl", description="nccl: library-level time (nccl-tests, CUDA-graph replay); eager: back-to-back "

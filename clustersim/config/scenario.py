@@ -15,10 +15,20 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from clustersim.config.base import StrictModel
+from clustersim.budget import check_events, check_memory, events_bytes, job_events, transformer_events
+from clustersim.config.base import StrictModel, bounded
 from clustersim.errors import ClusterSimError
+from clustersim.units import parse_size
 
-PosInt = Annotated[int, Field(gt=0)]
+# Counts that scale work, each with its bound (clustersim.budget.BOUNDS: the value and the reason)
+GPUs = bounded("gpus")
+Nodes = bounded("nodes")
+Layers = bounded("layers")
+Width = bounded("model width")
+Heads = bounded("heads")
+Experts = bounded("experts")
+SeqLen = bounded("seq_len")
+Batch = bounded("global_batch")
 Dtype = Literal["fp32", "bf16", "fp16", "fp8"]
 
 
@@ -26,8 +36,8 @@ class ScenarioClusterSection(StrictModel):
     """The ``cluster:`` section of a scenario: which hardware the scenario runs on."""
 
     topology: str = Field(description="Shipped topology name (hgx-h200) or a path, resolved against the scenario's folder, then the cwd.")
-    gpus: PosInt | None = Field(None, description="Use the first N GPUs of the topology (default: all).")
-    nodes: PosInt | None = Field(None, description="Replicate the node preset N times on the topology's fabric (clusters).")
+    gpus: GPUs | None = Field(None, description="Use the first N GPUs of the topology (default: all).")
+    nodes: Nodes | None = Field(None, description="Replicate the node preset N times on the topology's fabric (clusters).")
     profile: str | None = Field(None, description="Calibration profile file or shipped name; default: the topology's default profile.")
     nvls: bool | None = Field(None, description="In-network reduction on NVSwitch/SHARP: true, false, or null (the profile decides).")
     p2p: bool = Field(True, description="GPU peer-to-peer over NVLink/PCIe; false stages through host memory.")
@@ -37,12 +47,12 @@ class ScenarioClusterSection(StrictModel):
 class MoESection(StrictModel):
     """Mixture-of-experts MLPs (``model.moe``): routed experts, optional shared experts, and which layers have them."""
 
-    experts: PosInt = Field(description="Routed experts per MoE layer.")
-    top_k: PosInt = Field(description="Experts each token is sent to.")
-    expert_ffn_hidden: PosInt = Field(description="Inner width of one expert's MLP (same activation as model.mlp).")
-    shared_experts: int = Field(0, ge=0, description="Always-active experts per MoE layer (a dense MLP of shared_experts*expert_ffn_hidden, TP-split).")
-    moe_every: PosInt = Field(1, description="Every n-th layer (after first_dense_layers) is MoE; 1 = all of them.")
-    first_dense_layers: int = Field(0, ge=0, description="Leading layers that keep the dense MLP (model.ffn_hidden).")
+    experts: Experts = Field(description="Routed experts per MoE layer.")
+    top_k: Experts = Field(description="Experts each token is sent to.")
+    expert_ffn_hidden: Width = Field(description="Inner width of one expert's MLP (same activation as model.mlp).")
+    shared_experts: bounded("experts", minimum=0) = Field(0, description="Always-active experts per MoE layer (a dense MLP of shared_experts*expert_ffn_hidden, TP-split).")
+    moe_every: Layers = Field(1, description="Every n-th layer (after first_dense_layers) is MoE; 1 = all of them.")
+    first_dense_layers: bounded("layers", minimum=0) = Field(0, description="Leading layers that keep the dense MLP (model.ffn_hidden).")
     capacity_factor: float | None = Field(None, gt=0, description="Tokens an expert takes, as a multiple of the mean load; null = dropless.")
     router_skew: float = Field(0.0, ge=0, description="Zipf exponent of expert popularity (seeded by simulation.seed); 0 = uniform routing.")
 
@@ -57,13 +67,13 @@ class ModelSection(StrictModel):
     """A decoder-only transformer. ``preset`` fills every field; explicit fields override it."""
 
     preset: str | None = Field(None, description="gpt3-175b | llama3-8b | llama3-70b | llama3-405b | gpt-1b | ... (see clustersim.config.presets).")
-    layers: PosInt | None = Field(None, description="Transformer layers.")
-    hidden: PosInt | None = Field(None, description="Model width h.")
-    heads: PosInt | None = Field(None, description="Attention (query) heads.")
-    kv_heads: PosInt | None = Field(None, description="Key/value heads (GQA); default = heads.")
-    ffn_hidden: PosInt | None = Field(None, description="MLP inner width; default 4*hidden.")
-    vocab: PosInt | None = Field(None, description="Vocabulary size.")
-    seq_len: PosInt | None = Field(None, description="Sequence length in tokens.")
+    layers: Layers | None = Field(None, description="Transformer layers.")
+    hidden: Width | None = Field(None, description="Model width h.")
+    heads: Heads | None = Field(None, description="Attention (query) heads.")
+    kv_heads: Heads | None = Field(None, description="Key/value heads (GQA); default = heads.")
+    ffn_hidden: Width | None = Field(None, description="MLP inner width; default 4*hidden.")
+    vocab: Width | None = Field(None, description="Vocabulary size.")
+    seq_len: SeqLen | None = Field(None, description="Sequence length in tokens.")
     mlp: Literal["gelu", "swiglu"] | None = Field(None, description="gelu: two matrices; swiglu: three.")
     norm: Literal["layernorm", "rmsnorm"] | None = Field(None, description="Normalisation layers.")
     bias: bool | None = Field(None, description="Linear layers carry biases.")
@@ -111,8 +121,8 @@ class PrecisionSection(StrictModel):
 class TrainingSection(StrictModel):
     """Batch, optimizer and memory-saving settings."""
 
-    global_batch: PosInt = Field(8, description="Sequences per optimizer step (all DP replicas together).")
-    micro_batch: PosInt = Field(1, description="Sequences per forward/backward pass on one rank.")
+    global_batch: Batch = Field(8, description="Sequences per optimizer step (all DP replicas together).")
+    micro_batch: Batch = Field(1, description="Sequences per forward/backward pass on one rank.")
     optimizer: Literal["adamw", "sgd"] = Field("adamw", description="adamw keeps two moments per parameter; sgd none (no momentum).")
     recompute: Literal["none", "selective", "full"] = Field("none", description="Activation recomputation.")
     precision: PrecisionSection = Field(default_factory=PrecisionSection)
@@ -120,37 +130,44 @@ class TrainingSection(StrictModel):
         "fused", description="fused: one kernel per RoPE, SwiGLU and masked softmax, native GQA (Megatron-LM, "
         "Transformer Engine, compiled code); none: the separate PyTorch eager kernels (calibrate/train_gpt.py): "
         "RoPE as neg/cat/mul/add, silu then mul, repeat_interleave of k and v, scale/masked_fill/softmax.")
-    steps: PosInt = Field(1, description="Optimizer steps to simulate (the report is per step).")
+    steps: bounded("steps") = Field(1, description="Optimizer steps to simulate (the report is per step).")
 
 
 class ParallelismSection(StrictModel):
     """Degrees of parallelism and how they are scheduled (dp*tp*pp*ep*cp = GPUs)."""
 
-    dp: PosInt = Field(1, description="Data-parallel replicas.")
-    tp: PosInt = Field(1, description="Tensor-parallel degree (Megatron column/row split).")
-    pp: PosInt = Field(1, description="Pipeline stages.")
-    ep: PosInt = Field(1, description="Expert-parallel degree (needs model.moe). Megatron-Core convention: EP is carved "
+    dp: GPUs = Field(1, description="Data-parallel replicas.")
+    tp: GPUs = Field(1, description="Tensor-parallel degree (Megatron column/row split).")
+    pp: GPUs = Field(1, description="Pipeline stages.")
+    ep: GPUs = Field(1, description="Expert-parallel degree (needs model.moe). Megatron-Core convention: EP is carved "
                        "out of the dp*tp ranks of a pipeline stage and does not multiply the GPU count; expert "
                        "data parallel = dp*tp/(ep*expert_tp).")
-    expert_tp: PosInt = Field(1, description="Tensor-parallel degree inside each expert (splits expert_ffn_hidden).")
+    expert_tp: GPUs = Field(1, description="Tensor-parallel degree inside each expert (splits expert_ffn_hidden).")
     ep_dispatcher: Literal["alltoall", "allgather"] = Field(
         "alltoall", description="Token dispatch/combine: all-to-all over the EP group, or all-gather then reduce-scatter.")
     ep_comm_overlap: bool = Field(False, description="MoE batch-level overlap (Megatron-Core >= 0.14 --overlap-moe-expert-parallel-comm): "
                                   "each layer's EP dispatch/combine runs beside the attention and shared-expert compute of "
                                   "another micro-batch; modelled as hidden behind the same amount of the layer's own dense compute.")
-    cp: PosInt = Field(1, description="Context parallelism (not yet simulated).")
+    cp: GPUs = Field(1, description="Context parallelism (not yet simulated).")
     sequence_parallel: bool = Field(False, description="With tp > 1: norms/dropout split along the sequence (RS/AG instead of AR).")
     tp_comm_overlap: bool = Field(False, description="With tp > 1 and sequence_parallel: each TP all-gather/reduce-scatter "
                                   "runs beside the GEMM it feeds or drains (Megatron-Core --tp-comm-overlap, TE userbuffers).")
     vocab_parallel: bool = Field(True, description="With tp > 1: embedding and LM head split across TP ranks; false replicates them.")
     zero: Literal[0, 1, 2, 3] = Field(0, description="0 = DDP, 1 = shard optimizer states, 2 = + gradients, 3 = + parameters (FSDP).")
     schedule: Literal["gpipe", "1f1b", "interleaved"] = Field("1f1b", description="Pipeline schedule.")
-    virtual_stages: PosInt = Field(1, description="Model chunks per pipeline rank (interleaved schedule).")
-    ddp_bucket_mb: float = Field(25.0, gt=0, description="DDP gradient bucket size in MB (PyTorch default 25).")
+    virtual_stages: Layers = Field(1, description="Model chunks per pipeline rank (interleaved schedule).")
+    ddp_bucket_mb: float = Field(25.0, gt=0, le=1e9, description="DDP gradient bucket size in MB (PyTorch default 25).")
     dp_overlap: bool = Field(True, description="DDP / ZeRO-1/2: gradient reduction bucket by bucket during the backward (PyTorch DDP, "
                              "Megatron --overlap-grad-reduce); false: all buckets after the whole backward (Megatron "
                              "before --overlap-grad-reduce, most published A100 runs).")
     order: str = Field("tp-cp-ep-dp-pp", description="Rank layout, innermost first: tp ranks are adjacent (same node), pp outermost.")
+
+    @field_validator("zero", mode="before")
+    @classmethod
+    def _zero_not_bool(cls, v: Any) -> Any:
+        if isinstance(v, bool):  # a Literal of ints would take true as 1
+            raise ValueError(f"must be 0, 1, 2 or 3, got {str(v).lower()} (a boolean)")
+        return v
 
     @field_validator("order")
     @classmethod
@@ -188,6 +205,15 @@ class CollectivePhase(StrictModel):
     algorithm: str = Field("auto")
     protocol: str = Field("auto")
 
+    @field_validator("size")
+    @classmethod
+    def _size(cls, v: str | int) -> str | int:
+        try:
+            parse_size(v)
+        except ClusterSimError as exc:
+            raise ValueError(exc.reason) from None
+        return v
+
 
 class Phase(StrictModel):
     """One step of a generic job; runs on every rank (or on ``ranks``) ``repeat`` times."""
@@ -196,8 +222,8 @@ class Phase(StrictModel):
     compute: ComputePhase | None = None
     collective: CollectivePhase | None = None
     host_seconds: float | None = Field(None, ge=0, description="Host-side time (launch, init, I/O) during which the GPU idles.")
-    repeat: PosInt = 1
-    ranks: list[int] | None = Field(None, description="Ranks that run this phase (default: all).")
+    repeat: bounded("repeat") = 1
+    ranks: list[Annotated[int, Field(ge=0)]] | None = Field(None, description="Ranks that run this phase (default: all).")
 
     @model_validator(mode="after")
     def _one(self) -> "Phase":
@@ -210,8 +236,8 @@ class Phase(StrictModel):
 class JobSection(StrictModel):
     """A generic job: per-rank phases instead of a transformer model."""
 
-    ranks: PosInt | None = Field(None, description="Ranks (GPUs) taking part; default: all GPUs of the cluster.")
-    iterations: PosInt = Field(1, description="Times the whole phase list runs.")
+    ranks: GPUs | None = Field(None, description="Ranks (GPUs) taking part; default: all GPUs of the cluster.")
+    iterations: bounded("iterations") = Field(1, description="Times the whole phase list runs.")
     samples_per_iteration: float | None = Field(None, gt=0, description="For throughput reporting (samples/s).")
     phases: list[Phase] = Field(min_length=1)
 
@@ -220,7 +246,7 @@ class SimulationSection(StrictModel):
     """How to simulate."""
 
     fidelity: Literal["flow", "analytical"] = Field("flow", description="flow: discrete-event with link sharing; analytical: closed forms.")
-    seed: int = Field(0, description="Seed for any randomness (none in the default models).")
+    seed: int = Field(0, ge=0, description="Seed for any randomness (none in the default models).")
 
 
 class LinkSelector(StrictModel):
@@ -376,3 +402,31 @@ def check_world_size(scenario: Scenario, n_gpus: int, file: str | None = None) -
             file=file, field="parallelism")
     if scenario.job is not None and scenario.job.ranks is not None and scenario.job.ranks > n_gpus:
         raise ClusterSimError(f"job.ranks ({scenario.job.ranks}) exceeds the GPU count ({n_gpus})", file=file, field="job.ranks")
+
+
+def estimate_events(scenario: Scenario, n_gpus: int, *, reduced: bool = True) -> float:
+    """Simulated events of one step (transformer) or one run (job), estimated from the counts alone.
+
+    ``reduced``: the symmetry reduction (one data-parallel replica simulated); ZeRO-3 always uses it.
+    See :func:`clustersim.budget.transformer_events` and :func:`clustersim.budget.job_events`.
+    """
+    if scenario.model is not None:
+        par = scenario.parallelism
+        return transformer_events(layers=scenario.model.layers, micro_batches=scenario.micro_batches, pp=par.pp,
+                                  virtual_stages=par.virtual_stages, tp=par.tp,
+                                  pipelines=1 if (reduced or par.zero == 3) else par.dp, zero=par.zero,
+                                  recompute_full=scenario.training.recompute == "full")
+    job = scenario.job
+    n = job.ranks or n_gpus
+    items = sum(ph.repeat * (len(ph.ranks) if ph.ranks is not None else n) for ph in job.phases)
+    return job_events(iterations=job.iterations, phase_items=items)
+
+
+def check_work(scenario: Scenario, n_gpus: int, *, reduced: bool = True, file: str | None = None) -> None:
+    """Refuse, before any workload is built, a scenario over the event or memory budget (:mod:`clustersim.budget`)."""
+    events = estimate_events(scenario, n_gpus, reduced=reduced)
+    what = (f"{scenario.micro_batches:,} micro-batches of {scenario.model.layers:,} layers"
+            if scenario.model is not None else f"{scenario.job.iterations:,} iterations of the job's phases")
+    field = "training.global_batch" if scenario.model is not None else "job"
+    check_events(events, what, field=field, file=file)
+    check_memory(events_bytes(events), what, field=field, file=file)

@@ -33,11 +33,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from clustersim.config.base import StrictModel, load_yaml, resolve_file, validate
+from clustersim.budget import BOUNDS
+from clustersim.config.base import StrictModel, bounded, load_yaml, resolve_file, validate
 from clustersim.errors import ClusterSimError
 
 Pos = Annotated[float, Field(gt=0)]
 NonNeg = Annotated[float, Field(ge=0)]
+Devices = bounded("node devices", minimum=0)
+#: Most devices one range (``gpu[0-4095]``) may name, and most links one node may expand to.
+MAX_NODE_DEVICES = BOUNDS["node devices"][0]
+MAX_NODE_LINKS = BOUNDS["node links"][0]
 
 LinkKind = Literal["nvlink", "pcie", "infiniband", "ethernet", "cpu-interconnect"]
 NODE_KINDS = ("gpu", "nvswitch", "pcie_switch", "cpu", "nic", "switch")
@@ -67,13 +72,13 @@ class GPUSpec(StrictModel):
 
     name: str = Field(description="Catalogue name, e.g. 'H100-SXM'.")
     vendor_name: str | None = Field(None, description="Name as nvidia-smi prints it, e.g. 'NVIDIA H100 80GB HBM3'.")
-    sm: int = Field(description="Compute capability x10 (80 Ampere, 90 Hopper, 100 Blackwell); picks NCCL constants.")
+    sm: int = Field(ge=10, le=10_000, description="Compute capability x10 (80 Ampere, 90 Hopper, 100 Blackwell); picks NCCL constants.")
     peak_tflops: dict[Literal["bf16", "fp16", "fp8", "tf32", "fp32"], Pos] = Field(
         description="Dense peak TFLOP/s per data type (fp32 = non-tensor FP32)."
     )
     hbm_GB: Pos = Field(description="HBM capacity in GB (1e9 bytes) as the datasheet quotes it.")
     hbm_bandwidth_GBps: Pos = Field(description="HBM bandwidth in GB/s (datasheet).")
-    nvlink_generation: int | None = Field(None, description="NVLink generation (3 A100, 4 H100/H200, 5 B200/GB200).")
+    nvlink_generation: int | None = Field(None, ge=1, le=1000, description="NVLink generation (3 A100, 4 H100/H200, 5 B200/GB200).")
     tdp_W: float | None = Field(None, gt=0, description="Board power limit (W, datasheet max TDP); sustained "
                                 "clocks of compute-bound kernels depend on it (compute transfer).")
     sm_count: int | None = Field(None, gt=0, description="Streaming multiprocessors enabled on the part (wave "
@@ -211,12 +216,17 @@ def expand_devices(text: str) -> list[str]:
                 raise ValueError(f"bad range in {text!r}") from None
             if hi < lo:
                 raise ValueError(f"empty range {part!r} in {text!r}")
+            if hi - lo + 1 + len(out) > MAX_NODE_DEVICES:
+                raise ValueError(f"range {text!r} names {hi - lo + 1 + len(out):,} devices; the bound is "
+                                 f"{MAX_NODE_DEVICES:,} ({BOUNDS['node devices'][1]})")
             out.extend(range(lo, hi + 1))
         else:
             try:
                 out.append(int(part))
             except ValueError:
                 raise ValueError(f"bad range in {text!r}") from None
+    if len(out) > MAX_NODE_DEVICES:
+        raise ValueError(f"range {text[:40]!r} names {len(out):,} devices; the bound is {MAX_NODE_DEVICES:,}")
     return [f"{prefix}{i}" for i in out]
 
 
@@ -245,7 +255,7 @@ class LinkSpec(StrictModel):
     src: str = Field(description="Device or range, e.g. 'gpu[0-7]'.")
     dst: str = Field(description="Device or range, e.g. 'nvswitch0'.")
     kind: LinkKind = Field(description="nvlink | pcie | infiniband | ethernet | cpu-interconnect.")
-    count: int = Field(1, ge=1, description="Physical links bonded together (NVLink lanes into one chip).")
+    count: bounded("node devices") = Field(1, description="Physical links bonded together (NVLink lanes into one chip).")
     bandwidth_GBps: Pos = Field(description="Per physical link, per direction, GB/s (1e9 B/s).")
     latency_us: NonNeg = Field(0.0, description="One-way latency of one traversal, microseconds.")
     mode: Literal["zip", "all", "pairs"] = "zip"
@@ -260,6 +270,10 @@ class LinkSpec(StrictModel):
     def pairs(self) -> list[tuple[str, str]]:
         """The (src, dst) device pairs this entry links."""
         a, b = expand_devices(self.src), expand_devices(self.dst)
+        n_pairs = len(a) * len(b) if self.mode == "all" else len(a) * (len(a) - 1) // 2 if self.mode == "pairs" else 0
+        if n_pairs > MAX_NODE_LINKS:
+            raise ValueError(f"mode {self.mode!r} of {len(a):,} x {len(b):,} devices makes {n_pairs:,} links; the bound "
+                             f"is {MAX_NODE_LINKS:,} ({BOUNDS['node links'][1]})")
         if self.mode == "all":
             return [(x, y) for x in a for y in b]
         if self.mode == "pairs":
@@ -290,11 +304,11 @@ def _node_error(reason: str, field: str) -> ClusterSimError:
 class NodeSpec(StrictModel):
     """The devices of one node preset and the links between them."""
 
-    gpus: int = Field(ge=1, description="GPUs per node (rank order = gpu index).")
-    nvswitches: int = Field(0, ge=0, description="NVSwitch chips.")
-    pcie_switches: int = Field(0, ge=0, description="PCIe switches.")
-    cpus: int = Field(1, ge=1, description="CPU sockets (host memory lives behind them).")
-    nics: int = Field(0, ge=0, description="Network adapters used for GPU traffic (one rail each on a rail-optimised fabric).")
+    gpus: bounded("node devices") = Field(description="GPUs per node (rank order = gpu index).")
+    nvswitches: Devices = Field(0, description="NVSwitch chips.")
+    pcie_switches: Devices = Field(0, description="PCIe switches.")
+    cpus: bounded("node devices") = Field(1, description="CPU sockets (host memory lives behind them).")
+    nics: Devices = Field(0, description="Network adapters used for GPU traffic (one rail each on a rail-optimised fabric).")
     nic_speed_Gbps: Pos | None = Field(None, description="Line rate of one NIC in Gbit/s per direction (400 = NDR, 200 = HDR).")
     nic_kind: Literal["infiniband", "ethernet"] = Field("infiniband", description="Fabric the NICs attach to.")
     nic_of_gpu: list[int] | None = Field(
@@ -336,11 +350,16 @@ class NodeSpec(StrictModel):
             return x
 
         degree: dict[str, int] = {d: 0 for d in known}
+        total = 0
         for i, ls in enumerate(self.links):
             try:
                 pairs = ls.pairs()
             except ValueError as exc:
                 raise _node_error(str(exc), f"links.{i}") from None
+            total += len(pairs)
+            if total > MAX_NODE_LINKS:
+                raise _node_error(f"the links expand to more than {MAX_NODE_LINKS:,} device pairs "
+                                  f"({BOUNDS['node links'][1]})", f"links.{i}")
             for a, b in pairs:
                 for d in (a, b):
                     if d not in known:
@@ -387,13 +406,13 @@ class FabricSpec(StrictModel):
 
     kind: Literal["fat_tree"] = "fat_tree"
     rail_optimized: bool = Field(True, description="NIC i of every node goes to the leaf switches of rail i.")
-    switch_radix: int = Field(64, ge=4, description="Ports per switch (64 Quantum-2 NDR, 40 Quantum HDR).")
+    switch_radix: bounded("node devices", minimum=4) = Field(64, description="Ports per switch (64 Quantum-2 NDR, 40 Quantum HDR).")
     tiers: Literal["auto", 1, 2, 3] = Field(
         "auto", description="Switch levels (1, 2 or 3), or 'auto' (null means the same): the fewest that hold the "
         "nodes at this radix and oversubscription, as a DGX SuperPOD grows (leaf/spine inside a group of scalable "
         "units, a core tier above once the leaves outgrow one spine layer). An explicit value is checked against "
         "the node count.")
-    oversubscription: float = Field(1.0, ge=1.0, description="Leaf down:up port ratio (2.0 = 2:1).")
+    oversubscription: float = Field(1.0, ge=1.0, le=1e6, description="Leaf down:up port ratio (2.0 = 2:1).")
     link_speed_Gbps: Pos | None = Field(None, description="Switch-to-switch cable rate; default: the NIC speed.")
     latency_us: NonNeg = Field(
         0.3, description="One-way latency per fabric link traversal incl. one switch hop; Quantum-2 port-to-port is "
@@ -422,7 +441,7 @@ class FabricSpec(StrictModel):
 class TopologyClusterSection(StrictModel):
     """The ``cluster:`` section of a topology file: replicate the node preset on a fabric."""
 
-    nodes: int = Field(1, ge=1, description="Number of node replicas.")
+    nodes: bounded("nodes") = Field(1, description="Number of node replicas.")
     fabric: FabricSpec = Field(default_factory=FabricSpec)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from clustersim.config.base import apply_overrides, load_model, load_yaml, resolve_file, validate
 from clustersim.config.profile import Profile
-from clustersim.config.scenario import Scenario, check_world_size
+from clustersim.config.scenario import Scenario, check_work, check_world_size
 from clustersim.errors import ClusterSimError
 
 # --set prefixes that change the scenario's topology or profile file instead of the scenario
@@ -159,6 +159,7 @@ def build_resolved(inputs: ScenarioInputs, check_world: bool = True) -> Resolved
         raise ClusterSimError(exc.message, file=fname, field="cluster.topology") from None
     if check_world:
         check_world_size(inputs.scenario, cluster.n_gpus, file=fname)
+        check_work(inputs.scenario, cluster.n_gpus, file=fname)  # before any workload is built
     return ResolvedScenario(inputs.scenario, inputs.file, cluster, inputs.profile, inputs.topology_file,
                             inputs.profile_file)
 

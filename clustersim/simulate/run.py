@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from clustersim.config.scenario import Scenario
+from clustersim.config.scenario import Scenario, check_work
 from clustersim.errors import ClusterSimError
 from clustersim.simulate.execute import CommCache, Timeline, breakdown, execute_analytical
 from clustersim.simulate.resolve import ResolvedScenario, resolve_scenario
@@ -240,6 +240,8 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
     t_wall = time.perf_counter()
     rs = source if isinstance(source, ResolvedScenario) else resolve_scenario(source, overrides)
     sc, cluster, profile = rs.scenario, rs.cluster, rs.profile
+    if not reduced:  # resolve_scenario checked the reduced step; every replica costs dp times that
+        check_work(sc, cluster.n_gpus, reduced=False, file=str(rs.file) if rs.file else None)
     fidelity = fidelity or sc.simulation.fidelity
     if fidelity not in ("flow", "analytical"):
         raise ClusterSimError("fidelity must be flow or analytical", field="simulation.fidelity")

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from clustersim.budget import check_bound
 from clustersim.errors import ClusterSimError
 from clustersim.sweep.study import Axis, Study
 
@@ -45,6 +46,20 @@ def render_value(value: Any) -> str:
     return text
 
 
+def axis_size(axis: Axis) -> int:
+    """Points of one axis, counted without listing them.
+
+    >>> from clustersim.sweep.study import Axis
+    >>> axis_size(Axis(grid={"a": [1, 2, 3], "b": ["x", "y"]}))
+    6
+    """
+    if axis.grid is not None:
+        return math.prod(len(v) for v in axis.grid.values())
+    if axis.zip is not None:
+        return min(len(v) for v in axis.zip.values())
+    return len(axis.points)
+
+
 def axis_points(axis: Axis) -> list[dict[str, Any]]:
     """The points of one axis, each a mapping of path to value.
 
@@ -74,6 +89,8 @@ def expand(study: Study, extra: list[str] | None = None) -> list[PointInput]:
     >>> [p.overrides for p in expand(s)]
     [['simulation.fidelity=analytical', 'cluster.gpus=1'], ['simulation.fidelity=analytical', 'cluster.gpus=2']]
     """
+    # counted before anything is listed: ten axes of ten values are 10^10 points
+    check_bound("study points", math.prod(axis_size(a) for a in study.axes), field="axes")
     base = [f"{path}={render_value(v)}" for path, v in study.set.items()]
     per_axis = [axis_points(a) for a in study.axes]
     out: list[PointInput] = []

@@ -10,6 +10,7 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 
+from clustersim.budget import check_bound, check_memory, cluster_bytes
 from clustersim.config.base import resolve_file
 from clustersim.config.topology import GPUSpec, TopologyClusterSection, TopologySpec, load_topology_spec
 from clustersim.errors import ClusterSimError
@@ -64,6 +65,11 @@ class Cluster:
             raise ClusterSimError(f"nodes must be >= 1, got {nodes}", field="nodes")
         if gpus is not None and gpus < 1:
             raise ClusterSimError(f"gpus must be >= 1, got {gpus}", field="gpus")
+        # bounds before any arithmetic or allocation that scales with them
+        if gpus is not None:
+            check_bound("gpus", gpus, field="gpus")
+        if nodes is not None:
+            check_bound("nodes", nodes, field="nodes")
         if nodes is None:
             nodes = spec.cluster.nodes if spec.cluster is not None else 1
             if gpus is not None and gpus > nodes * gpn:
@@ -75,10 +81,18 @@ class Cluster:
         if nodes > 1 and node.nics == 0:
             raise ClusterSimError(f"{spec.name} has no NICs, so it cannot be replicated over a network "
                                   f"(asked for {nodes} nodes)", field="nodes")
+        check_bound("gpus", nodes * gpn, field="nodes")
         self.n_nodes = nodes
         self.gpus_per_host = gpn
         self.template: NodeTemplate = compile_node(node)
         t = self.template
+        self.fabric: FatTree | None = None
+        if nodes > 1:  # before the link arrays: a fabric that cannot hold the nodes is refused first
+            section = spec.cluster or TopologyClusterSection(nodes=nodes)
+            self.fabric = FatTree(n_hosts=nodes, rails=node.nics, fabric=section.fabric, nic_bw=t.nic_bandwidth,
+                                  kind=node.nic_kind, first_index=t.n_groups * nodes)
+        check_memory(cluster_bytes(nodes, t.n_groups, self.fabric.n_links if self.fabric else 0),
+                     f"{nodes:,} node(s) of {spec.name} ({t.n_groups} link groups each)", field="nodes")
         # A one-item box shared by with_p2p()/with_gdr() copies, so the lazily built graph is built once.
         self._graph_box: list[nx.MultiDiGraph | None] = [None]
         ng = t.n_groups
@@ -86,11 +100,7 @@ class Cluster:
         lat = [np.tile(t.group_latency, nodes)]
         kinds = t.group_kind * nodes
         names = [f"h{h}.{n}" for h in range(nodes) for n in t.group_names]
-        self.fabric: FatTree | None = None
-        if nodes > 1:
-            section = spec.cluster or TopologyClusterSection(nodes=nodes)
-            self.fabric = FatTree(n_hosts=nodes, rails=node.nics, fabric=section.fabric, nic_bw=t.nic_bandwidth,
-                                  kind=node.nic_kind, first_index=ng * nodes)
+        if self.fabric is not None:
             fn = self.fabric.link_names(t.nic_bandwidth)
             fk = [node.nic_kind] * len(fn)
             fbw = self.fabric.bandwidth.copy()
@@ -115,6 +125,9 @@ class Cluster:
     def graph(self) -> nx.MultiDiGraph:
         """The device graph, built on first use (routing never needs it)."""
         if self._graph_box[0] is None:
+            check_memory(cluster_bytes(self.n_nodes, self.template.n_groups,
+                                       self.fabric.n_links if self.fabric else 0, graph=True),
+                         f"the device graph of {self.n_nodes:,} node(s) of {self.spec.name}", field="nodes")
             # Hundreds of thousands of small dicts: the cyclic GC would rescan them repeatedly
             # (about half the build time at 16,384 GPUs); nothing here creates cycles.
             was_enabled = gc.isenabled()

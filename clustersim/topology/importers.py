@@ -31,6 +31,7 @@ from typing import Any
 
 import yaml
 
+from clustersim.budget import MAX_YAML_BYTES
 from clustersim.config.base import validate
 from clustersim.config.topology import GPU_CATALOG, TopologySpec
 from clustersim.errors import ClusterSimError, require_file
@@ -328,13 +329,15 @@ def import_nvidia_smi(text: str, name: str = "imported", gpu: str | None = None,
                 warns.append(f"GPU model {model} taken from the nvidia-smi name in the file")
                 break
     if gpu is None:
+        # `nvidia-smi topo -m` never prints the GPU name; the NVLink count narrows it down only so far
         if counts and counts[-1] >= 18:
-            gpu = "H100-SXM"
+            gpu, alike = "H100-SXM", "H100-SXM or H200-SXM (both NV18; HBM 80 vs 141 GB, 3.35 vs 4.8 TB/s)"
         elif counts and counts[-1] == 12:
-            gpu = "A100-SXM-80GB"
+            gpu, alike = "A100-SXM-80GB", "A100-SXM-80GB or A100-SXM-40GB (both NV12)"
         else:
-            gpu = "H100-SXM"
-        warns.append(f"GPU model not in topo -m output; assumed {gpu} from the NVLink counts (pass --gpu)")
+            gpu, alike = "H100-SXM", "any GPU (no NVLink count to go by)"
+        warns.append(f"GPU model ASSUMED {gpu}: topo -m output has no GPU name and its NVLink counts fit {alike}; "
+                     f"pass --gpu (e.g. --gpu H200-SXM), or append `nvidia-smi` output (with the names) to the file")
     if gpu not in GPU_CATALOG:
         raise ClusterSimError(f"unknown GPU model {gpu!r} (known: {', '.join(GPU_CATALOG)})", field="gpu")
     sm = GPU_CATALOG[gpu].sm
@@ -453,6 +456,9 @@ def import_file(path: str | Path, name: str | None = None, gpu: str | None = Non
                 nic_speed_Gbps: float | None = None) -> tuple[dict[str, Any], list[str]]:
     """Read a topology dump of either format (detected from its content)."""
     p = require_file(path)
+    if p.stat().st_size > MAX_YAML_BYTES:  # an 8-GPU NCCL topology dump is ~20 KB
+        raise ClusterSimError(f"file of {p.stat().st_size:,} bytes exceeds the {MAX_YAML_BYTES:,}-byte limit of "
+                              "topology dumps", file=str(path))
     raw = p.read_bytes()
     if b"\x00" in raw:
         raise ClusterSimError("binary file (not a topology dump)", file=str(path))

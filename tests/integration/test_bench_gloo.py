@@ -124,7 +124,11 @@ def test_killed_run_keeps_rows_and_resumes(tmp_path: Path) -> None:
     assert sorted(r["size_bytes"] for r in coll) == [2**i for i in range(10, 24)]
     keys = [row_key(r) for r in rows]
     assert len(keys) == len(set(keys))
-    assert len({r["run_id"] for r in coll}) == 2
+    # the resumed run continues the killed run's id (same configuration): one meta and one comm_init row
+    # for it, no row left under a run id without its meta row
+    assert len({r["run_id"] for r in coll}) == 1
+    assert [r["run_id"] for r in rows if r["kind"] == "meta"] == [coll[0]["run_id"]]
+    assert len([r for r in rows if r["kind"] == "comm_init"]) == 1
 
 
 def test_row_writer_cut_row_and_reader(tmp_path: Path) -> None:

@@ -98,20 +98,36 @@ def meta_row(bench: BenchRank, init: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def write_header_rows(bench: BenchRank, init: dict[str, Any], common: dict[str, Any]) -> None:
-    """Rank 0: the ``meta`` and ``comm_init`` rows (each unless already in the file); ``common`` gets the GPU."""
+def meta_key(bench: BenchRank) -> dict[str, Any]:
+    """The identity of a run's configuration (:func:`~clustersim.calibration.jsonl.row_key` of its ``meta`` row).
+
+    Known before the meta row is made, so rank 0 can tell whether the file already holds a run of
+    this configuration (a re-run continues its run id).
+    """
+    cfg = bench.cfg
+    return {"kind": "meta", "world_size": bench.world, "nodes": bench.nodes, "device": cfg.device,
+            "backend": "nccl" if bench.cuda else "gloo", "nvls": nvls_state(cfg, bench.cuda),
+            "algorithm": os.environ.get("NCCL_ALGO"), "protocol": os.environ.get("NCCL_PROTO")}
+
+
+def write_header_rows(bench: BenchRank, init: dict[str, Any], common: dict[str, Any], *,
+                      has_meta: bool = False) -> None:
+    """Rank 0: the ``meta`` and ``comm_init`` rows; ``common`` gets the GPU.
+
+    ``has_meta``: the run id continues a run of this configuration already in the file (its
+    ``meta`` row is there, and its ``comm_init`` row unless that run was killed before it). A
+    run id without them gets both, so no row is left under a run id without its meta row.
+    """
     cfg = bench.cfg
     meta = meta_row(bench, init)
     common["gpu"] = meta.get("gpu")
     assert bench.writer is not None
     bench.writer.common["gpu"] = meta.get("gpu")
-    mkey = {"kind": "meta", "world_size": bench.world, "nodes": bench.nodes, "device": cfg.device,
-            "backend": meta["backend"], "nvls": meta["nvls"],
-            "algorithm": meta["nccl_algo"], "protocol": meta["nccl_proto"]}
-    if not bench.skip(mkey):
+    mkey = meta_key(bench)
+    if not has_meta:
         bench.emit({**meta, **{k: v for k, v in mkey.items() if k not in meta}})
     ci = {"kind": "comm_init", "ranks": bench.world, "nodes": bench.nodes, "device": cfg.device,
           "backend": "nccl" if bench.cuda else "gloo"}
-    if not bench.skip(ci):
+    if not bench.skip(ci) or not has_meta:
         bench.emit({**ci, "time_s": init["time_s"], "since_process_start_s": init["since_process_start_s"],
                     "launcher": bench.renv.launcher})

@@ -20,9 +20,9 @@ from clustersim.calibration.bench.compute import run_compute
 from clustersim.calibration.bench.config import OPS, BenchConfig, parse_gemm_shapes, quick_config, validate_config
 from clustersim.calibration.bench.plans import plan_size
 from clustersim.calibration.bench.process import BenchRank
-from clustersim.calibration.bench.rows import log, write_header_rows
+from clustersim.calibration.bench.rows import log, meta_key, write_header_rows
 from clustersim.calibration.env import RankEnv, discover
-from clustersim.calibration.jsonl import RowWriter, existing_keys
+from clustersim.calibration.jsonl import RowWriter, resume_state
 from clustersim.errors import ClusterSimError
 from clustersim.units import parse_size_range
 
@@ -45,13 +45,13 @@ def run_bench(cfg: BenchConfig, renv: RankEnv | None = None) -> dict[str, Any]:
     b.set_nccl_env()
     init = b.init()
     dist = b.dist
-    run_id = _share_resume_state(b, cfg.run_id)
+    run_id, has_meta = _share_resume_state(b, cfg.run_id)
     resumed = len(b.done)
     common = {"source": "bench", "run_id": run_id, "host": b.hosts[0]}
     try:
         if b.rank == 0:
             b.writer = RowWriter(cfg.output, common)
-            write_header_rows(b, init, common)
+            write_header_rows(b, init, common, has_meta=has_meta)
         scopes = _scopes(b)
         _start_progress(b, scopes)
         for name, group, granks in scopes:
@@ -67,15 +67,23 @@ def run_bench(cfg: BenchConfig, renv: RankEnv | None = None) -> dict[str, Any]:
             "output": cfg.output}
 
 
-def _share_resume_state(b: BenchRank, run_id: str | None) -> str:
-    """Rank 0 owns the file: it tells the others which points are done (``b.done``) and the run id (returned)."""
-    payload: list[Any] = [None, None]
+def _share_resume_state(b: BenchRank, run_id: str | None) -> tuple[str, bool]:
+    """Rank 0 owns the file: it tells the others which points are done (``b.done``) and the run id.
+
+    Returns ``(run id, its meta row is already in the file)``. Without ``--run-id``, a re-run of a
+    configuration the file already holds continues that run's id (a resume: its meta and comm_init
+    rows are there, nothing is written twice); any other run gets a new id and its own meta row.
+    """
+    payload: list[Any] = [None, None, False]
     if b.rank == 0:
-        done = existing_keys(b.cfg.output)
-        payload = [sorted(done, key=repr), run_id or f"{_dt.datetime.now(_dt.timezone.utc):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"]
+        state = resume_state(b.cfg.output)
+        continued = state.run_for(meta_key(b))
+        new_id = f"{_dt.datetime.now(_dt.timezone.utc):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
+        rid = run_id or continued or new_id
+        payload = [sorted(state.done, key=repr), rid, rid == continued]
     b.dist.broadcast_object_list(payload, src=0)
     b.done = set(payload[0])
-    return payload[1]
+    return payload[1], bool(payload[2])
 
 
 def _scopes(b: BenchRank) -> list[tuple[str, Any, list[int]]]:
