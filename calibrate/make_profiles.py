@@ -1,8 +1,10 @@
-"""Regenerate the default profiles ``hgx-h200`` and ``dgx-h100`` from the raw measurements.
+"""Regenerate the default profiles ``hgx-h200`` and ``dgx-h100`` from the raw measurements, and the
+compute sections of the profiles of unmeasured GPUs (``TRANSFERRED``: A100, GB200) from them.
 
 Command (from the repository root; reproducible: same inputs -> same files, no date of its own)::
 
-    python calibrate/make_profiles.py            # writes calibrate/profiles/{hgx-h200,dgx-h100}.yaml
+    python calibrate/make_profiles.py            # writes calibrate/profiles/{hgx-h200,dgx-h100}.yaml and the
+                                                 # compute section of {dgx-a100,cannon-4xa100,gb200-nvl72}.yaml
     python calibrate/make_profiles.py --check    # exits 1 when a shipped profile differs from a fresh fit
     python calibrate/make_profiles.py --bar odd  # issue 5's Bar table on the bench (fit even sizes, predict odd)
 
@@ -24,6 +26,9 @@ What goes where (``calibrate/raw/README.md`` says how each raw file was measured
 * both: the kernel-class tables (``attention_table``, ``gemm_layout_table``, ``memory_table``;
   :func:`fit_kernels`) from the ``kernel`` rows of ``raw/h200/kernels.jsonl`` resp.
   ``raw/h100/kernels-20261124.jsonl`` (``calibrate bench --ops none --kernels``), when the file exists.
+* ``dgx-a100``, ``cannon-4xa100`` (from dgx-h100) and ``gb200-nvl72`` (from hgx-h200): the hand-written
+  published link values are kept; the ``compute`` section is the measured one transferred by roofline
+  (:func:`clustersim.calibration.transfer.transfer_compute`, see :data:`TRANSFERRED`), with ``provenance``.
 """
 
 from __future__ import annotations
@@ -297,6 +302,42 @@ def make_h100() -> Profile:
     return validate(Profile, data, file=None)
 
 
+#: profiles of GPUs without kernel measurements -> (target GPU in the catalogue, measured profile the
+#: tables come from, its GPU). Source: the measured GPU whose HBM bandwidth is nearest (A100 2.0 TB/s
+#: <- H100 3.35; GB200 8 TB/s <- H200 4.8).
+TRANSFERRED = {
+    "dgx-a100": ("A100-SXM-80GB", "dgx-h100", "H100-SXM"),
+    "cannon-4xa100": ("A100-SXM-40GB", "dgx-h100", "H100-SXM"),
+    "gb200-nvl72": ("GB200", "hgx-h200", "H200-SXM"),
+}
+
+
+def transferred_compute(measured: Profile, source_gpu: str, target_gpu: str) -> dict:
+    """The compute section of ``target_gpu``: ``measured``'s tables through
+    :func:`clustersim.calibration.transfer.transfer_compute`, with its provenance."""
+    from clustersim.calibration.transfer import transfer_compute
+    from clustersim.config.topology import gpu_spec
+
+    comp = measured.compute.model_dump(mode="json", exclude_none=True)
+    out = transfer_compute(comp, source=gpu_spec(source_gpu), target=gpu_spec(target_gpu))
+    out["provenance"] = (
+        f"Not measured on this GPU. Kernel tables transferred from {measured.name} ({measured.source.gpu}, "
+        f"measured {measured.source.date}; files {', '.join(measured.source.files)}) to {target_gpu} by roofline "
+        "(clustersim/calibration/transfer.py): each point's time split at the source's peak x wave "
+        "quantisation and measured copy bandwidth, the unexplained share kept, rebuilt with the target's "
+        "datasheet peak, HBM bandwidth and SM count; memory-bound classes moved in bytes by the bandwidth "
+        f"ratio; no sustained-clock table. Written by `{COMMAND}`.")
+    return validate(Profile, {"name": "x", "compute": out}, file=None).compute.model_dump(mode="json",
+                                                                                         exclude_none=True)
+
+
+def with_compute(text: str, compute: dict) -> str:
+    """A profile file's text with its ``compute:`` section (the last one) replaced by ``compute``."""
+    head = text.split("\ncompute:", 1)[0] + "\n"
+    body = yaml.safe_dump({"compute": compute}, sort_keys=False, default_flow_style=None, width=120)
+    return head + body
+
+
 HEADERS = {
     "hgx-h200": [
         "# NVIDIA HGX H200 8-GPU default profile. GENERATED -- do not edit; regenerate with:",
@@ -363,9 +404,16 @@ def main(argv: list[str] | None = None) -> int:
         print(bar_table(args.bar))
         return 0
     rc = 0
-    for prof in (make_h200(), make_h100()):
-        path = Path(args.out) / f"{prof.name}.yaml"
-        text = render(prof)
+    measured = {p.name: p for p in (make_h200(), make_h100())}
+    outputs = [(p.name, render(p)) for p in measured.values()]
+    for name, (target, src_name, src_gpu) in TRANSFERRED.items():
+        # published link / NCCL values stay as written by hand; only the compute section is generated
+        shipped = (HERE / "profiles" / f"{name}.yaml").read_text(encoding="utf-8")
+        text = with_compute(shipped, transferred_compute(measured[src_name], src_gpu, target))
+        validate(Profile, yaml.safe_load(text), file=name)
+        outputs.append((name, text))
+    for name, text in outputs:
+        path = Path(args.out) / f"{name}.yaml"
         if args.check:
             same = path.is_file() and path.read_text(encoding="utf-8") == text
             print(f"{path}: {'up to date' if same else 'DIFFERS'}")
@@ -373,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-            print(f"wrote {path} ({len(prof.collectives)} collective entries)")
+            print(f"wrote {path}")
     return rc
 
 

@@ -80,6 +80,12 @@ def parse_size(text: str | int | float) -> int:
     Traceback (most recent call last):
     ...
     clustersim.errors.ClusterSimError: size '1.5B' is 1.5 bytes, not a whole number of bytes
+    >>> parse_size("64KiB"), parse_size("1GB"), parse_size("1.5 MiB"), parse_size(4096)
+    (65536, 1000000000, 1572864, 4096)
+    >>> parse_size("4 parsecs")
+    Traceback (most recent call last):
+    ...
+    clustersim.errors.ClusterSimError: unknown size unit 'parsecs' in '4 parsecs' (use B, KB, MB, GB, KiB, MiB, GiB)
     """
     if isinstance(text, bool):
         raise ClusterSimError(f"cannot read size {text!r}")
@@ -113,7 +119,11 @@ def _finite(value: float, text: object, what: str) -> float:
 
 
 def parse_time(text: str | int | float) -> float:
-    """Seconds from ``"2us"``, ``"1.5ms"``, ``3`` (seconds)."""
+    """Seconds from ``"2us"``, ``"1.5ms"``, ``3`` (seconds).
+
+    >>> parse_time("1.5ms"), parse_time("2us"), parse_time(3)
+    (0.0015, 2e-06, 3.0)
+    """
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         return _finite(float(text), text, "time")
     value, unit = _split(text, "time")
@@ -123,7 +133,13 @@ def parse_time(text: str | int | float) -> float:
 
 
 def parse_bandwidth(text: str | int | float) -> float:
-    """Bytes/s from ``"450GB/s"``, ``"400Gbit/s"``, or a plain number of bytes/s."""
+    """Bytes/s from ``"450GB/s"``, ``"400Gbit/s"``, or a plain number of bytes/s.
+
+    A 400 Gb/s NIC moves 50 GB/s; GiB/s is binary:
+
+    >>> parse_bandwidth("400Gbit/s"), parse_bandwidth("1GiB/s"), parse_bandwidth(1e9)
+    (50000000000.0, 1073741824.0, 1000000000.0)
+    """
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         return _finite(float(text), text, "bandwidth")
     value, unit = _split(text, "bandwidth")
@@ -180,7 +196,11 @@ def parse_size_range(text: str) -> list[int]:
 
 
 def format_bytes(n: float) -> str:
-    """``1048576`` -> ``'1 MiB'`` (binary units, trailing zeros dropped)."""
+    """``1048576`` -> ``'1 MiB'`` (binary units, trailing zeros dropped).
+
+    >>> format_bytes(1048576), format_bytes(3 * 2**30 // 2), format_bytes(512)
+    ('1 MiB', '1.5 GiB', '512 B')
+    """
     n = float(n)
     for unit, scale in (("TiB", 2**40), ("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
         if abs(n) >= scale:
@@ -189,7 +209,11 @@ def format_bytes(n: float) -> str:
 
 
 def format_time(t: float) -> str:
-    """``1.5e-5`` -> ``'15 us'``."""
+    """``1.5e-5`` -> ``'15 us'``.
+
+    >>> format_time(1.5e-5), format_time(0.25), format_time(3e-9)
+    ('15 us', '250 ms', '3 ns')
+    """
     t = float(t)
     if t == 0:
         return "0 s"
@@ -200,5 +224,9 @@ def format_time(t: float) -> str:
 
 
 def format_bandwidth(bps: float) -> str:
-    """``4.5e11`` -> ``'450 GB/s'``."""
+    """``4.5e11`` -> ``'450 GB/s'`` (decimal GB, as nccl-tests).
+
+    >>> format_bandwidth(4.5e11), format_bandwidth(parse_bandwidth("400Gbit/s"))
+    ('450 GB/s', '50 GB/s')
+    """
     return f"{bps / GB:.4g} GB/s"

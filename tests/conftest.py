@@ -1,4 +1,10 @@
-"""Session fixtures shared by the test suite.
+"""Session fixtures and hooks shared by the test suite.
+
+``gpu`` marker: a test marked ``@pytest.mark.gpu`` needs CUDA GPUs; it skips, with the
+reason, when torch is not installed or ``torch.cuda.is_available()`` is false (torch is
+imported only when such a test is about to run). ``torch`` marker: the test needs PyTorch
+(the ``calibrate`` extra, e.g. torchrun on CPU/gloo) and skips without it, except under
+``CI=true``, where the README's install includes torch and a missing one is a failure.
 
 ``local_slurm``: a real single-node Slurm (munged, slurmctld, slurmd) on localhost,
 started once per session as root (Debian's slurm-wlm, munge and libpmix2 are
@@ -18,9 +24,36 @@ import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 import pytest
+
+
+_NO_TORCH = "torch is not installed (pip install 'clustersim[calibrate]')"
+
+
+@cache
+def _torch():
+    """The torch module, or None where it is not installed."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip ``torch``-marked tests without torch and ``gpu``-marked tests without a CUDA GPU."""
+    needs_gpu = item.get_closest_marker("gpu") is not None
+    if needs_gpu or item.get_closest_marker("torch") is not None:
+        torch = _torch()
+        if torch is None and not needs_gpu and os.environ.get("CI") == "true":
+            pytest.fail(f"torch required under CI=true (the README installs the calibrate extra): {_NO_TORCH}")
+        if torch is None:
+            pytest.skip(f"needs CUDA GPUs: {_NO_TORCH}" if needs_gpu else f"needs torch: {_NO_TORCH}")
+        if needs_gpu and not torch.cuda.is_available():
+            pytest.skip("needs CUDA GPUs: torch.cuda.is_available() is False")
 
 
 @dataclass

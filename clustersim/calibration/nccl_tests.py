@@ -15,9 +15,20 @@ never half-read.
 
 Examples
 --------
->>> rows = parse_nccl_tests_log("tests/data/h200x2/nt_all_reduce.txt")  # doctest: +SKIP
->>> rows[1]["op"], rows[1]["ranks"], rows[1]["scope"], rows[1]["size_bytes"], rows[1]["time_us"]  # doctest: +SKIP
-('all_reduce', 2, 'intra', 8, 14.91)
+Two GPUs of one host (``Rank`` lines), one size; the file name gives the operation:
+
+>>> import pathlib, tempfile
+>>> log = pathlib.Path(tempfile.mkdtemp()) / "all_reduce_perf.txt"
+>>> _ = log.write_text(
+...     "#  Rank  0 Group  0 Pid 1409 on vm device  0 [0000:00:06] NVIDIA H200\\n"
+...     "#  Rank  1 Group  0 Pid 1409 on vm device  1 [0000:00:07] NVIDIA H200\\n"
+...     "  1048576  262144  float  sum  -1  17.64  59.44  59.44  0  18.60  56.38  56.38  0\\n")
+>>> meta, out_of_place, in_place = parse_nccl_tests_log(log)
+>>> out_of_place["op"], out_of_place["ranks"], out_of_place["scope"], out_of_place["time_us"]
+('all_reduce', 2, 'intra', 17.64)
+>>> in_place["inplace"], in_place["busbw_GBps"]
+(True, 56.38)
+>>> import shutil; shutil.rmtree(log.parent)
 """
 
 from __future__ import annotations

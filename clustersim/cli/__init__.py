@@ -12,6 +12,7 @@ import typer
 from clustersim import __version__
 from clustersim.cli import calibrate as _calibrate
 from clustersim.cli import collective as _collective
+from clustersim.cli import goodput as _goodput
 from clustersim.cli import plan as _plan
 from clustersim.cli import run as _run
 from clustersim.cli import scenario as _scenario
@@ -53,6 +54,7 @@ _scenario.register(app)
 _collective.register(app)
 _run.register(app)
 _sweep.register(app)
+_goodput.register(app)
 _plan.register(app)
 
 

@@ -37,6 +37,11 @@ def _render(d: dict) -> None:
     if d.get("clock_slowdown") is not None:
         t.add_row("sustained clock (GEMM, attention)",
                   f"x{d['clock_slowdown']:.3f} at duty {100 * d['compute_duty']:.0f} %")
+    if d.get("moe"):  # the routing load the MoE step assumed
+        m = d["moe"]
+        t.add_row("MoE routing (EP x expert TP)",
+                  f"ep {m['ep']} x {m['expert_tp']}, {m['dispatcher']}; imbalance x{m['imbalance']:.2f}, "
+                  f"tokens/expert mean {m['tokens_per_expert_mean']:,.0f} max {m['tokens_per_expert_max']:,.0f}")
     console.print(t)
     b = Table(title="where the step goes (per rank, averaged)")
     b.add_column("part")
@@ -51,10 +56,30 @@ def _render(d: dict) -> None:
         mt = Table(title=f"memory per GPU (fullest pipeline stage {m['stage']})")
         mt.add_column("kind")
         mt.add_column("bytes", justify="right")
-        for k in ("params", "grads", "optimizer", "activations", "transient", "peak_bytes_per_gpu", "capacity_bytes"):
-            mt.add_row(k, format_bytes(m[k]))
-        mt.add_row("fits", "yes" if m["fits"] else "[red]NO[/]")
+        for k in ("params", "grads", "optimizer", "activations", "loss_transient", "ddp_buckets",
+                  "fsdp_gathered", "optimizer_transient", "pipeline_outputs", "peak_allocated_bytes",
+                  "cuda_context_bytes", "nccl_buffer_bytes", "fragmentation_bytes", "total_needed_bytes",
+                  "capacity_bytes"):
+            if k in m and (m[k] or k in ("activations", "peak_allocated_bytes", "total_needed_bytes")):
+                mt.add_row(k, format_bytes(m[k]))
+        mt.add_row("fits (total needed)", "yes" if m["fits"] else "[red]NO[/]")
         console.print(mt)
+    if d.get("faults"):
+        f = d["faults"]
+        ft = Table(title=f"faults: slowdown x{f['slowdown']:.3f} against the healthy cluster "
+                         f"({format_time(f['healthy_step_time_s'])} per step)")
+        ft.add_column("cause")
+        ft.add_column("where")
+        ft.add_column("detail", justify="right")
+        for c in f["causes"]:
+            where = ", ".join(c["links"][:3]) + (" ..." if len(c["links"]) > 3 else "") if "links" in c else \
+                f"rank {c['rank']}" if "rank" in c else f"node {c['node']}" if "node" in c else f"{c.get('more_ranks')} more ranks"
+            detail = {"link_degraded": lambda: f"fraction {c['fraction']:g}, busy {100 * c.get('busy_fraction', 0):.0f} %",
+                      "link_down": lambda: f"{c.get('rerouted_pairs', 0)} rank pairs rerouted",
+                      "straggler": lambda: f"compute x{c.get('slowdown', c.get('slowdown_max_of_rest', 1)):.3f}",
+                      "node_lost": lambda: c.get("effect", "")}[c["kind"]]()
+            ft.add_row(c["kind"], where, detail)
+        console.print(ft)
     if d.get("links"):
         lt = Table(title="busiest links")
         lt.add_column("link")
@@ -72,7 +97,10 @@ def run_and_write(scenario, *, fidelity: str | None = None, overrides: list[str]
     Returns ``(result, band)``: the :class:`~clustersim.simulate.run.RunResult` and, with
     ``band``, the (fast, slow) step times at the profile's 95% bounds (else None).
 
-    >>> res, _ = run_and_write("scenarios/ddp-mlp.yaml", fidelity="analytical")   # doctest: +SKIP
+    >>> from clustersim.config.base import shipped_dir
+    >>> res, band = run_and_write(shipped_dir("scenario") / "ddp-mlp.yaml", fidelity="analytical")
+    >>> res.fidelity, band is None, res.step_time_s > 0
+    ('analytical', True, True)
     """
     from clustersim.simulate.resolve import resolve_scenario
     from clustersim.simulate.run import run_scenario

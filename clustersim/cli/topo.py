@@ -15,6 +15,7 @@ from clustersim.errors import ClusterSimError
 app = typer.Typer(
     help="Inspect, draw and import hardware topologies.\n\n"
     "Examples:\n\n"
+    "  clustersim topo list\n\n"
     "  clustersim topo show dgx-h100\n\n"
     "  clustersim topo show dgx-h100-superpod --nodes 4 --json\n\n"
     "  clustersim topo draw hgx-h200 -o hgx-h200.png\n\n"
@@ -35,6 +36,48 @@ def _links_json(cluster) -> list[dict]:
     return [{"src": u, "dst": v, "kind": d["kind"], "bandwidth_Bps": d["bandwidth"], "latency_s": d["latency"],
              "index": d["index"]}
             for u, v, d in cluster.graph.edges(data=True)]
+
+
+@app.command("list")
+def list_(
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON list (every field, full descriptions)."),
+) -> None:
+    """List the shipped topology presets, one line each.
+
+    Columns: bare name (what --topology takes), GPUs per node and GPU model, intra-node
+    fabric (NVSwitch, NVLink mesh, NVLink+PCIe or PCIe) with one GPU's bandwidth over it
+    in GB/s per direction, NIC line rate per GPU, and the first clause of the description,
+    cut to the terminal width (80 columns when not a terminal). --json has every field and
+    the whole description.
+
+    Examples:
+
+      clustersim topo list
+
+      clustersim topo list --json
+
+      clustersim topo show dgx-h100-superpod --nodes 4
+    """
+    import re
+    import shutil
+
+    from clustersim.topology.catalog import list_presets
+
+    presets = list_presets()
+    if as_json:
+        print_json([p.to_dict() for p in presets])
+        return
+    header = ("name", "GPUs/node", "intra-node GB/s", "NIC/GPU", "description")
+    rows = [(p.name, f"{p.gpus_per_node}x {p.gpu_model}",
+             f"{p.intra_node} {p.intra_node_bandwidth_per_gpu_Bps / 1e9:g}",
+             f"{p.nic_bandwidth_per_gpu_Bps * 8 / 1e9:g} Gb/s" if p.nics_per_node else "none",
+             re.split(r" \(|, |; ", p.description, maxsplit=1)[0])
+            for p in presets]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
+    room = shutil.get_terminal_size((80, 24)).columns - sum(widths) - 2 * len(widths)
+    for r in [header, *rows]:
+        desc = r[-1] if len(r[-1]) <= room else r[-1][: max(room - 3, 0)] + "..."
+        typer.echo("  ".join([*(c.ljust(w) for c, w in zip(r, widths)), desc]).rstrip())
 
 
 @app.command("show")

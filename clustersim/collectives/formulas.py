@@ -7,7 +7,7 @@ Two layers live in this module:
    tree, recursive halving-doubling, direct / pairwise all-to-all, hierarchical and
    in-network reduction, plus the bandwidth lower bounds they are tested against.
    ``alpha`` is seconds per step, ``B`` bytes/s per direction per GPU, ``S`` bytes.
-2. NCCL's own model structure (``src/graph/tuning.cc`` at NVIDIA/nccl 5067397c, v2.30;
+2. NCCL's own model structure (``src/graph/tuning.cc`` at NVIDIA/nccl 5067797c, v2.30;
    numbers copied from the project's reference ``nccl-model.md`` sections 1.2-1.7):
    base and per-hop latencies per algorithm / protocol / hardware class, per-channel
    bandwidth caps, the channel search, LL/LL128/Simple factors, tree correction factors,
@@ -60,12 +60,24 @@ def busbw_factor(op: str, n: int) -> float:
 
 
 def algbw(size_bytes: float, time_s: float) -> float:
-    """Algorithm bandwidth in bytes/s (nccl-tests: size / time)."""
+    """Algorithm bandwidth in bytes/s (nccl-tests: size / time).
+
+    >>> algbw(2**30, 0.01) / 1e9  # 1 GiB in 10 ms: GB/s
+    107.3741824
+    """
     return size_bytes / time_s if time_s > 0 else 0.0
 
 
 def check_op(op: str) -> str:
-    """Validate an operation name (ClusterSimError listing the known ones)."""
+    """Validate an operation name (ClusterSimError listing the known ones).
+
+    >>> check_op("all_reduce")
+    'all_reduce'
+    >>> check_op("allreduce")
+    Traceback (most recent call last):
+    ...
+    clustersim.errors.ClusterSimError: op: unknown operation 'allreduce' (known: broadcast, reduce, all_reduce, all_gather, reduce_scatter, all_to_all, scatter, gather, send_recv, barrier)
+    """
     if op not in OPS:
         raise ClusterSimError(f"unknown operation {op!r} (known: {', '.join(OPS)})", field="op")
     return op
@@ -81,6 +93,11 @@ def ring_all_reduce_time(n: int, S: float, alpha: float, B: float) -> float:
     Multi-channel rings (NCCL) split S over c channels of B/c each: the bandwidth term is
     unchanged and the step latency is paid once, since channels run concurrently; so B is
     the sum over channels (NCCL's ``busBw = nChannels * bw``).
+
+    4 GPUs, 1 GB, 1 us per step, 100 GB/s per direction: 6 steps plus 1.5 S/B, in ms:
+
+    >>> round(ring_all_reduce_time(4, 1e9, 1e-6, 100e9) * 1e3, 6)
+    15.006
     """
     if n <= 1:
         return 0.0
@@ -88,7 +105,13 @@ def ring_all_reduce_time(n: int, S: float, alpha: float, B: float) -> float:
 
 
 def ring_all_gather_time(n: int, S: float, alpha: float, B: float) -> float:
-    """Ring all-gather (S = whole gathered buffer): ``(n-1) alpha + (n-1)/n S/B``."""
+    """Ring all-gather (S = whole gathered buffer): ``(n-1) alpha + (n-1)/n S/B``.
+
+    Half the all-reduce's traffic and steps (in ms; same reduce-scatter):
+
+    >>> round(ring_all_gather_time(4, 1e9, 1e-6, 100e9) * 1e3, 6)
+    7.503
+    """
     if n <= 1:
         return 0.0
     return (n - 1) * alpha + (n - 1) / n * S / B
@@ -102,6 +125,11 @@ def ring_broadcast_time(n: int, S: float, alpha: float, B: float, chunks: int | 
 
     Default ``k`` is the optimum ``sqrt((n-2) S / (alpha B))`` (MPICH bcast comments), which
     tends to ``S/B`` for large S.
+
+    >>> round(ring_broadcast_time(2, 1e9, 1e-6, 100e9) * 1e3, 6)  # two ranks: one send, ms
+    10.001
+    >>> round(ring_broadcast_time(8, 1e9, 1e-6, 100e9) * 1e3, 2)  # 8 ranks, pipelined: near S/B = 10 ms
+    10.5
     """
     if n <= 1:
         return 0.0
@@ -119,6 +147,13 @@ def tree_all_reduce_time(n: int, S: float, alpha: float, B: float) -> float:
     Reduce up and broadcast down, pipelined, each of the two trees carrying S/2:
     latency ``2 ceil(log2 n) alpha``, bandwidth ``S/B`` (NCCL: algbw = busBw * 0.5 with the
     bus bandwidth of 2 links' worth, i.e. each node sends and receives S per direction).
+
+    16 GPUs: 2 x 4 latency steps instead of the ring's 30 (in us, S = 1 MB):
+
+    >>> round(tree_all_reduce_time(16, 1e6, 1e-6, 100e9) * 1e6, 6)
+    18.0
+    >>> round(ring_all_reduce_time(16, 1e6, 1e-6, 100e9) * 1e6, 6)
+    48.75
     """
     if n <= 1:
         return 0.0
@@ -130,6 +165,9 @@ def halving_doubling_all_reduce_time(n: int, S: float, alpha: float, B: float) -
 
     Power of two: ``2 log2(n) alpha + 2(n-1)/n S/B``; otherwise MPICH's
     ``(2 floor(log2 n) + 2) alpha + (2(p'-1)/p' + 2) S/B`` where the extra ranks fold in first.
+
+    >>> round(halving_doubling_all_reduce_time(8, 1e9, 1e-6, 100e9) * 1e3, 6)  # ms
+    17.506
     """
     if n <= 1:
         return 0.0
@@ -141,21 +179,33 @@ def halving_doubling_all_reduce_time(n: int, S: float, alpha: float, B: float) -
 
 
 def recursive_doubling_all_gather_time(n: int, S: float, alpha: float, B: float) -> float:
-    """Recursive-doubling all-gather (power of two): ``log2(n) alpha + (n-1)/n S/B``."""
+    """Recursive-doubling all-gather (power of two): ``log2(n) alpha + (n-1)/n S/B``.
+
+    >>> round(recursive_doubling_all_gather_time(8, 8e6, 1e-6, 100e9) * 1e6, 6)  # us
+    73.0
+    """
     if n <= 1:
         return 0.0
     return math.ceil(math.log2(n)) * alpha + (n - 1) / n * S / B
 
 
 def pairwise_all_to_all_time(n: int, S: float, alpha: float, B: float) -> float:
-    """Pairwise exchange all-to-all, S = each rank's whole send buffer: ``(n-1)(alpha + S/(n B))``."""
+    """Pairwise exchange all-to-all, S = each rank's whole send buffer: ``(n-1)(alpha + S/(n B))``.
+
+    >>> round(pairwise_all_to_all_time(8, 8e6, 1e-6, 100e9) * 1e6, 6)  # us: 7 steps of 1 MB
+    77.0
+    """
     if n <= 1:
         return 0.0
     return (n - 1) * alpha + (n - 1) / n * S / B
 
 
 def direct_all_to_all_time(n: int, S: float, alpha: float, B: float) -> float:
-    """Direct all-to-all (all peers at once, NCCL grouped send/recv): ``alpha + (n-1)/n S/B``."""
+    """Direct all-to-all (all peers at once, NCCL grouped send/recv): ``alpha + (n-1)/n S/B``.
+
+    >>> round(direct_all_to_all_time(8, 8e6, 1e-6, 100e9) * 1e6, 6)  # us: one latency, same bytes
+    71.0
+    """
     if n <= 1:
         return 0.0
     return alpha + (n - 1) / n * S / B
@@ -166,6 +216,11 @@ def hierarchical_all_reduce_time(nodes: int, g: int, S: float, alpha_i: float, B
     """Intra reduce-scatter, inter all-reduce on S/g, intra all-gather (nccl-model.md section 4.4).
 
     ``2(g-1) alpha_i + 2(g-1)/g S/B_i + 2(N-1) alpha_o + 2(N-1)/N (S/g)/B_o``.
+
+    4 nodes of 8 GPUs, 1 GB: NVLink at 450 GB/s inside, 50 GB/s NICs across, no latency (ms):
+
+    >>> round(hierarchical_all_reduce_time(4, 8, 1e9, 0.0, 450e9, 0.0, 50e9) * 1e3, 4)
+    7.6389
     """
     t = 0.0
     if g > 1:
@@ -176,17 +231,29 @@ def hierarchical_all_reduce_time(nodes: int, g: int, S: float, alpha_i: float, B
 
 
 def in_network_all_reduce_time(S: float, alpha: float, B: float) -> float:
-    """In-network reduction (NVLS / SHARP): each GPU sends S and receives S once: ``alpha + S/B``."""
+    """In-network reduction (NVLS / SHARP): each GPU sends S and receives S once: ``alpha + S/B``.
+
+    >>> round(in_network_all_reduce_time(1e9, 25e-6, 450e9) * 1e3, 4)  # ms
+    2.2472
+    """
     return alpha + S / B
 
 
 def all_reduce_lower_bound(n: int, S: float, B: float) -> float:
-    """Bandwidth lower bound of any point-to-point all-reduce: ``2(n-1)/n S/B`` (Patarasuk & Yuan 2009)."""
+    """Bandwidth lower bound of any point-to-point all-reduce: ``2(n-1)/n S/B`` (Patarasuk & Yuan 2009).
+
+    >>> all_reduce_lower_bound(4, 1e9, 100e9)  # s: the ring reaches it as alpha -> 0
+    0.015
+    """
     return 2 * (n - 1) / n * S / B if n > 1 else 0.0
 
 
 def all_gather_lower_bound(n: int, S: float, B: float) -> float:
-    """All-gather / reduce-scatter bound ``(n-1)/n S/B`` (S = whole buffer)."""
+    """All-gather / reduce-scatter bound ``(n-1)/n S/B`` (S = whole buffer).
+
+    >>> all_gather_lower_bound(4, 1e9, 100e9)
+    0.0075
+    """
     return (n - 1) / n * S / B if n > 1 else 0.0
 
 
@@ -194,6 +261,9 @@ def lower_bound(op: str, n: int, S: float, B: float) -> float:
     """Bandwidth lower bound of ``op`` for a per-GPU bandwidth B (no in-network reduction).
 
     It is the nccl-tests bus factor times S/B: busbw can never exceed B.
+
+    >>> lower_bound("all_reduce", 4, 1e9, 100e9) == all_reduce_lower_bound(4, 1e9, 100e9)
+    True
     """
     return busbw_factor(op, n) * S / B if n > 1 else 0.0
 

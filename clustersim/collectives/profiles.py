@@ -12,6 +12,10 @@ def resolve_profile(name_or_path: str | Path) -> Profile:
     """Load a profile by path or shipped bare name (``calibrate/profiles/<name>.yaml``).
 
     Raises ClusterSimError for unknown names and invalid files.
+
+    >>> p = resolve_profile("hgx-h200")
+    >>> p.source.measured, sorted(p.links)
+    (True, ['network', 'nvlink', 'pcie'])
     """
     return load_model(Profile, resolve_file(name_or_path, "profile"))
 

@@ -41,6 +41,17 @@ SHIPPED = {
 class StrictModel(BaseModel):
     """Base of every config model: unknown keys are rejected, types are strict, values validated on assignment.
 
+    >>> class Link(StrictModel):
+    ...     bandwidth_GBps: float
+    >>> Link(bandwidth_GBps=450).bandwidth_GBps
+    450.0
+    >>> Link(bandwidth_GBps=450, bandwith_GBps=1)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    pydantic_core._pydantic_core.ValidationError: 1 validation error for Link
+    bandwith_GBps
+      Extra inputs are not permitted ...
+
     Strict: no bool for an int, no string for a number, no float for an int, no string for a
     bool; an int is accepted for a float. NaN and infinities are rejected.
     """
@@ -275,6 +286,8 @@ def _model_names() -> set[str]:
 def format_loc(loc: tuple[Any, ...]) -> str:
     """Dotted field path from a pydantic error location (drops union-branch tags).
 
+    >>> format_loc(("node", "links", 0, "function-after[_check()]", "bandwidth_GBps"))
+    'node.links.0.bandwidth_GBps'
     >>> format_loc(("job", "phases", 0, "collective", "size", "str"))
     'job.phases.0.collective.size'
     """
@@ -335,7 +348,16 @@ def validation_error(exc: ValidationError, file: str | None) -> ClusterSimError:
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
-    """Read a YAML mapping, rejecting missing, empty, oversized, binary and malformed files."""
+    """Read a YAML mapping, rejecting missing, empty, oversized, binary and malformed files.
+
+    >>> data = load_yaml(shipped_dir("topology") / "dgx-h100.yaml")
+    >>> data["name"], data["gpu"], data["node"]["gpus"]
+    ('dgx-h100', 'H100-SXM', 8)
+    >>> load_yaml("no-such-file.yaml")
+    Traceback (most recent call last):
+    ...
+    clustersim.errors.ClusterSimError: no-such-file.yaml: file not found
+    """
     p = require_file(path)
     try:
         size = p.stat().st_size
@@ -406,7 +428,16 @@ def apply_overrides(data: dict[str, Any], overrides: list[str] | None, file: str
 
 
 def validate(cls: type[M], data: dict[str, Any], file: str | None = None) -> M:
-    """Validate ``data`` into ``cls``; errors become ClusterSimError with the file name."""
+    """Validate ``data`` into ``cls``; errors become ClusterSimError with the file name.
+
+    >>> from clustersim.config.profile import LinkParams
+    >>> validate(LinkParams, {"latency_us": 2, "bandwidth_GBps": 370}).bandwidth_GBps
+    370.0
+    >>> validate(LinkParams, {"latency_us": 2, "bandwidth_GBps": 0}, file="p.yaml")
+    Traceback (most recent call last):
+    ...
+    clustersim.errors.ClusterSimError: p.yaml: bandwidth_GBps: Input should be greater than 0
+    """
     try:
         return cls.model_validate(data)
     except ValidationError as exc:
@@ -416,7 +447,13 @@ def validate(cls: type[M], data: dict[str, Any], file: str | None = None) -> M:
 
 
 def load_model(cls: type[M], path: str | Path, overrides: list[str] | None = None) -> M:
-    """Load a YAML file into model ``cls``, applying ``--set`` overrides first."""
+    """Load a YAML file into model ``cls``, applying ``--set`` overrides first.
+
+    >>> from clustersim.config.scenario import Scenario
+    >>> sc = load_model(Scenario, shipped_dir("scenario") / "gpt-1b-ddp.yaml", ["parallelism.dp=1", "cluster.gpus=1"])
+    >>> sc.name, sc.cluster.topology, sc.cluster.gpus, sc.parallelism.dp
+    ('gpt-1b-ddp', 'hgx-h200', 1, 1)
+    """
     data = load_yaml(path)
     data = apply_overrides(data, overrides, file=str(path))
     return validate(cls, data, file=str(path))
@@ -427,6 +464,9 @@ def shipped_dir(kind: str) -> Path:
 
     A source checkout's top-level folder wins (so edits show at once); otherwise
     the copy installed as package data is used.
+
+    >>> (shipped_dir("topology") / "hgx-h200.yaml").is_file()
+    True
     """
     folder, package = SHIPPED[kind]
     local = REPO_ROOT / folder
@@ -438,7 +478,11 @@ def shipped_dir(kind: str) -> Path:
 
 
 def shipped_names(kind: str) -> list[str]:
-    """Bare names of the shipped files of ``kind``, sorted."""
+    """Bare names of the shipped files of ``kind``, sorted.
+
+    >>> "dgx-h100" in shipped_names("topology"), "gpt-1b-ddp" in shipped_names("scenario")
+    (True, True)
+    """
     d = shipped_dir(kind)
     return sorted(p.stem for p in d.glob("*.yaml")) if d.is_dir() else []
 
@@ -448,6 +492,13 @@ def resolve_file(name: str | Path, kind: str, base: Path | None = None) -> Path:
 
     Order: an existing path (relative to ``base`` first, then the cwd); then a
     shipped file ``<name>.yaml`` of ``kind``.
+
+    >>> resolve_file("hgx-h200", "profile") == shipped_dir("profile") / "hgx-h200.yaml"
+    True
+    >>> resolve_file("dgx-z900", "topology")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    clustersim.errors.ClusterSimError: unknown topology 'dgx-z900': not a file and not a shipped name (shipped: ...)
     """
     text = str(name)
     cands = []

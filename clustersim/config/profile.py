@@ -43,14 +43,14 @@ class Source(StrictModel):
 
     gpu: str | None = Field(None, description="GPU model, e.g. 'NVIDIA H200'.")
     host: str | None = Field(None, description="Host name(s) or system name.")
-    driver: str | None = None
-    nccl_version: str | None = None
-    torch_version: str | None = None
+    driver: str | None = Field(None, description="NVIDIA driver version while measuring, e.g. '580.159.04'.")
+    nccl_version: str | None = Field(None, description="NCCL library version the collectives ran on, e.g. '2.21.5'.")
+    torch_version: str | None = Field(None, description="PyTorch version of the bench, e.g. '2.11.0+cu130'.")
     date: str | None = Field(None, description="ISO date of the measurement.")
     nvls: bool | None = Field(None, description="Whether NVLink multicast (NVLS) was enabled while measuring.")
     measured: bool = Field(False, description="True when fitted from measurements on this hardware; false for published/derived values.")
     files: list[str] = Field(default_factory=list, description="Raw measurement files the fit used (relative to calibrate/).")
-    notes: str | None = None
+    notes: str | None = Field(None, description="Free text: how the numbers were obtained, caveats.")
 
 
 class LinkParams(StrictModel):
@@ -83,9 +83,9 @@ class LinkParams(StrictModel):
     line_rate_GBps: Pos | None = Field(
         None, description="Line rate of this class on the hardware measured, GB/s per direction (provenance; the "
         "reference for scaling measured collective entries on a topology of another line rate).")
-    latency_ci_us: Interval | None = Field(None, description="95% confidence interval of latency_us.")
-    efficiency_ci: Interval | None = Field(None, description="95% confidence interval of efficiency.")
-    bandwidth_ci_GBps: Interval | None = Field(None, description="95% confidence interval of bandwidth_GBps, GB/s.")
+    latency_ci_us: Interval | None = Field(None, description="95% confidence interval of latency_us: [low, high], microseconds.")
+    efficiency_ci: Interval | None = Field(None, description="95% confidence interval of efficiency: [low, high], fractions of line rate.")
+    bandwidth_ci_GBps: Interval | None = Field(None, description="95% confidence interval of bandwidth_GBps: [low, high], GB/s.")
 
     @model_validator(mode="after")
     def _one_bandwidth(self) -> "LinkParams":
@@ -131,27 +131,30 @@ class LinkParams(StrictModel):
 class Segment(StrictModel):
     """One size regime of a piecewise alpha-beta fit: t = alpha + S / algbw on [size_min, size_max)."""
 
-    size_min_bytes: NonNeg = 0
-    size_max_bytes: float | None = Field(None, description="Exclusive upper bound; null = unbounded.")
+    size_min_bytes: NonNeg = Field(0, description="Inclusive lower bound of the regime, bytes (nccl-tests size of the "
+                                   "operation: all_gather/reduce_scatter the whole buffer, all_to_all each rank's send buffer).")
+    size_max_bytes: float | None = Field(None, description="Exclusive upper bound, bytes; null = unbounded.")
     alpha_us: NonNeg = Field(description="Fixed cost of one call in this regime (microseconds).")
     algbw_GBps: Pos = Field(description="Algorithm bandwidth (size / time slope), GB/s.")
-    alpha_ci_us: Interval | None = None
-    algbw_ci_GBps: Interval | None = None
+    alpha_ci_us: Interval | None = Field(None, description="95% confidence interval of alpha_us: [low, high], microseconds.")
+    algbw_ci_GBps: Interval | None = Field(None, description="95% confidence interval of algbw_GBps: [low, high], GB/s.")
     points: int | None = Field(None, description="Measurements the fit used.")
 
 
 class CollectiveEntry(StrictModel):
     """Calibrated cost of one operation in a context. ``null`` keys match anything."""
 
-    op: Op
+    op: Op = Field(description="Collective operation (nccl-tests names with underscores: all_reduce, all_gather, ...).")
     algorithm: str | None = Field(None, description="ring, tree, nvls, ... or null for 'whatever NCCL chose'.")
-    protocol: Literal["ll", "ll128", "simple"] | None = None
+    protocol: Literal["ll", "ll128", "simple"] | None = Field(
+        None, description="NCCL protocol (NCCL_PROTO) the entry was measured with; null for 'whatever NCCL chose'.")
     ranks: bounded("gpus") | None = Field(None, description="Rank count; null matches any.")
     scope: Literal["intra", "inter"] | None = Field(None, description="intra: one node; inter: several nodes.")
     mode: Literal["nccl", "eager", "framework"] = Field(
         "nccl", description="nccl: library-level time (nccl-tests, CUDA-graph replay); eager: back-to-back "
         "torch.distributed calls (host launch rate bound at small sizes); framework: one isolated call.")
-    segments: list[Segment] = Field(min_length=1)
+    segments: list[Segment] = Field(min_length=1, description="Piecewise alpha-beta fit, one segment per size regime, "
+                                    "sorted by size_min_bytes.")
     extrapolated: bool = Field(False, description="Fitted on fewer ranks/sizes than it is applied to.")
 
     @model_validator(mode="after")
@@ -169,28 +172,30 @@ class CollectiveEntry(StrictModel):
 class CommInit(StrictModel):
     """Communicator start-up: time = base_s + per_rank_s * ranks (+ per_node_s * nodes)."""
 
-    base_s: NonNeg = 0.0
-    per_rank_s: NonNeg = 0.0
-    per_node_s: NonNeg = 0.0
+    base_s: NonNeg = Field(0.0, description="Start-up time independent of the rank count, seconds.")
+    per_rank_s: NonNeg = Field(0.0, description="Start-up time added per rank, seconds.")
+    per_node_s: NonNeg = Field(0.0, description="Start-up time added per node, seconds (calibrate fit does not fit "
+                               "it yet and leaves 0).")
     extrapolated: bool = Field(True, description="True when measured on fewer ranks than it is applied to.")
-    measured_ranks: list[int] = Field(default_factory=list)
+    measured_ranks: list[int] = Field(default_factory=list, description="Rank counts the fit saw (comm_init rows).")
 
 
 class HostParams(StrictModel):
     """Host-side costs the GPU may wait for."""
 
-    per_call_overhead_us: NonNeg = Field(8.0, description="CPU time to issue one collective/kernel through the framework (torch.distributed).")
-    framework_call_us: NonNeg | None = Field(None, description="Measured framework-level time of one small collective on an idle GPU (launch included).")
-    comm_init: CommInit = Field(default_factory=CommInit)
+    per_call_overhead_us: NonNeg = Field(8.0, description="CPU time to issue one collective/kernel through the framework (torch.distributed), microseconds.")
+    framework_call_us: NonNeg | None = Field(None, description="Measured framework-level time of one small collective on an idle GPU (launch included), microseconds.")
+    comm_init: CommInit = Field(default_factory=CommInit, description="Communicator start-up cost (init_process_group "
+                                "to the first completed collective); reported by calibrate fit, not part of a step.")
 
 
 class GemmPoint(StrictModel):
     """Measured GEMM efficiency at one problem size."""
 
-    m: int = Field(gt=0)
-    n: int = Field(gt=0)
-    k: int = Field(gt=0)
-    efficiency: Pos = Field(description="Achieved / peak dense FLOP/s of the dtype.")
+    m: int = Field(gt=0, description="Rows of A and C in C = A @ B (A is m x k), elements.")
+    n: int = Field(gt=0, description="Columns of B and C (B is k x n), elements.")
+    k: int = Field(gt=0, description="Reduction dimension (columns of A, rows of B), elements.")
+    efficiency: Pos = Field(description="Achieved / peak dense FLOP/s of the dtype (FLOPs = 2 m n k); fraction.")
 
 
 class AttentionPoint(StrictModel):
@@ -201,11 +206,11 @@ class AttentionPoint(StrictModel):
     """
 
     direction: Literal["fwd", "bwd"] = Field(description="fwd or bwd (bwd time = fwd+bwd time - fwd time).")
-    seq: int = Field(gt=0)
-    head_dim: int = Field(gt=0)
-    heads: int = Field(gt=0)
-    batch: int = Field(gt=0)
-    efficiency: Pos = Field(le=1.0)
+    seq: int = Field(gt=0, description="Sequence length, tokens.")
+    head_dim: int = Field(gt=0, description="Size of one attention head, elements.")
+    heads: int = Field(gt=0, description="Attention (query) heads in the call.")
+    batch: int = Field(gt=0, description="Sequences in the call.")
+    efficiency: Pos = Field(le=1.0, description="FLOPs (the count above) / (dense peak x kernel time); fraction, <= 1.")
 
 
 class GemmLayoutPoint(StrictModel):
@@ -214,11 +219,12 @@ class GemmLayoutPoint(StrictModel):
     ``layout``: NT forward ``x @ W^T``, NN dgrad ``dy @ W``, TN wgrad ``dy^T @ x`` (``tokens`` rows of x).
     """
 
-    layout: Literal["NT", "NN", "TN"]
-    tokens: int = Field(gt=0)
-    out_features: int = Field(gt=0)
-    in_features: int = Field(gt=0)
-    efficiency: Pos = Field(le=1.0)
+    layout: Literal["NT", "NN", "TN"] = Field(description="NT forward, NN input gradient (dgrad), TN weight gradient (wgrad).")
+    tokens: int = Field(gt=0, description="Rows of x: tokens in the call.")
+    out_features: int = Field(gt=0, description="Output features of the layer (rows of W), elements.")
+    in_features: int = Field(gt=0, description="Input features of the layer (columns of W), elements.")
+    efficiency: Pos = Field(le=1.0, description="Achieved / peak dense FLOP/s of the dtype (FLOPs = 2 tokens "
+                            "out_features in_features); fraction, <= 1.")
 
 
 class MemoryPoint(StrictModel):
@@ -231,9 +237,10 @@ class MemoryPoint(StrictModel):
 
     op: Literal["layernorm_fwd", "layernorm_bwd", "gelu_fwd", "gelu_bwd", "add", "cross_entropy", "adamw",
                 "rmsnorm_fwd", "rmsnorm_bwd", "rope", "swiglu", "repeat_kv", "eager_attention_fwd",
-                "eager_attention_bwd"]
-    bytes: Pos
-    efficiency: Pos
+                "eager_attention_bwd"] = Field(description="Memory-bound kernel class (bench --kernels names).")
+    bytes: Pos = Field(description="Minimum HBM traffic of one call (each tensor read or written once), bytes.")
+    efficiency: Pos = Field(description="(bytes / kernel time) / hbm_bandwidth_GBps; fraction (may exceed 1 where "
+                            "caches serve part of the traffic).")
 
 
 class ClockPoint(StrictModel):
@@ -243,21 +250,25 @@ class ClockPoint(StrictModel):
     copy); ``slowdown``: sustained GEMM time over its burst time (the clock the power limit allows).
     """
 
-    duty: Pos = Field(..., le=1.0)
-    slowdown: Pos
+    duty: Pos = Field(..., le=1.0, description="Fraction of GPU time spent in compute-bound kernels, (0, 1].")
+    slowdown: Pos = Field(description="Sustained GEMM time / burst GEMM time at that duty; a ratio (1 = no slowdown).")
 
 
 class ComputeParams(StrictModel):
     """GPU compute model."""
 
-    dtype: Literal["bf16", "fp16", "fp8", "fp32"] = "bf16"
-    peak_tflops: Pos | None = Field(None, description="Override the GPU spec's dense peak of dtype.")
-    gemm_efficiency: Pos = Field(0.75, le=1.0, description="Large-GEMM efficiency (fraction of peak) when no table point applies.")
+    dtype: Literal["bf16", "fp16", "fp8", "fp32"] = Field(
+        "bf16", description="Data type the tables were measured in: peak_tflops and clock_table apply to it only "
+        "(other dtypes use the GPU spec's peak and no slowdown).")
+    provenance: str | None = Field(None, description="Where the tables come from when they were not measured on this "
+                                   "GPU (transferred from another GPU: source, method, date).")
+    peak_tflops: Pos | None = Field(None, description="Override the GPU spec's dense peak of dtype, TFLOP/s.")
+    gemm_efficiency: Pos = Field(0.75, le=1.0, description="Large-GEMM efficiency (fraction of peak, 0-1) when no table point applies.")
     gemm_half_flops: NonNeg = Field(2.0e9, description="GEMM FLOPs at which efficiency falls to half the large-GEMM value (small-GEMM roll-off).")
     gemm_table: list[GemmPoint] = Field(default_factory=list, description="Measured points; the model interpolates by log(FLOPs) and shape.")
-    hbm_bandwidth_GBps: Pos | None = Field(None, description="Achievable HBM bandwidth (read + write counted); default: 0.9 x spec.")
-    kernel_launch_us: NonNeg = Field(4.0, description="GPU-side gap between dependent kernels.")
-    attention_efficiency: Pos = Field(0.55, le=1.0, description="Flash-attention efficiency relative to dense peak "
+    hbm_bandwidth_GBps: Pos | None = Field(None, description="Achievable HBM bandwidth (read + write counted), GB/s; default: 0.9 x spec.")
+    kernel_launch_us: NonNeg = Field(4.0, description="GPU-side gap between dependent kernels, microseconds.")
+    attention_efficiency: Pos = Field(0.55, le=1.0, description="Flash-attention efficiency relative to dense peak (fraction, 0-1) "
                                       "(used when attention_table is empty).")
     attention_table: list[AttentionPoint] = Field(
         default_factory=list, description="Measured flash-attention points (bench --kernels); the model "
@@ -277,16 +288,20 @@ class ComputeParams(StrictModel):
 class Profile(StrictModel):
     """A calibration profile file."""
 
-    name: str
-    description: str | None = None
-    source: Source = Field(default_factory=Source)
+    name: str = Field(description="Profile name (the file's bare name, what cluster.profile and default_profile take).")
+    description: str | None = Field(None, description="One line: hardware and what was measured.")
+    source: Source = Field(default_factory=Source, description="Provenance: GPU, host, software versions and raw files "
+                           "of the measurements.")
     links: dict[LinkClass, LinkParams] = Field(
         default_factory=dict, description="Learned link-class parameters: latency and efficiency of the topology's "
         "line rate (a class left out uses NCCL's own constants).")
-    nvls: bool = Field(False, description="Default for in-network reduction when the scenario leaves nvls null.")
-    collectives: list[CollectiveEntry] = Field(default_factory=list)
-    host: HostParams = Field(default_factory=HostParams)
-    compute: ComputeParams = Field(default_factory=ComputeParams)
+    nvls: bool = Field(False, description="Default for in-network reduction (NVLS) when the scenario leaves nvls null.")
+    collectives: list[CollectiveEntry] = Field(default_factory=list, description="Calibrated collective entries; "
+                                               "lookup takes the most specific match, else the link-class model.")
+    host: HostParams = Field(default_factory=HostParams, description="Host-side costs (framework call overhead, "
+                             "communicator start-up).")
+    compute: ComputeParams = Field(default_factory=ComputeParams, description="GPU compute model (GEMM, attention, "
+                                   "memory-bound kernels, launch gap, sustained clock).")
 
     def with_line_rates(self, line_rates_GBps: dict[str, float | None]) -> "Profile":
         """A copy whose link classes given as a bare ``bandwidth_GBps`` record the line rate they were measured on.

@@ -43,6 +43,25 @@ class ScenarioClusterSection(StrictModel):
     gpudirect_rdma: bool = Field(True, description="NIC reads/writes GPU memory directly; false stages through host memory.")
 
 
+class MoESection(StrictModel):
+    """Mixture-of-experts MLPs (``model.moe``): routed experts, optional shared experts, and which layers have them."""
+
+    experts: Heads = Field(description="Routed experts per MoE layer.")
+    top_k: Heads = Field(description="Experts each token is sent to.")
+    expert_ffn_hidden: Width = Field(description="Inner width of one expert's MLP (same activation as model.mlp).")
+    shared_experts: bounded("heads", minimum=0) = Field(0, description="Always-active experts per MoE layer (a dense MLP of shared_experts*expert_ffn_hidden, TP-split).")
+    moe_every: Layers = Field(1, description="Every n-th layer (after first_dense_layers) is MoE; 1 = all of them.")
+    first_dense_layers: bounded("layers", minimum=0) = Field(0, description="Leading layers that keep the dense MLP (model.ffn_hidden).")
+    capacity_factor: float | None = Field(None, gt=0, description="Tokens an expert takes, as a multiple of the mean load; null = dropless.")
+    router_skew: float = Field(0.0, ge=0, description="Zipf exponent of expert popularity (seeded by simulation.seed); 0 = uniform routing.")
+
+    @model_validator(mode="after")
+    def _k(self) -> "MoESection":
+        if self.top_k > self.experts:
+            raise ValueError(f"model.moe.top_k ({self.top_k}) exceeds model.moe.experts ({self.experts})")
+        return self
+
+
 class ModelSection(StrictModel):
     """A decoder-only transformer. ``preset`` fills every field; explicit fields override it."""
 
@@ -60,6 +79,7 @@ class ModelSection(StrictModel):
     tied_embeddings: bool | None = Field(None, description="LM head shares the input embedding matrix.")
     position_embedding: Literal["learned", "rope", "none"] | None = Field(None, description="learned adds a seq_len x hidden table.")
     attention: Literal["flash", "eager"] | None = Field(None, description="flash: fused, no s^2 scores stored; eager: materialised scores.")
+    moe: MoESection | None = Field(None, description="Mixture-of-experts MLPs; null = dense model.")
 
     @model_validator(mode="after")
     def _fill(self) -> "ModelSection":
@@ -118,7 +138,15 @@ class ParallelismSection(StrictModel):
     dp: GPUs = Field(1, description="Data-parallel replicas.")
     tp: GPUs = Field(1, description="Tensor-parallel degree (Megatron column/row split).")
     pp: GPUs = Field(1, description="Pipeline stages.")
-    ep: GPUs = Field(1, description="Expert parallelism (MoE; not yet simulated).")
+    ep: GPUs = Field(1, description="Expert-parallel degree (needs model.moe). Megatron-Core convention: EP is carved "
+                       "out of the dp*tp ranks of a pipeline stage and does not multiply the GPU count; expert "
+                       "data parallel = dp*tp/(ep*expert_tp).")
+    expert_tp: GPUs = Field(1, description="Tensor-parallel degree inside each expert (splits expert_ffn_hidden).")
+    ep_dispatcher: Literal["alltoall", "allgather"] = Field(
+        "alltoall", description="Token dispatch/combine: all-to-all over the EP group, or all-gather then reduce-scatter.")
+    ep_comm_overlap: bool = Field(False, description="MoE batch-level overlap (Megatron-Core >= 0.14 --overlap-moe-expert-parallel-comm): "
+                                  "each layer's EP dispatch/combine runs beside the attention and shared-expert compute of "
+                                  "another micro-batch; modelled as hidden behind the same amount of the layer's own dense compute.")
     cp: GPUs = Field(1, description="Context parallelism (not yet simulated).")
     sequence_parallel: bool = Field(False, description="With tp > 1: norms/dropout split along the sequence (RS/AG instead of AR).")
     tp_comm_overlap: bool = Field(False, description="With tp > 1 and sequence_parallel: each TP all-gather/reduce-scatter "
@@ -128,6 +156,9 @@ class ParallelismSection(StrictModel):
     schedule: Literal["gpipe", "1f1b", "interleaved"] = Field("1f1b", description="Pipeline schedule.")
     virtual_stages: Layers = Field(1, description="Model chunks per pipeline rank (interleaved schedule).")
     ddp_bucket_mb: float = Field(25.0, gt=0, le=1e9, description="DDP gradient bucket size in MB (PyTorch default 25).")
+    dp_overlap: bool = Field(True, description="DDP / ZeRO-1/2: gradient reduction bucket by bucket during the backward (PyTorch DDP, "
+                             "Megatron --overlap-grad-reduce); false: all buckets after the whole backward (Megatron "
+                             "before --overlap-grad-reduce, most published A100 runs).")
     order: str = Field("tp-cp-ep-dp-pp", description="Rank layout, innermost first: tp ranks are adjacent (same node), pp outermost.")
 
     @field_validator("zero", mode="before")
@@ -217,6 +248,60 @@ class SimulationSection(StrictModel):
     seed: int = Field(0, ge=0, description="Seed for any randomness (none in the default models).")
 
 
+class LinkSelector(StrictModel):
+    """Links picked by kind and/or the node (host index) they touch."""
+
+    kind: str | None = Field(None, description="Link kind: nvlink, pcie, infiniband, ethernet, cpu-interconnect...")
+    node: int | None = Field(None, ge=0, description="Host index the link touches (h<node>.* on either end).")
+
+
+LinkRef = Annotated[str | LinkSelector, Field(description='A link name "src->dst" as `clustersim topo show` lists it, or {kind:, node:}.')]
+
+
+class LinkDown(StrictModel):
+    """A failed link: routes that crossed it take another path, or the run fails naming the link."""
+
+    link: LinkRef
+
+
+class LinkDegraded(StrictModel):
+    """A link running at a fraction of its line rate (flapping lanes, a bad cable, a throttled port)."""
+
+    link: LinkRef
+    fraction: float = Field(gt=0, le=1, description="Remaining share of the bandwidth, 0 < fraction <= 1.")
+
+
+class Straggler(StrictModel):
+    """One slow GPU: every compute kernel of the rank takes ``slowdown`` times as long."""
+
+    rank: int = Field(ge=0)
+    slowdown: float = Field(ge=1, description="Compute-time factor (1.3 = 30 % slower).")
+
+
+class StragglerDistribution(StrictModel):
+    """Every rank's compute-time factor drawn from a seeded distribution (values below 1 count as 1)."""
+
+    distribution: Literal["lognormal"] = "lognormal"
+    sigma: float = Field(gt=0, description="Standard deviation of ln(factor); the median factor is 1.")
+    seed: int | None = Field(None, description="Default: simulation.seed.")
+
+
+class NodeLost(StrictModel):
+    """A node (host) that dies ``at_s`` seconds into the run."""
+
+    node: int = Field(ge=0)
+    at_s: float = Field(ge=0)
+
+
+class FaultsSection(StrictModel):
+    """Faults injected into the simulated cluster; the run reports the slowdown against the healthy one."""
+
+    link_down: list[LinkDown] = Field(default_factory=list)
+    link_degraded: list[LinkDegraded] = Field(default_factory=list)
+    stragglers: list[Straggler] | StragglerDistribution = Field(default_factory=list)
+    node_lost: NodeLost | None = None
+
+
 class Scenario(StrictModel):
     """A complete scenario file."""
 
@@ -228,14 +313,17 @@ class Scenario(StrictModel):
     training: TrainingSection = Field(default_factory=TrainingSection)
     parallelism: ParallelismSection = Field(default_factory=ParallelismSection)
     simulation: SimulationSection = Field(default_factory=SimulationSection)
+    faults: FaultsSection | None = Field(None, description="Injected faults (docs/goodput-and-faults.md).")
 
     @model_validator(mode="after")
     def _rules(self) -> "Scenario":
         if (self.model is None) == (self.job is None):
             raise ValueError("give exactly one of model (a transformer) or job (generic phases)")
         par, tr = self.parallelism, self.training
-        if par.ep > 1:
-            raise ValueError("parallelism.ep > 1 (expert parallelism) is not simulated yet; use ep: 1")
+        if par.ep > 1 and (self.model is None or self.model.moe is None):
+            raise ValueError("parallelism.ep > 1 needs model.moe (expert parallelism splits the experts)")
+        if par.expert_tp > 1 and (self.model is None or self.model.moe is None):
+            raise ValueError("parallelism.expert_tp > 1 needs model.moe")
         if par.cp > 1:
             raise ValueError("parallelism.cp > 1 (context parallelism) is not simulated yet; use cp: 1")
         if self.model is not None:
@@ -252,6 +340,8 @@ class Scenario(StrictModel):
                 raise ValueError(f"parallelism.pp*virtual_stages ({chunks}) exceeds model.layers ({m.layers})")
             if par.tp_comm_overlap and par.tp > 1 and not par.sequence_parallel:
                 raise ValueError("parallelism.tp_comm_overlap needs sequence_parallel (as Megatron's --tp-comm-overlap)")
+            if m.moe is not None:
+                _moe_rules(m, par)
             if par.sequence_parallel and par.tp > 1 and m.seq_len % par.tp:
                 raise ValueError(f"parallelism.tp ({par.tp}) must divide model.seq_len ({m.seq_len}) with sequence_parallel")
         if tr.global_batch % (tr.micro_batch * par.dp):
@@ -268,9 +358,9 @@ class Scenario(StrictModel):
 
     @property
     def world_size(self) -> int:
-        """Product of the parallel degrees."""
+        """Product of the dense parallel degrees dp*tp*pp*cp (ep and expert_tp re-split dp*tp, Megatron-Core)."""
         p = self.parallelism
-        return p.dp * p.tp * p.pp * p.ep * p.cp
+        return p.dp * p.tp * p.pp * p.cp
 
     @property
     def micro_batches(self) -> int:
@@ -278,12 +368,35 @@ class Scenario(StrictModel):
         return self.training.global_batch // (self.training.micro_batch * self.parallelism.dp)
 
 
+def _moe_rules(m: ModelSection, par: ParallelismSection) -> None:
+    """Rules of an MoE model: the expert grid (expert_tp innermost, then ep, then expert-DP) tiles
+    the dp*tp ranks of each pipeline stage, as Megatron-Core's expert rank generator does."""
+    moe = m.moe
+    if moe.experts % par.ep:
+        raise ValueError(f"parallelism.ep ({par.ep}) must divide model.moe.experts ({moe.experts})")
+    if (par.dp * par.tp) % (par.ep * par.expert_tp):
+        raise ValueError(f"parallelism.ep*expert_tp ({par.ep}*{par.expert_tp}) must divide dp*tp "
+                         f"({par.dp}*{par.tp}): expert parallelism is carved out of the data-parallel ranks")
+    if moe.expert_ffn_hidden % par.expert_tp:
+        raise ValueError(f"parallelism.expert_tp ({par.expert_tp}) must divide model.moe.expert_ffn_hidden ({moe.expert_ffn_hidden})")
+    if (moe.shared_experts * moe.expert_ffn_hidden) % par.tp:
+        raise ValueError(f"parallelism.tp ({par.tp}) must divide the shared-expert width")
+    if par.tp > 1 and not par.sequence_parallel:
+        raise ValueError("model.moe with tp > 1 needs parallelism.sequence_parallel (as Megatron-Core)")
+    if par.ep > 1 and par.order.split("-").index("tp") > par.order.split("-").index("dp"):
+        raise ValueError("model.moe with ep > 1 needs tp inside dp in parallelism.order (expert groups tile dp*tp)")
+    if par.zero == 3:
+        raise ValueError("model.moe with zero: 3 is not supported; use zero <= 2")
+    if moe.first_dense_layers >= m.layers:
+        raise ValueError(f"model.moe.first_dense_layers ({moe.first_dense_layers}) leaves no MoE layer of {m.layers}")
+
+
 def check_world_size(scenario: Scenario, n_gpus: int, file: str | None = None) -> None:
     """The rule that needs the resolved topology: the degrees multiply to the GPU count."""
     if scenario.model is not None and scenario.world_size != n_gpus:
         p = scenario.parallelism
         raise ClusterSimError(
-            f"dp*tp*pp*ep*cp = {p.dp}*{p.tp}*{p.pp}*{p.ep}*{p.cp} = {scenario.world_size} "
+            f"dp*tp*pp*cp = {p.dp}*{p.tp}*{p.pp}*{p.cp} = {scenario.world_size} "
             f"must equal the GPU count of the cluster ({n_gpus})",
             file=file, field="parallelism")
     if scenario.job is not None and scenario.job.ranks is not None and scenario.job.ranks > n_gpus:

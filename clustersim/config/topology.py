@@ -79,6 +79,10 @@ class GPUSpec(StrictModel):
     hbm_GB: Pos = Field(description="HBM capacity in GB (1e9 bytes) as the datasheet quotes it.")
     hbm_bandwidth_GBps: Pos = Field(description="HBM bandwidth in GB/s (datasheet).")
     nvlink_generation: int | None = Field(None, ge=1, le=1000, description="NVLink generation (3 A100, 4 H100/H200, 5 B200/GB200).")
+    tdp_W: float | None = Field(None, gt=0, description="Board power limit (W, datasheet max TDP); sustained "
+                                "clocks of compute-bound kernels depend on it (compute transfer).")
+    sm_count: int | None = Field(None, gt=0, le=1_000_000, description="Streaming multiprocessors enabled on the part (wave "
+                                 "quantisation of kernel tiles in the compute transfer, clustersim/calibration/transfer.py).")
     source: str | None = Field(None, description="Where the figures come from.")
 
     @field_validator("peak_tflops")
@@ -123,6 +127,12 @@ _H200_SRC = ("NVIDIA H200 Tensor Core GPU datasheet (2024): same compute as H100
              "TFLOPS sparse, FP32 67; BF16/FP16 dense 989.4 as H100 SXM); 141GB HBM3e, 4.8 TB/s")
 _H100_NVL_SRC = ("NVIDIA H100 NVL datasheet (2023), per GPU: BF16 1,671 / FP8 3,341 TFLOPS with sparsity "
                  "(dense = half), TF32 835 sparse, FP32 60; 94GB HBM3, 3.9 TB/s; NVLink bridge 600 GB/s")
+#: SM counts (enabled SMs of the shipped part): A100 108 (NVIDIA A100 Tensor Core GPU Architecture
+#: whitepaper, 2020, "108 SMs" of 128 on GA100), H100 SXM5 132 and H100 PCIe 114 (NVIDIA H100 Tensor Core
+#: GPU Architecture whitepaper, 2022), H200 132 (same GH100 SXM part as H100 SXM), H100 NVL 132 (H100 NVL
+#: datasheet), B200 148 (NVIDIA Blackwell architecture: 2 dies x 74 SMs enabled, as reported by deviceQuery).
+#: Max TDP (W) from the same datasheets as the peaks: A100 SXM 400, H100 SXM 700, H100 PCIe 350, H100 NVL
+#: 400 (datasheet 350-400), H200 SXM 700, B200 (HGX B200) 1000, GB200 (per GPU of the NVL72 superchip) 1200
 _B200_SRC = ("NVIDIA HGX B200 datasheet (2024), 8 GPUs: FP8 72 PFLOPS, FP16/BF16 36 PFLOPS, TF32 18 PFLOPS "
              "(all with sparsity), FP32 600 TFLOPS, 1.4 TB HBM3e, 64 TB/s -> per GPU dense = /8 /2; "
              "HBM 180 GB, 8 TB/s per GPU")
@@ -136,28 +146,28 @@ GPU_CATALOG: dict[str, GPUSpec] = {
     for g in [
         GPUSpec(name="A100-SXM-40GB", vendor_name="NVIDIA A100-SXM4-40GB", sm=80,
                 peak_tflops={"bf16": 312, "fp16": 312, "tf32": 156, "fp32": 19.5},
-                hbm_GB=40, hbm_bandwidth_GBps=1555, nvlink_generation=3, source=_A100_SRC),
+                hbm_GB=40, hbm_bandwidth_GBps=1555, nvlink_generation=3, sm_count=108, tdp_W=400, source=_A100_SRC),
         GPUSpec(name="A100-SXM-80GB", vendor_name="NVIDIA A100-SXM4-80GB", sm=80,
                 peak_tflops={"bf16": 312, "fp16": 312, "tf32": 156, "fp32": 19.5},
-                hbm_GB=80, hbm_bandwidth_GBps=2039, nvlink_generation=3, source=_A100_SRC),
+                hbm_GB=80, hbm_bandwidth_GBps=2039, nvlink_generation=3, sm_count=108, tdp_W=400, source=_A100_SRC),
         GPUSpec(name="H100-SXM", vendor_name="NVIDIA H100 80GB HBM3", sm=90,
                 peak_tflops={"bf16": 989.4, "fp16": 989.4, "fp8": 1979, "tf32": 494.5, "fp32": 67},
-                hbm_GB=80, hbm_bandwidth_GBps=3350, nvlink_generation=4, source=_H100_SRC),
+                hbm_GB=80, hbm_bandwidth_GBps=3350, nvlink_generation=4, sm_count=132, tdp_W=700, source=_H100_SRC),
         GPUSpec(name="H100-PCIe", vendor_name="NVIDIA H100 PCIe", sm=90,
                 peak_tflops={"bf16": 756.5, "fp16": 756.5, "fp8": 1513, "tf32": 378, "fp32": 51},
-                hbm_GB=80, hbm_bandwidth_GBps=2000, nvlink_generation=4, source=_H100_SRC),
+                hbm_GB=80, hbm_bandwidth_GBps=2000, nvlink_generation=4, sm_count=114, tdp_W=350, source=_H100_SRC),
         GPUSpec(name="H100-NVL", vendor_name="NVIDIA H100 NVL", sm=90,
                 peak_tflops={"bf16": 835.5, "fp16": 835.5, "fp8": 1670.5, "tf32": 417.5, "fp32": 60},
-                hbm_GB=94, hbm_bandwidth_GBps=3900, nvlink_generation=4, source=_H100_NVL_SRC),
+                hbm_GB=94, hbm_bandwidth_GBps=3900, nvlink_generation=4, sm_count=132, tdp_W=400, source=_H100_NVL_SRC),
         GPUSpec(name="H200-SXM", vendor_name="NVIDIA H200", sm=90,
                 peak_tflops={"bf16": 989.4, "fp16": 989.4, "fp8": 1979, "tf32": 494.5, "fp32": 67},
-                hbm_GB=141, hbm_bandwidth_GBps=4800, nvlink_generation=4, source=_H200_SRC),
+                hbm_GB=141, hbm_bandwidth_GBps=4800, nvlink_generation=4, sm_count=132, tdp_W=700, source=_H200_SRC),
         GPUSpec(name="B200", vendor_name="NVIDIA B200", sm=100,
                 peak_tflops={"bf16": 2250, "fp16": 2250, "fp8": 4500, "tf32": 1125, "fp32": 75},
-                hbm_GB=180, hbm_bandwidth_GBps=8000, nvlink_generation=5, source=_B200_SRC),
+                hbm_GB=180, hbm_bandwidth_GBps=8000, nvlink_generation=5, sm_count=148, tdp_W=1000, source=_B200_SRC),
         GPUSpec(name="GB200", vendor_name="NVIDIA GB200", sm=100,
                 peak_tflops={"bf16": 2500, "fp16": 2500, "fp8": 5000, "tf32": 1250, "fp32": 80},
-                hbm_GB=186, hbm_bandwidth_GBps=8000, nvlink_generation=5, source=_GB200_SRC),
+                hbm_GB=186, hbm_bandwidth_GBps=8000, nvlink_generation=5, sm_count=148, tdp_W=1200, source=_GB200_SRC),
     ]
 }
 
@@ -486,7 +496,15 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_topology_data(path: str | Path, _depth: int = 0) -> dict[str, Any]:
-    """Read a topology file as a dict, resolving ``extends: <preset>`` (deep merge, this file wins)."""
+    """Read a topology file as a dict, resolving ``extends: <preset>`` (deep merge, this file wins).
+
+    The SuperPOD preset extends ``dgx-h100``: the node comes from the parent, the fabric from the file:
+
+    >>> from clustersim.config.base import shipped_dir
+    >>> d = load_topology_data(shipped_dir("topology") / "dgx-h100-superpod.yaml")
+    >>> "extends" in d, d["gpu"], d["node"]["gpus"], d["cluster"]["nodes"]
+    (False, 'H100-SXM', 8, 128)
+    """
     data = load_yaml(path)
     parent = data.pop("extends", None)
     if parent is None:
@@ -509,5 +527,11 @@ def load_topology_data(path: str | Path, _depth: int = 0) -> dict[str, Any]:
 
 
 def load_topology_spec(path: str | Path) -> TopologySpec:
-    """Load and validate a topology file (ClusterSimError naming file, field and rule on bad input)."""
+    """Load and validate a topology file (ClusterSimError naming file, field and rule on bad input).
+
+    >>> from clustersim.config.base import shipped_dir
+    >>> spec = load_topology_spec(shipped_dir("topology") / "hgx-h200.yaml")
+    >>> spec.name, spec.gpu_spec.hbm_bandwidth_GBps, spec.node.nics, spec.node.nic_speed_Gbps
+    ('hgx-h200', 4800.0, 8, 400.0)
+    """
     return validate(TopologySpec, load_topology_data(path), file=str(path))

@@ -105,8 +105,7 @@ class UnitCache:
             units = step.units  # computes them and sets compute_duty / compute.clock_slowdown
             self._units[key] = (units, step.compute_duty, step.compute.clock_slowdown)
             return
-        # the three attributes TransformerStep.units sets on its first call
-        step._units, step.compute_duty, step.compute.clock_slowdown = hit
+        step.use_units(*hit)
 
 
 def screen_step(rs, units: UnitCache | None = None, comm=None) -> tuple[dict, float]:

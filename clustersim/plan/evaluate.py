@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from clustersim.config.scenario import Scenario
 from clustersim.errors import ClusterSimError
 from clustersim.plan.space import Mix
-from clustersim.simulate.resolve import ResolvedScenario, resolve_scenario
+from clustersim.simulate.resolve import ResolvedScenario, ScenarioInputs, build_resolved, resolve_scenario
 from clustersim.simulate.run import RunResult, comm_cache_for, run_scenario
 
 
@@ -36,13 +36,21 @@ class Evaluator:
 
     Parameters
     ----------
-    source: scenario file (or :class:`Scenario`) whose model, batch and cluster are planned.
-    overrides: ``--set`` style overrides applied to the file first.
+    source: scenario file, :class:`Scenario`, already read :class:`ScenarioInputs` (a sweep's
+        point) or :class:`ResolvedScenario`, whose model, batch and cluster are planned.
+    overrides: ``--set`` style overrides applied to the file first (file sources only).
     """
 
     def __init__(self, source, overrides: list[str] | None = None):  # noqa: D107
+        if isinstance(source, (ScenarioInputs, ResolvedScenario)) and overrides:
+            raise ClusterSimError("planner overrides need a scenario file, not already read inputs")
         # the file's own degrees need not fit the GPUs being planned (--gpus): each mix sets its own
-        rs = source if isinstance(source, ResolvedScenario) else resolve_scenario(source, overrides, check_world=False)
+        if isinstance(source, ResolvedScenario):
+            rs = source
+        elif isinstance(source, ScenarioInputs):
+            rs = build_resolved(source, check_world=False)
+        else:
+            rs = resolve_scenario(source, overrides, check_world=False)
         if rs.scenario.model is None:
             raise ClusterSimError("the planner needs a scenario with a model: section (a transformer)",
                                   file=str(rs.file) if rs.file else None, field="model")

@@ -110,13 +110,16 @@ def _memory(d: dict) -> str:
     cap = float(m.get("capacity_bytes") or 0.0)
     rows = []
     bpp = m.get("bytes_per_param") or {}
-    for k in ("params", "grads", "optimizer", "activations", "transient", "peak_bytes_per_gpu", "capacity_bytes"):
-        if k not in m:
+    optional = ("loss_transient", "ddp_buckets", "fsdp_gathered", "optimizer_transient", "pipeline_outputs")
+    for k in ("params", "grads", "optimizer", "activations", *optional, "peak_bytes_per_gpu", "cuda_context_bytes",
+              "nccl_buffer_bytes", "fragmentation_bytes", "total_needed_bytes", "capacity_bytes"):
+        if k not in m or (not m[k] and k in optional):
             continue
         v = float(m[k])
         share = f"{100 * v / cap:.1f} %" if cap > 0 else "-"
         note = f"{bpp[k]} B/param" if k in bpp else ""
-        label = {"peak_bytes_per_gpu": "peak (all of the above)", "capacity_bytes": "capacity (HBM)"}.get(k, k)
+        label = {"peak_bytes_per_gpu": "peak allocated", "total_needed_bytes": "total needed (fits uses it)",
+                 "capacity_bytes": "capacity (HBM)"}.get(k, k)
         rows.append([escape_html(label), escape_html(format_bytes(v)), escape_html(share), escape_html(note)])
     fits = bool(m.get("fits"))
     rows.append(["fits", f'<span class="{"fits-yes" if fits else "fits-no"}">{"yes" if fits else "NO"}</span>', "", ""])

@@ -12,6 +12,7 @@ KIND_COLORS = {
     "comm_tp": "#f28e2b",
     "comm_dp": "#59a14f",
     "comm_pp": "#e15759",
+    "comm_ep": "#edc948",
     "job": "#76b7b2",
     "idle": "#d9d9d9",
     "other": "#bab0ac",
@@ -23,10 +24,11 @@ KIND_LABELS = {
     "comm_tp": "TP communication",
     "comm_dp": "DP communication",
     "comm_pp": "PP communication",
+    "comm_ep": "EP communication (MoE dispatch/combine)",
     "job": "job collective",
     "idle": "idle (bubble / waiting)",
     "other": "other",
 }
 # breakdown keys (clustersim.simulate.run.BREAKDOWN_KEYS) -> colour kind
 BREAKDOWN_KIND = {"compute": "compute", "comm_dp": "comm_dp", "comm_tp": "comm_tp", "comm_pp": "comm_pp",
-                  "bubble": "idle", "optimizer": "optimizer", "host": "host", "other": "other"}
+                  "comm_ep": "comm_ep", "bubble": "idle", "optimizer": "optimizer", "host": "host", "other": "other"}

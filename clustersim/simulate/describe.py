@@ -38,7 +38,7 @@ def run_description(rs: ResolvedScenario, source_label: str | None = None, reduc
     else:
         rows.append(("workload", f"generic job, {sc.job.iterations} iteration"
                                  f"{'s' if sc.job.iterations != 1 else ''}"))
-    if par.dp * par.tp * par.pp * par.cp * par.ep == cluster.n_gpus:
+    if par.dp * par.tp * par.pp * par.cp == cluster.n_gpus:
         from clustersim.workload.layout import Layout
 
         layout = Layout.from_parallelism(par).coords

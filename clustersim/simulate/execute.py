@@ -62,17 +62,25 @@ def compute_parts(op: Op, comm_time) -> tuple[float, dict[str, float]]:
     if op.segments is None:
         return op.duration, {op.category: op.duration}
     comp = sum(seg.seconds for seg in op.segments if isinstance(seg, ComputeSegment))
-    tp = 0.0
+    parts = {"compute": 0.0}
+    comm = 0.0
     for seg in op.segments:
         if isinstance(seg, TPCollectiveSegment):
             # a GEMM overlapped with it counts as compute; only the excess communication is exposed
             _, hidden, exposed = segment_time(seg, comm_time)
             comp += hidden
-            tp += exposed
-    parts = {"compute": comp}
-    if tp:
-        parts["comm_tp"] = tp
-    return comp + tp, parts
+            comm += exposed
+            if exposed:
+                key = comm_key(seg.coll.axis)
+                parts[key] = parts.get(key, 0.0) + exposed
+    parts["compute"] = comp
+    return comp + comm, parts
+
+
+def comm_key(axis: str) -> str:
+    """Breakdown key of a collective inside a compute op: ``comm_ep`` for the MoE dispatch/combine
+    (and the expert-TP collectives), ``comm_tp`` otherwise."""
+    return "comm_ep" if axis in ("ep", "etp") else "comm_tp"
 
 
 def host_issue(graph: Graph) -> dict[int, tuple[float, float]]:
@@ -151,10 +159,10 @@ def breakdown(graph: Graph, tl: Timeline, ranks: list[int], step: float) -> dict
     Busy time splits into the parts of its ops (compute, comm_tp inside layers, host, optimizer).
     Idle time before an op is charged to the dependency that released it last: the overlap of
     that collective with the idle interval counts as exposed communication of its axis
-    (comm_dp, comm_pp, comm_tp); the rest of the gap is pipeline bubble. Time after the last op
+    (comm_dp, comm_pp, comm_tp, comm_ep); the rest of the gap is pipeline bubble. Time after the last op
     up to the step end is ``other``.
     """
-    keys = ["compute", "comm_dp", "comm_tp", "comm_pp", "bubble", "optimizer", "host", "other"]
+    keys = ["compute", "comm_dp", "comm_tp", "comm_pp", "comm_ep", "bubble", "optimizer", "host", "other"]
     tot = {k: 0.0 for k in keys}
     by_rank: dict[int, list[Op]] = {r: [] for r in ranks}
     for op in graph.ops:
@@ -178,7 +186,7 @@ def breakdown(graph: Graph, tl: Timeline, ranks: list[int], step: float) -> dict
                     lo = max(tl.start[cur], prev)
                     if hi > lo:
                         ax = dop.coll.axis
-                        tot["comm_" + ax if ax in ("dp", "tp", "pp") else "other"] += hi - lo
+                        tot["comm_" + ax if ax in ("dp", "tp", "pp", "ep") else "other"] += hi - lo
                         exposed += hi - lo
                         hi = lo
                     cur = _binding(dop, tl)

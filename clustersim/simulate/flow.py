@@ -16,25 +16,28 @@ and ``sim.collective`` only.
 
 from __future__ import annotations
 
-from clustersim.simulate.execute import Timeline, host_issue
+from clustersim.simulate.execute import Timeline, comm_key, host_issue
 from clustersim.workload.ops import Graph
 from clustersim.workload.segments import ComputeSegment, segment_time
 
 
 def _play_segments(env, op, comm_time, private_tp: bool, coll_events):
-    """Play a compute op's segments (a SimPy generator); return its parts (compute, exposed comm_tp).
+    """Play a compute op's segments (a SimPy generator); return its parts (compute, exposed comm_tp and comm_ep).
 
     Compute and private TP collectives (closed-form time) merge into one timeout; a shared TP
     collective flushes that timeout and runs as flows, beside its overlapped GEMM if any.
     """
-    comp = tp = 0.0
+    comp = 0.0
+    comm: dict[str, float] = {}  # exposed seconds per breakdown key (comm_tp, comm_ep)
     acc = 0.0  # compute and private collectives not yet waited for
     for seg in op.segments:
         if isinstance(seg, ComputeSegment) or private_tp:
             busy, hidden, exposed = segment_time(seg, comm_time)
             acc += busy
             comp += hidden
-            tp += exposed
+            if exposed:
+                key = comm_key(seg.coll.axis)
+                comm[key] = comm.get(key, 0.0) + exposed
             continue
         if acc > 0:
             yield env.timeout(acc)
@@ -46,12 +49,12 @@ def _play_segments(env, op, comm_time, private_tp: bool, coll_events):
             evs = evs + [env.timeout(hide)]
         yield env.all_of(evs)
         comp += hide
-        tp += env.now - t1 - hide
+        key = comm_key(seg.coll.axis)
+        comm[key] = comm.get(key, 0.0) + env.now - t1 - hide
     if acc > 0:
         yield env.timeout(acc)
     parts = {"compute": comp}
-    if tp:
-        parts["comm_tp"] = tp
+    parts.update({k: v for k, v in comm.items() if v})
     return parts
 
 

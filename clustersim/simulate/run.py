@@ -1,14 +1,21 @@
 """Contract 5: simulate one training step (or a generic job) of a scenario.
 
->>> from clustersim.simulate import run_scenario            # doctest: +SKIP
->>> res = run_scenario("scenarios/gpt-1b-ddp.yaml", fidelity="analytical")   # doctest: +SKIP
->>> res.to_dict()["step_time_s"]                            # doctest: +SKIP
+The shipped GPT 1B DDP scenario on 2 H200; the step's breakdown adds up to the step time:
+
+>>> from clustersim.config.base import shipped_dir
+>>> from clustersim.simulate import run_scenario
+>>> res = run_scenario(shipped_dir("scenario") / "gpt-1b-ddp.yaml", fidelity="analytical")
+>>> d = res.to_dict()
+>>> d["n_gpus"], d["fidelity"]
+(2, 'analytical')
+>>> abs(sum(d["breakdown"].values()) - d["step_time_s"]) < 1e-9
+True
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +28,7 @@ from clustersim.workload.compute import ComputeModel
 from clustersim.workload.ops import Graph
 from clustersim.workload.segments import TPCollectiveSegment
 
-BREAKDOWN_KEYS = ("compute", "comm_dp", "comm_tp", "comm_pp", "bubble", "optimizer", "host", "other")
+BREAKDOWN_KEYS = ("compute", "comm_dp", "comm_tp", "comm_pp", "comm_ep", "bubble", "optimizer", "host", "other")
 
 
 @dataclass
@@ -239,8 +246,16 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
     if fidelity not in ("flow", "analytical"):
         raise ClusterSimError("fidelity must be flow or analytical", field="simulation.fidelity")
     cluster = _effective_cluster(rs)
+    faults, fault_causes = sc.faults, []
+    if faults is not None:
+        from clustersim.reliability import faults as flt
+
+        if (faults.link_down or faults.link_degraded) and fidelity != "flow":
+            raise ClusterSimError("link faults need fidelity flow (the analytical closed forms use the topology's "
+                                  "line rates, not the flow network's link capacities)", field="faults")
+        cluster, fault_causes = flt.apply_link_faults(cluster, faults)
     spec = cluster.gpu_spec
-    if comm is None:
+    if comm is None or fault_causes:  # link faults change the closed forms' routes: no reuse
         comm = CommCache(_collective_model(cluster, profile, sc))
 
     def cm_for(dtype: str) -> ComputeModel:
@@ -256,6 +271,10 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
 
         graph, exec_ranks = build_job(sc, cluster, cm_for, profile.compute.gemm_efficiency, cluster.host_of)
         step = None
+    if faults is not None:
+        factors = flt.straggler_factors(faults, cluster.n_gpus, sc.simulation.seed)
+        flt.slow_compute(graph, flt.fold_onto_exec_ranks(factors, sc, exec_ranks))
+        fault_causes += flt.describe_stragglers(factors)
 
     links: list[dict] = []
     if fidelity == "analytical":
@@ -274,6 +293,8 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
     step_time = makespan / iters
     bd = breakdown(graph, tl, exec_ranks, makespan)
     bd = {k: v / iters for k, v in bd.items()}
+    if step is None or step.experts is None:
+        bd.pop("comm_ep", None)  # expert-parallel traffic exists only in MoE models
     if fidelity == "flow":
         busy = getattr(sim, "link_busy_time", None)
         if busy is not None:
@@ -301,6 +322,11 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
         extra["micro_batches"] = sc.micro_batches
         extra["tflops_per_gpu"] = mflops / step_time / n / 1e12
         extra["reduced"] = step.reduced
+        if step.experts is not None:  # the routing load the step assumed (workload.moe)
+            extra["moe"] = {**step.experts.routing.report(), "ep": step.experts.ep,
+                            "expert_tp": step.experts.expert_tp, "expert_dp": step.expert_dp,
+                            "dispatcher": step.experts.dispatcher, "moe_layers": step.model.moe_layers,
+                            "active_params": step.model.active_params}
         if sc.training.steps > 1:
             extra["total_time_s"] = step_time * sc.training.steps
     else:
@@ -311,6 +337,15 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
         memory = None
         extra["total_time_s"] = makespan
         extra["ranks"] = len(exec_ranks)
+    if faults is not None:
+        fault_causes += flt.check_node_lost(faults, cluster, extra.get("total_time_s", step_time))
+        flt.annotate_link_causes(fault_causes, cluster, getattr(sim, "link_busy_time", None) if fidelity == "flow"
+                                 else None, makespan)
+        # the same run on the healthy cluster: the slowdown is what the faults cost
+        healthy = run_scenario(replace(rs, scenario=sc.model_copy(update={"faults": None})), fidelity,
+                               reduced=reduced, top_links=top_links)
+        extra["faults"] = {"slowdown": step_time / healthy.step_time_s, "healthy_step_time_s": healthy.step_time_s,
+                           "causes": fault_causes}
     res = RunResult(scenario=sc.name, fidelity=fidelity, step_time_s=step_time, tokens_per_s=tokens_per_s,
                     samples_per_s=samples_per_s, mfu=mfu, breakdown=bd, memory=memory, links=links,
                     n_gpus=n, ops=len(graph), wall_s=0.0, extra=extra)

@@ -5,9 +5,15 @@ point), ``executors`` (local process pool, serial, Dask, Slurm), ``store`` (the 
 journal), ``tables`` (CSV and Parquet), ``analysis`` (speedup and efficiency), ``plots`` (PNG) and
 ``runner`` (:func:`run_study`, which ties them together).
 
->>> from clustersim.sweep import run_study                  # doctest: +SKIP
->>> res = run_study("study-pi-scaling", "out/pi", executor="serial")   # doctest: +SKIP
->>> [round(r["step_time_s"], 2) for r in res.rows]          # doctest: +SKIP
+The shipped Monte-Carlo pi study (strong scaling over GPU counts), written to a scratch folder:
+
+>>> import shutil, tempfile
+>>> from clustersim.sweep import run_study
+>>> out = tempfile.mkdtemp()
+>>> res = run_study("study-pi-scaling", out, executor="serial")
+>>> [round(res.rows[0]["step_time_s"] / r["step_time_s"], 1) for r in res.rows]  # speed-up
+[1.0, 2.0, 4.0, 8.0]
+>>> shutil.rmtree(out)
 """
 
 

@@ -13,8 +13,6 @@ resumes by id.
 from __future__ import annotations
 
 import hashlib
-import importlib
-import importlib.util
 import json
 import shlex
 import time
@@ -25,10 +23,10 @@ from typing import Any, Callable
 from clustersim.config.base import resolve_file
 from clustersim.errors import ClusterSimError
 from clustersim.simulate.resolve import ScenarioInputs, build_resolved, read_inputs
+from clustersim.simulate.run import BREAKDOWN_KEYS
 from clustersim.sweep.expand import expand
 from clustersim.sweep.study import Study
 
-BREAKDOWN_KEYS = ("compute", "comm_dp", "comm_tp", "comm_pp", "bubble", "optimizer", "host", "other")
 
 # Columns every point has, after the varied paths; the first group is inputs, the second outputs.
 INPUT_COLUMNS = ("scenario", "topology", "gpu", "profile", "fidelity", "n_gpus", "nodes", "planned", "model",
@@ -36,7 +34,7 @@ INPUT_COLUMNS = ("scenario", "topology", "gpu", "profile", "fidelity", "n_gpus",
                  "micro_batch", "global_batch", "seq_len", "dtype")
 OUTPUT_COLUMNS = ("step_time_s", "tokens_per_s", "samples_per_s", "mfu", "tflops_per_gpu",
                   *(f"breakdown_{k}_s" for k in BREAKDOWN_KEYS),
-                  "peak_memory_bytes", "memory_capacity_bytes", "fits", "status", "error")
+                  "peak_memory_bytes", "memory_total_needed_bytes", "memory_capacity_bytes", "fits", "status", "error")
 
 
 @dataclass
@@ -116,17 +114,15 @@ def prepare_points(study: Study, study_file: Path, extra: list[str] | None = Non
     return out
 
 
-def find_planner() -> Callable | None:
-    """The planner's entry point ``clustersim.plan.plan_point``, or None while the package has no planner.
+def find_planner() -> Callable:
+    """The planner's entry point :func:`clustersim.plan.plan_point`.
 
     Contract: ``plan_point(inputs: ScenarioInputs) -> (ScenarioInputs, RunResult)``, the fastest
     parallel mix of ``inputs`` that fits in memory and its simulated result.
     """
-    if importlib.util.find_spec("clustersim.plan") is None:
-        return None
-    # imported by name: the planner is optional (same layer as sweep), absent from this version
-    plan_pkg = importlib.import_module("clustersim.plan")
-    return getattr(plan_pkg, "plan_point", None)
+    from clustersim.plan import plan_point  # same layer as sweep; imported when a study plans
+
+    return plan_point
 
 
 def _simulate(inputs: ScenarioInputs):
@@ -136,10 +132,7 @@ def _simulate(inputs: ScenarioInputs):
 
 
 def _plan(inputs: ScenarioInputs):
-    planner = find_planner()
-    if planner is None:
-        raise ClusterSimError("plan: true needs the planner (clustersim.plan.plan_point), which this version lacks")
-    return planner(inputs)
+    return find_planner()(inputs)
 
 
 def _columns(inputs: ScenarioInputs, res, planned: bool) -> dict[str, Any]:
@@ -166,6 +159,7 @@ def _columns(inputs: ScenarioInputs, res, planned: bool) -> dict[str, Any]:
     for k in BREAKDOWN_KEYS:
         row[f"breakdown_{k}_s"] = float(res.breakdown.get(k, 0.0))
     row["peak_memory_bytes"] = mem.get("peak_bytes_per_gpu")
+    row["memory_total_needed_bytes"] = mem.get("total_needed_bytes")
     row["memory_capacity_bytes"] = mem.get("capacity_bytes")
     row["fits"] = mem.get("fits")
     row["status"], row["error"] = "ok", None

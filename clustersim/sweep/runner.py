@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from clustersim.errors import ClusterSimError
 from clustersim.sweep.executors import make_executor
 from clustersim.sweep.point import INPUT_COLUMNS, OUTPUT_COLUMNS, error_columns, evaluate_point, prepare_points
 from clustersim.sweep.plots import write_plots
@@ -83,12 +82,6 @@ def run_study(source: str | Path, out_dir: str | Path | None = None, *, executor
     t0 = time.perf_counter()
     study, study_file = load_study(source)
     points = prepare_points(study, study_file, overrides)
-    if study.plan:
-        from clustersim.sweep.point import find_planner
-
-        if find_planner() is None:
-            raise ClusterSimError("plan: true needs the planner (clustersim.plan.plan_point), which this version lacks",
-                                  file=str(study_file), field="plan")
     folder = Path(out_dir) if out_dir is not None else Path(f"sweep-{study.name}")
     store = ResultStore(folder)
     done = {} if fresh else store.load()

@@ -134,7 +134,7 @@ class Study(StrictModel):
     scenario: str = Field(description="Scenario file (resolved against the study's folder, then the cwd) or shipped name.")
     set: dict[str, Value] = Field(default_factory=dict, description="--set path -> value applied to every point before the axes.")
     axes: list[Axis] = Field(default_factory=list, description="Axes; the points are every combination of them, the first outermost.")
-    plan: bool = Field(False, description="Plan each point: the fastest parallel mix that fits replaces the scenario's (needs the planner).")
+    plan: bool = Field(False, description="Plan each point: the fastest parallel mix that fits replaces the scenario's (clustersim.plan.plan_point).")
     plots: list[Plot] = Field(default_factory=list, description="PNG plots written next to the tables.")
 
     @field_validator("set")

@@ -436,7 +436,13 @@ def strip_ansi(text: str) -> str:
 
 
 def detect_format(text: str) -> str:
-    """``"nccl-xml"``, ``"nvidia-smi"`` or raise ClusterSimError."""
+    """``"nccl-xml"``, ``"nvidia-smi"`` or raise ClusterSimError.
+
+    >>> detect_format('<system version="1"><cpu numaid="0"/></system>')
+    'nccl-xml'
+    >>> detect_format("        GPU0    GPU1\\nGPU0     X      NV18\\nGPU1    NV18     X\\n")
+    'nvidia-smi'
+    """
     text = strip_ansi(text)
     head = text.lstrip()[:2000]
     if head.startswith("<") and "<system" in head:

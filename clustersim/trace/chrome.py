@@ -1,7 +1,7 @@
 """Chrome trace-event JSON (opens in ui.perfetto.dev and chrome://tracing).
 
 One process per rank (``pid`` = rank, named ``rank N (host.gpu)``), one thread per stream
-(compute, tp, dp, dp_ag, dp_rs, pp_f, pp_b). Every op is a complete event (``ph: "X"``) with
+(compute, tp, dp, dp_ag, dp_rs, pp_f, pp_b, ep: the MoE dispatch/combine). Every op is a complete event (``ph: "X"``) with
 microsecond ``ts``/``dur``; collectives carry ``op``, ``group`` (axis), ``ranks`` and ``bytes``
 in ``args``. Ops that occupy several ranks' streams (collectives) appear on each of them.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 from clustersim.errors import ClusterSimError
 from clustersim.workload.segments import TPCollectiveSegment, segment_time
 
-STREAM_TID = {"compute": 0, "tp": 1, "dp": 2, "dp_ag": 3, "dp_rs": 4, "pp_f": 5, "pp_b": 6}
+STREAM_TID = {"compute": 0, "tp": 1, "dp": 2, "dp_ag": 3, "dp_rs": 4, "pp_f": 5, "pp_b": 6, "ep": 7}
 
 
 def _tp_events(graph, tl, comm_time, streams) -> list[dict]:
@@ -32,13 +32,14 @@ def _tp_events(graph, tl, comm_time, streams) -> list[dict]:
         span = tl.end[op.id] - tl.start[op.id]
         scale = span / total if total > 0 else 0.0
         t = tl.start[op.id]
-        streams.setdefault(op.rank, set()).add("tp")
         for sg, d in zip(op.segments, durs):
             if isinstance(sg, TPCollectiveSegment):
                 c = sg.coll
-                out.append({"ph": "X", "name": f"{c.op} [tp {c.size_bytes:.3g} B]", "cat": "comm_tp", "pid": op.rank,
-                            "tid": STREAM_TID["tp"], "ts": t * 1e6, "dur": d * scale * 1e6,
-                            "args": {"op": c.op, "group": "tp", "bytes": c.size_bytes, "ranks": c.ranks,
+                track = "ep" if c.axis in ("ep", "etp") else "tp"  # MoE traffic on its own track and colour
+                streams.setdefault(op.rank, set()).add(track)
+                out.append({"ph": "X", "name": f"{c.op} [{c.axis} {c.size_bytes:.3g} B]", "cat": f"comm_{track}",
+                            "pid": op.rank, "tid": STREAM_TID[track], "ts": t * 1e6, "dur": d * scale * 1e6,
+                            "args": {"op": c.op, "group": c.axis, "bytes": c.size_bytes, "ranks": c.ranks,
                                      "in": op.name}})
             t += d * scale
     return out

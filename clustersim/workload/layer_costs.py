@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 from clustersim.workload.compute import ComputeModel
 from clustersim.workload.model import ModelDims
+from clustersim.workload.moe_costs import ExpertParallel, moe_layer_params, moe_mlp_block
 from clustersim.workload.segments import ComputeSegment, TPCommSegment, UnitSegment
 from clustersim.workload.tensor_parallel import overlap_tp, tp_region_entry, tp_region_exit
 
@@ -124,7 +125,7 @@ class LayerCosts:
 
     def __init__(self, *, model: ModelDims, compute: ComputeModel, tp: int, sequence_parallel: bool,
                  vocab_parallel: bool, micro_batch: int, kernel_fusion: str, recompute: str,
-                 tp_comm_overlap: bool, grad_dtype_bytes: int):
+                 tp_comm_overlap: bool, grad_dtype_bytes: int, experts: ExpertParallel | None = None):
         self.model = model
         self.compute = compute
         self.tp = tp
@@ -138,20 +139,27 @@ class LayerCosts:
         self.tokens = micro_batch * model.seq_len
         self.tokens_local = self.tokens // tp if sequence_parallel else self.tokens
         self.full_activation = self.tokens * model.hidden * ACTIVATION_BYTES  # one b s h activation, bytes
+        self.experts = experts  # MoE: expert-parallel degrees and the routing load (None: dense model)
 
     # ------------------------------------------------------------------ one transformer layer
-    def layer(self) -> LayerUnits:
-        """Forward, backward and (selective-recompute extra) units of one transformer layer."""
+    def layer(self, moe: bool = False) -> LayerUnits:
+        """Forward, backward and (selective-recompute extra) units of one transformer layer
+        (``moe``: with routed experts instead of the dense MLP, :mod:`clustersim.workload.moe_costs`)."""
         model, tp = self.model, self.tp
         passes = _Passes(self.compute)
         recompute_extra = self._attention_block(passes)
-        self._mlp_block(passes)
+        if moe:
+            moe_mlp_block(self, passes)
+        else:
+            self._mlp_block(passes)
         fwd, bwd = passes.forward, passes.backward
         bwd.reverse()
         if self.sequence_parallel and self.tp_comm_overlap:
             fwd, bwd = overlap_tp(fwd), overlap_tp(bwd)
         params_local = model.layer_matmul_params / tp + model.layer_other_params
         matrices = 5 if model.mlp == "swiglu" else 4  # QKV, output, MLP matrices
+        if moe:
+            params_local, matrices = moe_layer_params(self)
         norm_tensors = 2 if (model.norm == "layernorm" and model.bias) else 1
         tensors = matrices * (2 if model.bias else 1) + 2 * norm_tensors
         forward = Unit("layer", fwd, 0.0, params_local, tensors)
@@ -238,11 +246,17 @@ class LayerCosts:
 
     def _mlp_block(self, passes: _Passes) -> None:
         """Norm, TP region, MLP up, activation (GELU, or SwiGLU reading two inputs), MLP down, residual."""
-        model, tp, act_bytes, tokens = self.model, self.tp, ACTIVATION_BYTES, self.tokens
         self._norm(passes)
+        self.dense_mlp(passes, self.model.ffn_hidden)
+        self._residual(passes)
+
+    def dense_mlp(self, passes: _Passes, ffn_hidden: int) -> None:
+        """TP region, MLP up, activation, MLP down of a TP-split MLP of width ``ffn_hidden``."""
+        model, tp, act_bytes, tokens = self.model, self.tp, ACTIVATION_BYTES, self.tokens
         passes.extend(tp_region_entry(tp, self.sequence_parallel, self.full_activation))
-        passes.linear(tokens, model.mlp_in_width // tp, model.hidden)
-        ffn_local = model.ffn_hidden // tp
+        mlp_in = 2 * ffn_hidden if model.mlp == "swiglu" else ffn_hidden
+        passes.linear(tokens, mlp_in // tp, model.hidden)
+        ffn_local = ffn_hidden // tp
         if model.mlp == "gelu":  # GELU forward (read, write), backward (read dy and x, write dx)
             passes.memory_class("gelu_fwd", 2 * tokens * ffn_local * act_bytes, "gelu_bwd",
                                 3 * tokens * ffn_local * act_bytes, 2 * tokens * ffn_local * act_bytes)
@@ -252,7 +266,6 @@ class LayerCosts:
             passes.memory(3 * tokens * ffn_local * act_bytes)
         passes.linear(tokens, model.hidden, ffn_local)
         passes.extend(tp_region_exit(tp, self.sequence_parallel, self.full_activation))
-        self._residual(passes)
 
     # ------------------------------------------------------------------ embedding and LM head
     def embedding(self) -> UnitPair:

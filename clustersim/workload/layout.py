@@ -63,7 +63,8 @@ class Layout:
     def from_parallelism(cls, parallelism) -> "Layout":
         """The layout of a scenario's ``parallelism`` section (degrees and ``order``)."""
         par = parallelism
-        return cls({"tp": par.tp, "cp": par.cp, "ep": par.ep, "dp": par.dp, "pp": par.pp}, par.order)
+        # ep re-splits the dp*tp ranks (Megatron-Core), it is no dense axis: see clustersim.workload.moe
+        return cls({"tp": par.tp, "cp": par.cp, "ep": 1, "dp": par.dp, "pp": par.pp}, par.order)
 
     def rank(self, **coords: int) -> int:
         """Global rank of the coordinates (missing axes are 0)."""

@@ -20,8 +20,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from clustersim.workload.model import DTYPE_BYTES
+from clustersim.workload.model import DTYPE_BYTES, ModelDims
+from clustersim.workload.moe import moe_mlp_activation_bytes
 from clustersim.workload.schedule import max_in_flight
+
+MiB = 2 ** 20
 
 
 
@@ -59,7 +62,13 @@ def state_bytes_per_param(precision, optimizer: str) -> StateBytes:
 
 
 def sharded_states(n_params: float, sb: StateBytes, zero: int, dp: int) -> dict[str, float]:
-    """Bytes of params, grads and optimizer held by one GPU for ``n_params`` under ZeRO stage ``zero``."""
+    """Bytes of params, grads and optimizer held by one GPU for ``n_params`` under ZeRO stage ``zero``.
+
+    1B parameters, bf16 weights with fp32 grads and Adam states (2 + 4 + 12 bytes), ZeRO-1 over 8 GPUs:
+
+    >>> {k: v / 1e9 for k, v in sharded_states(1e9, StateBytes(2, 4, 12), zero=1, dp=8).items()}
+    {'params': 2.0, 'grads': 4.0, 'optimizer': 1.5}
+    """
     d = max(dp, 1)
     return {
         "params": n_params * sb.params / (d if zero >= 3 else 1),
@@ -87,45 +96,255 @@ def optimizer_update_bytes(precision, optimizer: str) -> float:
     return float(total)
 
 
+# --------------------------------------------------------------------------------------------------
+# Activations of one transformer layer
+# --------------------------------------------------------------------------------------------------
+
+def eager_layer_bytes(model: ModelDims, *, micro_batch: int, tp: int = 1, recompute: str = "none",
+                      act_bytes: int = 2) -> float:
+    """Bytes one layer of the plain-PyTorch GPT (calibrate/train_gpt_model.py) saves for its backward.
+
+    Counted tensor by tensor from what autograd keeps (no dropout in that model), per token:
+
+    * replicated over TP: the layer input (kept by the first norm), the first norm's output (by the
+      QKV GEMM), the residual sum (by the second norm), its output (by the first MLP GEMM): ``4 x 2h``,
+      plus the norms' fp32 statistics (LayerNorm mean + rstd 8 bytes, RMSNorm rstd 4, per norm);
+    * flash attention: the q, k, v that SDPA saves (the fused QKV output ``2(h + 2 h_kv)`` while a
+      view of it is saved; RoPE makes new q and k; GQA's ``repeat_interleave`` makes new k and v of
+      width h), its output ``2h`` (the O projection's input is a view of it) and the fp32
+      log-sum-exp (4 bytes per head);
+    * eager attention: the bmm operands q, k, v (``3 x 2h``), the softmax output ``2 a s`` bytes, the
+      attention output copied for the O projection ``2h``, and the causal mask (``s^2`` bytes, per layer);
+    * MLP: GELU keeps its input and output (``2 x 2f``); SwiGLU the gate output, its SiLU, the up
+      output and the product (``4 x 2f``).
+
+    Everything but the replicated part is split over TP ranks; ``act_bytes`` is the activations'
+    dtype (the weights' dtype: 4 for an fp32 model, whose SDPA takes the memory-efficient kernel,
+    which saves the same tensors). Full recompute (checkpoint of the
+    block) keeps the layer input ``2h``.
+
+    Examples
+    --------
+    >>> m = ModelDims(layers=1, hidden=1024, heads=16, kv_heads=16, ffn_hidden=4096, vocab=1, seq_len=2048)
+    >>> round(eager_layer_bytes(m, micro_batch=1) / (2048 * 1024), 2)  # 32 s b h + norm statistics
+    32.08
+    """
+    s, b, h, a = model.seq_len, micro_batch, model.hidden, model.heads
+    tokens = s * b
+    scale = act_bytes / 2  # the counts below are for 16-bit activations
+    if recompute == "full":
+        return 2.0 * h * tokens * scale
+    kv = model.kv_hidden
+    gqa, rope = model.kv_heads != model.heads, model.position_embedding == "rope"
+    stats = 8 if model.norm == "layernorm" else 4
+    replicated = 4 * 2 * h * scale + 2 * stats
+    per_layer_extra = 0.0
+    if model.attention == "flash":
+        qkv_view_saved = (not rope) or (not gqa)  # q or v is saved as a view of the fused QKV output
+        att = (2 * (h + 2 * kv) if qkv_view_saved else 0) + (2 * h if rope else 0)
+        att += 4 * h if gqa else (2 * kv if rope else 0)  # repeated k and v / rotated k
+        att = att * scale + 2 * h * scale + 4 * a  # output, fp32 log-sum-exp
+    else:
+        att = (3 * 2 * h + 2 * h + (0 if recompute == "selective" else 2 * a * s)) * scale
+        per_layer_extra = s * s  # bool causal mask, built per layer call
+    mlp = (4 if model.mlp == "swiglu" else 2) * 2 * model.ffn_hidden * scale
+    return (replicated + (att + mlp) / tp) * tokens + per_layer_extra
+
+
+def layer_saved_bytes(model: ModelDims, *, micro_batch: int, tp: int = 1, sp: bool = False,
+                      recompute: str = "none", kernel_fusion: str = "fused", act_bytes: int = 2) -> float:
+    """Activation bytes per GPU of one layer: Megatron's layer (Korthikanti Table 2, with dropout) when
+    ``kernel_fusion`` is ``fused``, the plain-PyTorch reference layer (:func:`eager_layer_bytes`) when ``none``.
+
+    Examples
+    --------
+    >>> m = ModelDims(layers=1, hidden=12288, heads=96, kv_heads=96, ffn_hidden=49152, vocab=1, seq_len=2048, attention="eager")
+    >>> layer_saved_bytes(m, micro_batch=1) / (2048 * 12288)  # 34 + 5 a s / h = 34 + 80
+    114.0
+    """
+    if kernel_fusion == "none":
+        return eager_layer_bytes(model, micro_batch=micro_batch, tp=tp, recompute=recompute, act_bytes=act_bytes)
+    return model.layer_activation_bytes(micro_batch, tp, sp, recompute)
+
+
+# --------------------------------------------------------------------------------------------------
+# The step
+# --------------------------------------------------------------------------------------------------
+
+# Loss bytes per logit. Saved for the backward: the fp32 log-softmax (F.cross_entropy of the upcast
+# logits) or the fp32 softmax (vocab-parallel cross entropy), 4 bytes, per micro-batch in flight.
+# Transient at the start of the loss backward, one micro-batch: F.cross_entropy allocates the fp32
+# gradient of the log-softmax output and the fp32 gradient of its input (4 + 4); the reference
+# vocab-parallel cross entropy (calibrate/train_gpt_model.py::_VocabParallelCE) a one-hot, the
+# difference and the scaled gradient (3 x 4); Megatron's fused cross entropy works in place on the saved
+# softmax and keeps only the 16-bit logits (2).
+LOSS_SAVED_PER_LOGIT = 4
+LOSS_TRANSIENT_PER_LOGIT = {"cross_entropy": 8, "vocab_parallel_reference": 12, "megatron": 2}
+
+# "Total needed" terms beyond the caching allocator's peak. Measured on one H100 (calibrate/raw/memory,
+# 7 runs of 2026-11-25, torch.cuda.mem_get_info and max_memory_reserved beside max_memory_allocated).
+CUDA_CONTEXT_BYTES = 767 * MiB
+"""Device memory in use outside the caching allocator (CUDA context, kernel images, library handles):
+``device_used_bytes - peak_reserved_bytes`` = 766.8 MiB in 6 of the 7 runs (750.8 in the 7th)."""
+NCCL_BUFFSIZE = 4 * MiB
+"""NCCL_BUFFSIZE default (NCCL environment documentation): buffer of the Simple protocol per channel per peer."""
+NCCL_CHANNELS = 16
+"""Channels per communicator assumed (NCCL uses up to 16-32 on NVLink/NVSwitch systems)."""
+CUBLAS_WORKSPACE_BYTES = 2 * 32 * MiB
+"""PyTorch's cuBLAS workspace on Hopper (sm90: 4096 x 8 KiB = 32 MiB, CublasHandlePool.cpp), allocated
+through the caching allocator once per cuBLAS handle, i.e. per thread: the forward's (Python) thread
+and autograd's device thread run the GEMMs of the backward."""
+FRAGMENTATION_FRACTION = 0.132
+"""Caching-allocator rounding and fragmentation, reserved over allocated minus one: 4.6% to 13.2% in the
+7 H100 runs (largest with full recompute and with 8k sequences); the largest is taken, so that ``fits``
+errs on the safe side."""
+
+
+def _act_bytes(precision) -> int:
+    """Bytes of an activation: the weights' dtype, at least 16-bit (fp8 GEMMs still emit 16-bit outputs)."""
+    return max(DTYPE_BYTES[precision.params], 2)
+
+
+def _loss_kind(step) -> str:
+    if step.training.kernel_fusion == "fused":
+        return "megatron"
+    return "vocab_parallel_reference" if (step.tp > 1 and step.vocab_parallel) else "cross_entropy"
+
+
+def _stage_row(step, stage: int, state_bytes: StateBytes, act_layer: float) -> dict:
+    """Peak allocated bytes of pipeline rank ``stage`` and the terms it is made of (see :func:`step_memory`)."""
+    model, training, par = step.model, step.training, step.parallelism
+    tp, dp = step.tp, step.dp
+    eager = training.kernel_fusion == "none"
+    act = _act_bytes(training.precision)
+    tokens = step.micro_batch * model.seq_len
+    sp_shard = tp if step.sequence_parallel else 1
+    inflight = max_in_flight(step.orders[stage])
+    n_params = step.stage_params(stage)
+    expert = step.stage_expert_params(stage)
+    states = sharded_states(n_params - expert, state_bytes, par.zero, dp)
+    if expert:  # routed experts: ZeRO shards their states over expert-data-parallel (see workload.moe)
+        for key, value in sharded_states(expert, state_bytes, par.zero, step.expert_dp).items():
+            states[key] += value
+    vstages = step.virtual_stages_of(stage)
+    layers = sum(step.layers_per_virtual_stage[vs] for vs in vstages)
+    first, last = 0 in vstages, step.n_virtual_stages - 1 in vstages
+    # in-flight micro-batches of each chunk: the schedule's count spread over the rank's chunks
+    acts = inflight * (layers / len(vstages)) * act_layer
+    if step.experts:
+        acts += inflight * moe_activation_delta(step, stage) / len(vstages)
+    if first and not eager:  # Megatron's embedding dropout output (Korthikanti sbhp/t over the pipeline)
+        acts += inflight * tokens * model.hidden * 2 / sp_shard / len(vstages)
+    if step.pp > 1 and eager:  # torch.distributed.pipelining keeps each chunk's output until its backward
+        acts += inflight * tokens * model.hidden * act * (len(vstages) - (1 if last else 0)) / len(vstages)
+    loss = pipeline_outputs = 0.0
+    if last:
+        vocab_local = model.vocab / (tp if (step.vocab_parallel and tp > 1) else 1)
+        logits = tokens * vocab_local
+        mb_at_loss = step.micro_batches if step.pp > 1 and par.schedule == "gpipe" else 1
+        # final norm input and output (kept by the LM head GEMM), and the saved softmax, per micro-batch
+        acts += mb_at_loss * (tokens * model.hidden * 2 * act / sp_shard + logits * LOSS_SAVED_PER_LOGIT)
+        loss = logits * LOSS_TRANSIENT_PER_LOGIT[_loss_kind(step)]
+        if step.pp > 1 and eager:
+            # torch.distributed.pipelining's last stage appends every micro-batch's output (the 16-bit
+            # logits) to output_chunks for the whole step and concatenates them when the step ends
+            pipeline_outputs = step.micro_batches * logits * act
+    ddp_buckets = 0.0
+    if par.zero == 0 and dp > 1:
+        if step.pp == 1:  # torch DDP: a flat bucket copy of every gradient (gradient_as_bucket_view=False)
+            ddp_buckets = n_params * state_bytes.grads
+        else:  # pp x dp reduction of the reference script: one flattened bucket and its unflattened copy
+            ddp_buckets = 2 * par.ddp_bucket_mb * 1e6
+    gathered = 0.0
+    if par.zero == 3 and dp > 1:
+        layer_params = step.units.layer.forward.param_count
+        # FSDP: the layer being computed and the prefetched next one unsharded, in the backward their
+        # unsharded gradients and the reduce-scatter input; the root (embedding, head) stays unsharded
+        gathered = 2 * layer_params * (step.param_dtype_bytes + step.grad_dtype_bytes)
+        root = n_params - layers * layer_params
+        gathered += root * step.param_dtype_bytes * (dp - 1) / dp
+    grads_during = states["grads"] if (step.micro_batches > 1 or step.pp > 1) else 0.0
+    forward_backward = (CUBLAS_WORKSPACE_BYTES + states["params"] + states["optimizer"] + ddp_buckets + gathered + acts + loss
+                        + grads_during + pipeline_outputs)
+    # the optimizer step: AdamW (torch foreach) allocates sqrt(v) for every parameter it updates
+    opt_temp = states["optimizer"] / 2 if training.optimizer == "adamw" and not training.precision.master_weights \
+        else (n_params / (dp if par.zero >= 1 else 1) * DTYPE_BYTES[training.precision.optimizer_states]
+              if training.optimizer == "adamw" else 0.0)
+    optimizer_step = CUBLAS_WORKSPACE_BYTES + states["params"] + states["grads"] + states["optimizer"] + ddp_buckets + opt_temp
+    optimizer_step += pipeline_outputs  # output_chunks are cleared at the next step's start
+    step_end = (CUBLAS_WORKSPACE_BYTES + states["params"] + states["grads"] + states["optimizer"] + ddp_buckets
+                + 2 * pipeline_outputs)  # the concatenated outputs beside the chunks
+    peak = max(forward_backward, optimizer_step, step_end)
+    return {"stage": stage, **states, "activations": acts, "loss_transient": loss, "ddp_buckets": ddp_buckets,
+            "fsdp_gathered": gathered, "optimizer_transient": opt_temp, "pipeline_outputs": pipeline_outputs,
+            "transient": loss + gathered, "peak_allocated_bytes": peak}
+
+
+def _communicators(step) -> int:
+    """Process groups of more than one rank that a GPU belongs to (dp, tp, pp)."""
+    return sum(1 for n in (step.dp, step.tp, step.pp) if n > 1)
+
+
 def step_memory(step, capacity_bytes: float) -> dict:
     """Per-GPU memory of the fullest pipeline rank of a training step (bytes).
 
     ``step``: a :class:`~clustersim.workload.transformer.TransformerStep` (not imported here: the
-    step module imports this one). Per pipeline rank: model states of its parameters (ZeRO-sharded), activations of the
-    micro-batches its schedule keeps in flight (its layers' average per model chunk; the first
-    virtual stage also keeps the embedding's dropout output), and transients: the last stage's fp32
-    logits and their 16-bit source for one micro-batch, and under ZeRO-3 one gathered layer with its
-    gradients (two resident units). Returns that rank's row with ``capacity_bytes``, ``fits`` and
-    the bytes per parameter.
+    step module imports this one). Per pipeline rank, the peak allocated is the larger of
+
+    * the forward/backward peak: weights and optimizer states (ZeRO-sharded), the gradients once a
+      first backward has allocated them (more than one micro-batch), torch DDP's flat gradient
+      buckets, FSDP's unsharded layers, the activations of the micro-batches the schedule keeps in
+      flight (:func:`layer_saved_bytes` per layer, the final norm, the saved fp32 softmax of the
+      loss; GPipe keeps every micro-batch's), the loss backward's fp32 transients, and (plain-PyTorch
+      pipelines) the last stage's outputs of every micro-batch, which torch.distributed.pipelining keeps;
+    * the optimizer step: states, gradients, DDP buckets and AdamW's ``sqrt(v)`` temporary;
+    * the pipeline step's end: those outputs and their concatenation.
+
+    The total a GPU needs adds the CUDA context and allocator fragmentation (measured on an H100) and
+    NCCL's buffers (an allowance from NCCL's defaults), each stated in this module; ``fits`` compares
+    that total with ``capacity_bytes``.
+    Returns the fullest rank's row (``peak_bytes_per_gpu`` is kept as the peak allocated).
     """
     model, training, par = step.model, step.training, step.parallelism
-    tp, dp, virtual_stages = step.tp, step.dp, step.virtual_stages
     state_bytes = state_bytes_per_param(training.precision, training.optimizer)
-    act_layer = model.layer_activation_bytes(step.micro_batch, tp, step.sequence_parallel, training.recompute)
-    tokens = step.micro_batch * model.seq_len
+    act_layer = layer_saved_bytes(model, micro_batch=step.micro_batch, tp=step.tp, sp=step.sequence_parallel,
+                                  recompute=training.recompute, kernel_fusion=training.kernel_fusion,
+                                  act_bytes=_act_bytes(training.precision))
     best = None
     for stage in range(step.pp):
-        inflight = max_in_flight(step.orders[stage])
-        states = sharded_states(step.stage_params(stage), state_bytes, par.zero, dp)
-        vstages = step.virtual_stages_of(stage)
-        acts = inflight * (sum(step.layers_per_virtual_stage[vs] for vs in vstages) / len(vstages)) * act_layer
-        if 0 in vstages:  # embedding dropout output per micro-batch in flight
-            sp_shard = tp if step.sequence_parallel else 1
-            acts += inflight * tokens * model.hidden * 2 / sp_shard / max(virtual_stages, 1)
-        transient = 0.0
-        if step.n_virtual_stages - 1 in vstages:
-            vocab_local = model.vocab / (tp if (step.vocab_parallel and tp > 1) else 1)
-            transient += tokens * vocab_local * (4 + 2)  # fp32 logits + their 16-bit source, one micro-batch
-        if par.zero == 3 and dp > 1:
-            layer_forward = step.units.layer.forward
-            # gathered layer + its grads
-            transient += 2 * layer_forward.param_count * (step.param_dtype_bytes + step.grad_dtype_bytes)
-        peak = states["params"] + states["grads"] + states["optimizer"] + acts + transient
-        row = {"stage": stage, **states, "activations": acts, "transient": transient, "peak_bytes_per_gpu": peak}
-        if best is None or peak > best["peak_bytes_per_gpu"]:
+        row = _stage_row(step, stage, state_bytes, act_layer)
+        if best is None or row["peak_allocated_bytes"] > best["peak_allocated_bytes"]:
             best = row
+    peak = best["peak_allocated_bytes"]
+    best["peak_bytes_per_gpu"] = peak
+    best["activation_bytes_per_layer"] = act_layer
+    best["cuda_context_bytes"] = float(CUDA_CONTEXT_BYTES)
+    # per communicator: send and receive buffers to the two ring neighbours on every channel
+    best["nccl_buffer_bytes"] = float(_communicators(step) * NCCL_CHANNELS * 2 * NCCL_BUFFSIZE)
+    best["fragmentation_bytes"] = FRAGMENTATION_FRACTION * peak
+    best["total_needed_bytes"] = (peak + best["cuda_context_bytes"] + best["nccl_buffer_bytes"]
+                                  + best["fragmentation_bytes"])
     best["capacity_bytes"] = capacity_bytes
-    best["fits"] = best["peak_bytes_per_gpu"] <= capacity_bytes
+    best["fits"] = best["total_needed_bytes"] <= capacity_bytes
     best["bytes_per_param"] = {"params": state_bytes.params, "grads": state_bytes.grads,
                                "optimizer": state_bytes.optimizer}
     return best
+
+
+def moe_activation_delta(step, stage: int) -> float:
+    """Activation bytes the MoE layers of pipeline rank ``stage`` keep beyond the dense layer of
+    :meth:`ModelDims.layer_activation_bytes` (per micro-batch): each swaps the dense MLP's split
+    intermediate tensors for its router, dispatched tokens and expert intermediates
+    (:func:`clustersim.workload.moe.moe_mlp_activation_bytes`); none under full recomputation."""
+    model, training = step.model, step.training
+    if training.recompute == "full":
+        return 0.0
+    n_moe = sum(model.is_moe_layer(i) for vs in step.virtual_stages_of(stage) for i in step.layer_indices(vs))
+    sbh = step.micro_batch * model.seq_len * model.hidden
+    f = model.ffn_hidden / model.hidden
+    dense_mlp = ((4 * f if model.mlp == "swiglu" else 2 * f) + 2 * f) / step.tp * sbh  # Korthikanti's split MLP terms
+    tokens_routed = step.micro_batch * model.seq_len / (step.tp if step.sequence_parallel else 1)
+    mlp_in_factor = 2 if model.mlp == "swiglu" else 1
+    moe = moe_mlp_activation_bytes(model.moe, model.hidden, mlp_in_factor, tokens_routed, step.experts.routing,
+                                   step.experts.expert_tp, step.tp)
+    return n_moe * (moe - dense_mlp)

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from clustersim.workload.moe import MoEDims
+
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 
 
@@ -46,6 +48,7 @@ class ModelDims:
     tied_embeddings: bool = False
     position_embedding: str = "learned"
     attention: str = "flash"
+    moe: MoEDims | None = None  # mixture-of-experts MLPs (None: dense)
 
     @classmethod
     def from_section(cls, m) -> "ModelDims":
@@ -53,7 +56,8 @@ class ModelDims:
         return cls(layers=m.layers, hidden=m.hidden, heads=m.heads, kv_heads=m.kv_heads,
                    ffn_hidden=m.ffn_hidden, vocab=m.vocab, seq_len=m.seq_len, mlp=m.mlp, norm=m.norm,
                    bias=m.bias, tied_embeddings=m.tied_embeddings,
-                   position_embedding=m.position_embedding, attention=m.attention)
+                   position_embedding=m.position_embedding, attention=m.attention,
+                   moe=MoEDims.from_section(getattr(m, "moe", None)))
 
     # -- shapes ----------------------------------------------------------------------------
     @property
@@ -79,6 +83,40 @@ class ModelDims:
         attn = h * h + 2 * h * self.kv_hidden + h * h
         mlp = (3 if self.mlp == "swiglu" else 2) * h * f
         return attn + mlp
+
+    @property
+    def attention_matmul_params(self) -> int:
+        """Weights of Q, K, V and O of one layer."""
+        return 2 * self.hidden * self.hidden + 2 * self.hidden * self.kv_hidden
+
+    @property
+    def mlp_matrices(self) -> int:
+        """Weight matrices of one MLP (or one expert): 3 with SwiGLU, else 2."""
+        return 3 if self.mlp == "swiglu" else 2
+
+    def is_moe_layer(self, index: int) -> bool:
+        """Layer ``index`` (0-based) has routed experts instead of the dense MLP."""
+        return self.moe is not None and self.moe.is_moe_layer(index)
+
+    @property
+    def moe_layers(self) -> int:
+        """Layers with routed experts."""
+        return sum(self.is_moe_layer(i) for i in range(self.layers))
+
+    def _matmul_params_all_layers(self, active: bool) -> float:
+        """GEMM weights of every layer (MoE layers: all experts, or the ``top_k`` a token uses when ``active``)."""
+        n_moe = self.moe_layers
+        total = (self.layers - n_moe) * self.layer_matmul_params
+        if n_moe:
+            total += n_moe * (self.attention_matmul_params
+                              + self.moe.matmul_params(self.hidden, self.mlp_matrices, active))
+        return total
+
+    @property
+    def active_params(self) -> float:
+        """Parameters a token passes through (MoE layers: router, ``top_k`` routed and the shared experts)."""
+        return (self._matmul_params_all_layers(active=True) + self.layers * self.layer_other_params
+                + self.embedding_params + self.head_params)
 
     @property
     def layer_other_params(self) -> int:
@@ -110,15 +148,19 @@ class ModelDims:
     @property
     def total_params(self) -> int:
         """Every parameter of the model."""
+        if self.moe is not None:
+            return (self._matmul_params_all_layers(active=False) + self.layers * self.layer_other_params
+                    + self.embedding_params + self.head_params)
         return self.layers * self.layer_params + self.embedding_params + self.head_params
 
     # -- FLOPs -----------------------------------------------------------------------------
     def model_flops_per_token(self) -> float:
         """Model FLOPs per token of one training step (forward + backward, no recompute).
 
-        ``6 * (L * layer_matmul_params + V * h) + 12 * L * h * s``.
+        ``6 * (L * layer_matmul_params + V * h) + 12 * L * h * s``; MoE layers count the weights a
+        token is routed through (router, ``top_k`` routed and the shared experts).
         """
-        n_mm = self.layers * self.layer_matmul_params + self.vocab * self.hidden
+        n_mm = self._matmul_params_all_layers(active=True) + self.vocab * self.hidden
         return 6.0 * n_mm + 12.0 * self.layers * self.hidden * self.seq_len
 
     # -- activation memory -----------------------------------------------------------------

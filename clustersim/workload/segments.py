@@ -50,10 +50,11 @@ class TPCommSegment:
     op: str
     size_bytes: float
     overlapped_gemm_s: float = 0.0
+    axis: str = "tp"  # tp, or ep: the MoE token dispatch/combine over the expert-parallel group
 
     def bind(self, groups: list[list[int]]) -> TPCollectiveSegment:
-        """The op-level segment of this collective on the TP group(s) ``groups``."""
-        return TPCollectiveSegment(Coll(self.op, groups, self.size_bytes, "tp"), self.overlapped_gemm_s)
+        """The op-level segment of this collective on the group(s) ``groups`` of its axis."""
+        return TPCollectiveSegment(Coll(self.op, groups, self.size_bytes, self.axis), self.overlapped_gemm_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +70,12 @@ OpSegment = ComputeSegment | TPCollectiveSegment
 
 
 def op_segments(segment_lists: Iterable[list[UnitSegment]], tp_groups: list[list[int]], host_call_s: float,
-                host_kernel_s: float) -> tuple[list[OpSegment], float]:
+                host_kernel_s: float, axis_groups: dict[str, list[list[int]]] | None = None
+                ) -> tuple[list[OpSegment], float]:
     """Segments of a compute op made of units, and the host seconds to issue them.
+
+    Collectives bind to ``tp_groups``, or to ``axis_groups[axis]`` for another axis (``ep``: the
+    expert-parallel group, ``etp``: the expert tensor-parallel group).
 
     Consecutive compute segments merge into one; every kernel costs ``host_kernel_s`` and every
     other call (a collective, a host-only call) ``host_call_s`` of host time.
@@ -105,7 +110,8 @@ def op_segments(segment_lists: Iterable[list[UnitSegment]], tp_groups: list[list
                     run_open = False
                 hit = bound.get(id(seg))
                 if hit is None:
-                    hit = bound[id(seg)] = seg.bind(tp_groups)
+                    groups = tp_groups if seg.axis == "tp" else (axis_groups or {})[seg.axis]
+                    hit = bound[id(seg)] = seg.bind(groups)
                 out.append(hit)
     if run_open:
         out.append(ComputeSegment(run_s, run_kernels))

@@ -6,7 +6,7 @@
   them, ZeRO-1/2 reduce-scatter them and all-gather the updated weights bucket by bucket while the
   next step's first micro-batch runs forward (Megatron-Core ``--overlap-param-gather``; in the
   steady state that is this step's first forward, so each unit's first forward waits for its
-  bucket).
+  bucket). ``parallelism.dp_overlap: false``: every bucket starts after the last backward.
 * The tied embedding's gradient is all-reduced between the first and the last pipeline stage.
 * The global gradient norm (clipping) is one fp32 all-reduce over the model-parallel group.
 * The optimizer updates each rank's parameters (its ZeRO shard).
@@ -67,7 +67,10 @@ def add_grad_reductions(graph: Graph, step, chunks: ChunkOps) -> dict[int, list[
         groups = _dp_groups(step, stage)
         rank0 = layout.rank(dp=replicas[0], pp=stage)
         for k, (_, nbytes) in enumerate(chunks.grad_buckets[(replicas[0], stage)]):
-            ready = [chunks.grad_buckets[(d, stage)][k][0] for d in replicas]
+            # dp_overlap off (Megatron before --overlap-grad-reduce): every bucket is issued after the
+            # rank's last backward kernel, which is the last bucket's op
+            at = k if step.parallelism.dp_overlap else -1
+            ready = [chunks.grad_buckets[(d, stage)][at][0] for d in replicas]
             for oid in ready:  # the reducer's hook issues the bucket's collective from the host
                 graph.ops[oid].args.add_host(step.host_call_s)
             extra = [(layout.rank(dp=d, pp=stage), "dp") for d in replicas[1:]]

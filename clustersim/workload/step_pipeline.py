@@ -72,7 +72,8 @@ def _stage_chunks(graph: Graph, step, chunks: ChunkOps, segment_cache: dict, rep
             hit = segment_cache.get(key)
             if hit is None:
                 hit = segment_cache[key] = op_segments([u.segments for u in group_units], [tp_group],
-                                                       step.host_call_s, step.host_kernel_s)
+                                                       step.host_call_s, step.host_kernel_s,
+                                                       axis_groups=step.expert_axis_groups(replica, stage))
             segments, host_s = hit
             name = (f"{kind}{mb}" + (f".c{chunk}" if step.virtual_stages > 1 else "")
                     + (f".{group_units[0].name}" if split else ""))

@@ -30,6 +30,8 @@ from clustersim.workload.layer_costs import LayerCosts, LayerUnits, Unit, UnitPa
 from clustersim.workload.layout import AXES, Layout, split_layers
 from clustersim.workload.memory import optimizer_update_bytes, step_memory
 from clustersim.workload.model import DTYPE_BYTES, ModelDims
+from clustersim.workload.moe import expert_groups, routing
+from clustersim.workload.moe_costs import ExpertParallel, expert_layer_params
 from clustersim.workload.ops import Graph
 from clustersim.workload.schedule import Chunk, pipeline_order
 from clustersim.workload.segments import ComputeSegment
@@ -83,11 +85,19 @@ class TransformerStep:
         self.n_virtual_stages = self.pp * self.virtual_stages
         self.layers_per_virtual_stage = split_layers(self.model.layers, self.n_virtual_stages)
         self.compute_duty: float | None = None  # set when the profile has a clock_table
+        self.experts: ExpertParallel | None = None
+        if self.model.moe is not None:
+            tokens_routed = self.micro_batch * self.model.seq_len // (self.tp if self.sequence_parallel else 1)
+            self.experts = ExpertParallel(
+                ep=par.ep, expert_tp=par.expert_tp, dispatcher=par.ep_dispatcher, comm_overlap=par.ep_comm_overlap,
+                routing=routing(self.model.moe, tokens_routed, par.ep, par.expert_tp, scenario.simulation.seed))
+        # expert-data-parallel degree: the ranks holding the same experts (Megatron-Core)
+        self.expert_dp = self.dp * self.tp // (par.ep * par.expert_tp) if self.experts else self.dp
         self.layer_costs = LayerCosts(
             model=self.model, compute=compute, tp=self.tp, sequence_parallel=self.sequence_parallel,
             vocab_parallel=self.vocab_parallel, micro_batch=self.micro_batch,
             kernel_fusion=training.kernel_fusion, recompute=training.recompute,
-            tp_comm_overlap=par.tp_comm_overlap, grad_dtype_bytes=self.grad_dtype_bytes)
+            tp_comm_overlap=par.tp_comm_overlap, grad_dtype_bytes=self.grad_dtype_bytes, experts=self.experts)
         self._backward_cache: dict[tuple, list[Unit]] = {}
 
     # ------------------------------------------------------------------ shape of the step
@@ -130,7 +140,51 @@ class TransformerStep:
                     self.compute.clock_slowdown = self.compute.slowdown_at(self.compute_duty)
             costs = self.layer_costs
             self._units = StepUnits(costs.layer(), costs.embedding(), costs.head())
+            self._moe_units = costs.layer(moe=True) if self.experts else None
         return self._units
+
+    def use_units(self, units: StepUnits, compute_duty: float | None, clock_slowdown: float) -> None:
+        """Take the units another step computed (with the ``compute_duty`` and sustained-clock
+        ``clock_slowdown`` they were built at) instead of building them: the planner shares them
+        between mixes with the same layer shape (same model, profile, ``tp``, micro-batch,
+        sequence parallel, recompute and TP overlap), since building them is ~90 % of a screen."""
+        self._units = units
+        self.compute_duty = compute_duty
+        self.compute.clock_slowdown = clock_slowdown
+
+    @property
+    def moe_units(self):
+        """Units of an MoE layer (:class:`LayerUnits`), None for a dense model."""
+        if not self.experts:
+            return None
+        _ = self.units
+        if getattr(self, "_moe_units", None) is None:  # the units may come from the planner's cache (use_units)
+            self._moe_units = self.layer_costs.layer(moe=True)
+        return self._moe_units
+
+    def layer_indices(self, vstage: int) -> range:
+        """Global indices of the layers of virtual stage ``vstage``."""
+        start = sum(self.layers_per_virtual_stage[:vstage])
+        return range(start, start + self.layers_per_virtual_stage[vstage])
+
+    def _layer_units_of(self, vstage: int) -> list:
+        """The :class:`LayerUnits` of every layer of ``vstage`` (dense or MoE) in order."""
+        dense, moe = self.units.layer, self.moe_units
+        return [moe if self.model.is_moe_layer(i) else dense for i in self.layer_indices(vstage)]
+
+    def expert_axis_groups(self, replica: int, stage: int) -> dict[str, list[list[int]]] | None:
+        """Groups of the MoE collectives of the executor rank of (``replica``, ``stage``)."""
+        if not self.experts:
+            return None
+        ep_group, etp_group = expert_groups(self.layout, self.experts.ep, self.experts.expert_tp, replica, stage)
+        return {"ep": [ep_group], "etp": [etp_group]}
+
+    def stage_expert_params(self, stage: int) -> float:
+        """Routed-expert parameters per GPU on pipeline rank ``stage`` (ZeRO shards them over expert-DP)."""
+        if not self.experts:
+            return 0.0
+        n = sum(self.model.is_moe_layer(i) for vs in self.virtual_stages_of(stage) for i in self.layer_indices(vs))
+        return n * expert_layer_params(self.layer_costs)
 
     def _duty(self) -> float:
         """Fraction of the GPU time of one micro-batch's kernels spent in compute-bound ones."""
@@ -138,6 +192,12 @@ class TransformerStep:
         cm.tally[:] = [0.0, 0.0]
         self.layer_costs.layer()
         layer_cb, layer_mb = cm.tally
+        if self.experts:  # MoE layers weigh in by their share of the layers
+            cm.tally[:] = [0.0, 0.0]
+            self.layer_costs.layer(moe=True)
+            share = self.model.moe_layers / layers
+            layer_cb = (1 - share) * layer_cb + share * cm.tally[0]
+            layer_mb = (1 - share) * layer_mb + share * cm.tally[1]
         cm.tally[:] = [0.0, 0.0]
         self.layer_costs.embedding()
         self.layer_costs.head()
@@ -186,27 +246,38 @@ class TransformerStep:
                 self._backward_cache[key] = [self.with_gradient_work(u, micro_batch)
                                              for u in self.chunk_units(vstage, kind)]
             return self._backward_cache[key]
-        (layer_f, layer_b, layer_extra), (embed_f, embed_b), (head_f, head_b) = self.units
-        n_layers = self.layers_per_virtual_stage[vstage]
+        _, (embed_f, embed_b), (head_f, head_b) = self.units
+        layers = self._layer_units_of(vstage)
         first, last = vstage == 0, vstage == self.n_virtual_stages - 1
         if kind == "F":
-            return ([embed_f] if first else []) + [layer_f] * n_layers + ([head_f] if last else [])
+            return ([embed_f] if first else []) + [lu.forward for lu in layers] + ([head_f] if last else [])
+        backward = {}
+        for lu in {id(lu): lu for lu in layers}.values():  # dense and MoE layers: one backward unit each
+            backward[id(lu)] = self._layer_backward(lu)
+        return ([head_b] if last else []) + [backward[id(lu)] for lu in reversed(layers)] + ([embed_b] if first else [])
+
+    def _layer_backward(self, layer_units) -> Unit:
+        """Backward unit of a layer with the forward work recomputation repeats before it."""
+        layer_f, layer_b, layer_extra = layer_units
         repeated: list = []
         if self.training.recompute == "full":
             repeated = list(layer_f.segments)
         elif self.training.recompute == "selective" and layer_extra is not None:
             repeated = list(layer_extra.segments)
-        layer = layer_b
         if repeated:
-            layer = Unit("layer", repeated + layer_b.segments, layer_b.grad_bytes, layer_b.param_count, layer_b.tensors)
-        return ([head_b] if last else []) + [layer] * n_layers + ([embed_b] if first else [])
+            return Unit("layer", repeated + layer_b.segments, layer_b.grad_bytes, layer_b.param_count, layer_b.tensors)
+        return layer_b
 
     # ------------------------------------------------------------------ per pipeline rank
     def stage_params(self, stage: int) -> float:
         """Parameters held per GPU on pipeline rank ``stage`` (all its model chunks)."""
-        (layer_f, _, _), (embed_f, _), (head_f, _) = self.units
+        _, (embed_f, _), (head_f, _) = self.units
         vstages = self.virtual_stages_of(stage)
-        n = sum(self.layers_per_virtual_stage[vs] for vs in vstages) * layer_f.param_count
+        n_moe = sum(self.model.is_moe_layer(i) for vs in vstages for i in self.layer_indices(vs))
+        n_dense = sum(self.layers_per_virtual_stage[vs] for vs in vstages) - n_moe
+        n = n_dense * self.units.layer.forward.param_count  # a product, not a sum: exact for dense models
+        if n_moe:
+            n += n_moe * self.moe_units.forward.param_count
         if 0 in vstages:
             n += embed_f.param_count
         if self.n_virtual_stages - 1 in vstages:
@@ -217,9 +288,9 @@ class TransformerStep:
 
     def stage_tensors(self, stage: int) -> int:
         """Parameter tensors on pipeline rank ``stage`` (entries in the optimizer's lists)."""
-        (layer_f, _, _), (embed_f, _), (head_f, _) = self.units
+        _, (embed_f, _), (head_f, _) = self.units
         vstages = self.virtual_stages_of(stage)
-        n = sum(self.layers_per_virtual_stage[vs] for vs in vstages) * layer_f.tensors
+        n = sum(lu.forward.tensors for vs in vstages for lu in self._layer_units_of(vs))
         if 0 in vstages:
             n += embed_f.tensors
         if self.n_virtual_stages - 1 in vstages:

@@ -12,7 +12,7 @@ import pytest
 from clustersim.calibration.bench import BenchConfig, kernel_plan, kernel_plan_size
 from clustersim.calibration.jsonl import read_rows, row_key
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.torch]
 
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "1"]
 

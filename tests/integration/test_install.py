@@ -31,6 +31,8 @@ def test_non_editable_install_finds_shipped_data(tmp_path):
         "    assert names, kind\n"
         "    p = b.resolve_file(names[0], kind)\n"
         "    assert p.is_file() and 'site' in str(p), p\n"
+        "from clustersim.topology.catalog import list_presets\n"
+        "assert [p.name for p in list_presets()] == b.shipped_names('topology')  # topo list\n"
         "print(b.shipped_names('topology'))\n"
     )
     env = dict(os.environ, PYTHONPATH=str(target))

@@ -64,7 +64,7 @@ def test_validate_bad_set_exit_2(tmp_path):
 
 
 @pytest.mark.parametrize("command", [
-    "topo show", "topo draw", "topo import", "validate", "schema", "collective", "run",
+    "topo list", "topo show", "topo draw", "topo import", "validate", "schema", "collective", "run",
     "calibrate bench", "calibrate slurm", "calibrate import-nccl-tests", "calibrate fit", "calibrate report",
 ])
 def test_every_command_has_help_with_examples(command):

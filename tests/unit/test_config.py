@@ -43,7 +43,7 @@ def test_preset_and_explicit_override():
     ({"parallelism.tp": 3}, "", "must divide model.heads"),
     ({"parallelism.pp": 32}, "", "exceeds model.layers"),
     ({"training.global_batch": 6}, "", "divisible by micro_batch*dp"),
-    ({"parallelism.ep": 2}, "", "not simulated yet"),
+    ({"parallelism.ep": 2}, "", "needs model.moe"),
     ({"parallelism.cp": 2}, "", "not simulated yet"),
     ({"parallelism.virtual_stages": 2}, "", "schedule: interleaved"),
     ({"parallelism.tp": 0}, "parallelism.tp", "greater than 0"),

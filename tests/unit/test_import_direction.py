@@ -47,6 +47,7 @@ LAYERS = [
     ("clustersim.simulate", 8),
     ("clustersim.plan", 8),
     ("clustersim.sweep", 8),
+    ("clustersim.reliability", 8),
     ("clustersim.calibration", 8),
     ("clustersim.trace", 9),
     ("clustersim.report", 9),

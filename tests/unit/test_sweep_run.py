@@ -146,16 +146,6 @@ def test_plots_are_written_and_not_empty(tmp_path):
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, name
 
 
-def test_plan_true_needs_the_planner(tmp_path):
-    import importlib.util
-
-    if importlib.util.find_spec("clustersim.plan") is not None:
-        pytest.skip("a planner exists: plan: true is exercised by its own tests")
-    study = _write(tmp_path, "pi.yaml", PI_STUDY + "plan: true\n")
-    with pytest.raises(ClusterSimError, match="plan: true needs the planner"):
-        run_study(study, tmp_path / "out", executor="serial")
-
-
 def _cli(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "clustersim", *args], capture_output=True, text=True, cwd=cwd,
                           timeout=300)

@@ -134,6 +134,19 @@ def test_ddp_buckets_only_on_last_micro_batch():
     assert min(tl.start[op.id] for op in dp) < last_b
 
 
+def test_dp_overlap_off_reduces_after_the_whole_backward():
+    """parallelism.dp_overlap false (Megatron before --overlap-grad-reduce): every bucket's collective
+    starts after the rank's last backward kernel; the same buckets, the same bytes."""
+    on = TransformerStep(scenario(dp=2, ddp_bucket_mb=10), CM).build()
+    off = TransformerStep(scenario(dp=2, ddp_bucket_mb=10, dp_overlap=False), CM).build()
+    dp = lambda g: [op for op in g.ops if op.coll is not None and op.coll.axis == "dp"]  # noqa: E731
+    assert [op.coll.size_bytes for op in dp(off)] == [op.coll.size_bytes for op in dp(on)]
+    tl_on, tl_off = (execute_analytical(g, lambda c: 1e-4) for g in (on, off))
+    last_b = max(tl_off.end[op.id] for op in off.ops if op.args.kind == "B")
+    assert min(tl_off.start[op.id] for op in dp(off)) >= last_b
+    assert tl_off.makespan > tl_on.makespan
+
+
 def test_zero_stages_change_collectives():
     ops = lambda z: sorted({c.op for c in colls(TransformerStep(scenario(dp=2, zero=z), CM).build(), "dp")})
     assert ops(0) == ["all_reduce"]

@@ -1,0 +1,163 @@
+"""Kernel tables of a GPU without its own measurements, transferred from a measured GPU by roofline.
+
+A profile's ``compute`` section holds shape-dependent efficiency tables measured with ``calibrate
+bench --kernels`` (GEMMs by layout and shape, flash attention by pass / seq / head_dim, memory-bound
+kernel classes by bytes). A GPU that was never measured gets those tables from a measured one
+(:func:`transfer_compute`); every number used comes from the two vendor specs
+(:class:`clustersim.config.topology.GPUSpec`: dense peak, HBM bandwidth, SM count) and the source's
+measured tables -- nothing is fitted to a step time.
+
+Compute-bound kernels (GEMMs, flash attention). A measured point of ``F`` FLOPs moving ``B`` bytes
+took ``t_s = F / (peak_s * eff_s)`` on the source. Its roofline time there is
+``r_s = max(F / (peak_s * w_s), B / bw_s)``: the compute part at the peak reduced by wave
+quantisation ``w = tiles / (ceil(tiles / SMs) * SMs)`` (output tiles of one thread block spread over
+the SMs; the last partial wave leaves SMs idle), the memory part at the measured copy bandwidth.
+What the roofline does not explain (pipeline fill, epilogue, tile-internal overheads),
+``eta = r_s / t_s``, is taken as a property of the kernel's shape and carried over: on the target
+``t_t = r_t / eta`` with the target's peak, bandwidth and SM count, and the stored efficiency is
+``F / (peak_t * t_t)``. Tiles: 128 x 256 output tiles for GEMMs (the CUTLASS / cuBLAS bf16 tile of
+both Ampere and Hopper large GEMMs), 128 query rows per (batch, head) for flash attention (the
+FlashAttention-2 forward and backward block).
+
+Memory-bound kernels. A kernel of ``B`` bytes takes ``t0 + B / bw`` (a start-up latency, then the
+bandwidth); its efficiency ``B / (t0 bw + B)`` reaches half at ``B = t0 bw``, the bytes in flight
+(Little's law). With the latency unchanged between HBM generations, the target's efficiency at ``B``
+is the source's at ``B * bw_s / bw_t``: every point keeps its efficiency and moves to
+``bytes * bw_t / bw_s``. The achievable copy bandwidth itself is the source's measured fraction of
+its datasheet bandwidth applied to the target's datasheet bandwidth. A class that is a sequence of
+kernels with GEMMs in it (eager attention: ``q k^T``, scale, mask, softmax, ``@ v``) has the *sum*
+of the two roofline parts as its roofline (kernels one after another); its time scales by that sum.
+
+Sustained clocks (``clock_table``: slowdown of compute-bound kernels by compute duty under the
+board's power limit) are a property of the die and its power budget, not of the kernel: kept when
+source and target share the architecture (``sm``) and the board power (``tdp_W``; H100 SXM and H200
+are the same GH100 die at 700 W), otherwise left out (no slowdown). ``gemm_half_flops`` (the closed
+form's roll-off, used only below the table's smallest point) and ``kernel_launch_us`` (the GPU-side
+gap between dependent kernels) are kept from the source.
+"""
+
+from __future__ import annotations
+
+import math
+
+from clustersim.config.topology import GPUSpec
+
+#: output tile of a bf16 tensor-core GEMM thread block (rows x columns)
+GEMM_TILE = (128, 128)
+#: query rows per flash-attention thread block (FlashAttention-2, forward and backward)
+ATTENTION_BLOCK = 128
+#: bytes per element of the measured (bf16) tables
+ELEMENT_BYTES = 2
+#: memory-table classes that are a *sequence* of kernels with batched GEMMs in it, with their FLOPs per
+#: counted byte: the bench's eager attention (clustersim/calibration/bench, head_dim 128 on every
+#: point) forward does 4 n hd FLOPs (q k^T and @ v over n score elements) per 2 n x 2 bytes, its
+#: backward 8 n hd per 3 n x 2 bytes
+SEQUENCE_FLOPS_PER_BYTE = {"eager_attention_fwd": 4 * 128 / 4, "eager_attention_bwd": 8 * 128 / 6}
+
+
+def wave_efficiency(tiles: int, sm_count: int) -> float:
+    """Share of SM time busy when ``tiles`` equal thread blocks run in waves over ``sm_count`` SMs.
+
+    >>> wave_efficiency(132, 132), round(wave_efficiency(133, 132), 3)
+    (1.0, 0.504)
+    """
+    waves = math.ceil(tiles / sm_count)
+    return tiles / (waves * sm_count)
+
+
+def _gemm_tiles(m: int, n: int) -> int:
+    return math.ceil(m / GEMM_TILE[0]) * math.ceil(n / GEMM_TILE[1])
+
+
+def transfer_point(*, efficiency: float, flops: float, nbytes: float, tiles: int, source: dict,
+                   target: dict) -> float:
+    """Efficiency on ``target`` of a compute-bound kernel measured at ``efficiency`` on ``source``.
+
+    ``source`` / ``target``: ``{"peak": FLOP/s, "bw": achievable bytes/s, "sms": SM count}``.
+
+    >>> a = {"peak": 1e15, "bw": 3e12, "sms": 132}
+    >>> transfer_point(efficiency=0.7, flops=1e12, nbytes=1e8, tiles=1320, source=a, target=a)
+    0.7
+    >>> b = {"peak": 0.3e15, "bw": 2e12, "sms": 108}   # 1320 tiles: 13 waves on 108 SMs, the last 24 % full
+    >>> round(transfer_point(efficiency=0.7, flops=1e12, nbytes=1e8, tiles=1320, source=a, target=b), 4)
+    0.6581
+    """
+    t_s = flops / (source["peak"] * efficiency)
+    r_s = max(flops / (source["peak"] * wave_efficiency(tiles, source["sms"])), nbytes / source["bw"])
+    r_t = max(flops / (target["peak"] * wave_efficiency(tiles, target["sms"])), nbytes / target["bw"])
+    # t_t = r_t / eta with eta = r_s / t_s (eta may exceed 1 where the library's tiling beats the
+    # one-tile wave model, e.g. split-K on few tiles: the ratio still carries over)
+    return round(min(1.0, flops / (target["peak"] * t_s * r_t / r_s)), 12)
+
+
+def _r4(x: float) -> float:
+    return float(f"{x:.4g}")
+
+
+def transfer_compute(compute: dict, *, source: GPUSpec, target: GPUSpec) -> dict:
+    """The ``compute`` section of a profile for ``target``, transferred from ``source``'s measured one.
+
+    ``compute``: the source profile's compute section as a dict (``ComputeParams`` fields; its
+    ``hbm_bandwidth_GBps`` is the measured copy bandwidth, its ``peak_tflops`` if set the peak the
+    tables are relative to). Returns a new dict: the same fields for the target (``peak_tflops``
+    dropped: the target's datasheet peak applies), ``clock_table`` kept only for the same die and
+    board power (see the module doc).
+    """
+    dtype = compute.get("dtype", "bf16")
+    if source.sm_count is None or target.sm_count is None:
+        raise ValueError(f"SM count missing in the GPU spec of {source.name if source.sm_count is None else target.name}")
+    bw_fraction = (compute.get("hbm_bandwidth_GBps") or 0.9 * source.hbm_bandwidth_GBps) / source.hbm_bandwidth_GBps
+    src = {"peak": (compute.get("peak_tflops") or source.peak_tflops[dtype]) * 1e12,
+           "bw": bw_fraction * source.hbm_bandwidth, "sms": source.sm_count}
+    tgt = {"peak": target.peak_flops(dtype), "bw": bw_fraction * target.hbm_bandwidth, "sms": target.sm_count}
+    e = ELEMENT_BYTES
+
+    def gemm(m: int, n: int, k: int, eff: float) -> float:
+        return _r4(transfer_point(efficiency=eff, flops=2.0 * m * n * k, nbytes=e * (m * k + n * k + m * n),
+                                  tiles=_gemm_tiles(m, n), source=src, target=tgt))
+
+    same_power = (source.sm, source.tdp_W) == (target.sm, target.tdp_W) and source.tdp_W is not None
+    out = {key: val for key, val in compute.items()
+           if key not in ("peak_tflops", "provenance") and (key != "clock_table" or same_power)}
+    out["hbm_bandwidth_GBps"] = _r4(tgt["bw"] / 1e9)
+    out["gemm_table"] = [{**p, "efficiency": gemm(p["m"], p["n"], p["k"], p["efficiency"])}
+                         for p in compute.get("gemm_table", [])]
+    if compute.get("gemm_table"):
+        big = max(out["gemm_table"], key=lambda p: p["m"] * p["n"] * p["k"])
+        out["gemm_efficiency"] = big["efficiency"]
+    else:
+        out["gemm_efficiency"] = compute.get("gemm_efficiency", 0.75)
+    # training layouts: forward NT (tokens x out), dgrad NN (tokens x in), wgrad TN (out x in)
+    shape = {"NT": lambda t, o, i: (t, o, i), "NN": lambda t, o, i: (t, i, o), "TN": lambda t, o, i: (o, i, t)}
+    out["gemm_layout_table"] = [
+        {**p, "efficiency": gemm(*shape[p["layout"]](p["tokens"], p["out_features"], p["in_features"]),
+                                 p["efficiency"])}
+        for p in compute.get("gemm_layout_table", [])]
+    att = []
+    for p in compute.get("attention_table", []):
+        b, nh, s, d = p["batch"], p["heads"], p["seq"], p["head_dim"]
+        flops = 2.0 * b * nh * s * s * d * (2.5 if p["direction"] == "bwd" else 1.0)  # causal count of the table
+        # q, k, v, o read / written once (backward: + dq, dk, dv, do)
+        nbytes = e * b * nh * s * d * (4 if p["direction"] == "fwd" else 8)
+        att.append({**p, "efficiency": _r4(transfer_point(efficiency=p["efficiency"], flops=flops, nbytes=nbytes,
+                                                          tiles=b * nh * math.ceil(s / ATTENTION_BLOCK),
+                                                          source=src, target=tgt))})
+    out["attention_table"] = att
+    out["memory_table"] = [_memory_point(p, src, tgt) for p in compute.get("memory_table", [])]
+    return out
+
+
+def _memory_point(p: dict, src: dict, tgt: dict) -> dict:
+    """One ``memory_table`` point on the target (efficiency relative to the target's copy bandwidth).
+
+    A single memory-bound kernel: same efficiency at ``bytes * bw_t / bw_s`` (Little's law, module
+    doc). A sequence with GEMMs in it (:data:`SEQUENCE_FLOPS_PER_BYTE`): its kernels run one after the
+    other, so its roofline is the *sum* ``F / peak + B / bw``, and its time scales by that sum's ratio.
+    """
+    if p["op"] not in SEQUENCE_FLOPS_PER_BYTE:
+        return {**p, "bytes": round(p["bytes"] * tgt["bw"] / src["bw"])}
+    nbytes = p["bytes"]
+    flops = nbytes * SEQUENCE_FLOPS_PER_BYTE[p["op"]]
+    t_s = nbytes / (src["bw"] * p["efficiency"])
+    t_t = t_s * (flops / tgt["peak"] + nbytes / tgt["bw"]) / (flops / src["peak"] + nbytes / src["bw"])
+    return {**p, "efficiency": _r4(nbytes / (t_t * tgt["bw"]))}

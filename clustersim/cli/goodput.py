@@ -1,0 +1,98 @@
+"""``clustersim goodput``: expected goodput of a checkpointed run of a scenario under failures."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from clustersim.cli.common import console, print_json
+
+
+def _render(d: dict) -> None:
+    from rich.table import Table
+
+    from clustersim.units import format_bytes, format_time
+
+    t = Table(title=f"goodput: {d['scenario']} on {d['n_gpus']:,} GPUs ({d['n_nodes']:,} nodes), "
+                    f"{d['run_work_s'] / 86400:g} days of training", show_header=True)
+    t.add_column("quantity")
+    t.add_column("value", justify="right")
+    t.add_row("system MTBF", format_time(d["system_mtbf_s"]))
+    t.add_row("expected failures", f"{d['expected_failures']:,.1f}")
+    t.add_row("checkpoint size", format_bytes(d["checkpoint_bytes"]))
+    t.add_row("checkpoint write", format_time(d["checkpoint_write_s"]))
+    t.add_row("restart + re-queue", format_time(d["restart_s"]))
+    for k in ("young", "daly", "best"):
+        t.add_row(f"interval ({k})", f"{format_time(d['intervals_s'][k])}  goodput {100 * d['goodput'][k]:.2f} %")
+    mc = d["monte_carlo"]
+    t.add_row("Monte-Carlo at best", f"{100 * mc['goodput']:.2f} % [{100 * mc['ci_low']:.2f}, {100 * mc['ci_high']:.2f}] "
+              f"({100 * mc['confidence']:g} % CI, {mc['trials']} runs) "
+              + ("agrees" if mc["agrees"] else "[red]DISAGREES[/]"))
+    t.add_row("expected wall time", format_time(d["expected_wall_s"]))
+    console.print(t)
+
+
+def register(root: typer.Typer) -> None:
+    """Attach ``goodput`` to the root app."""
+
+    @root.command("goodput")
+    def goodput_cmd(
+        scenario: Path = typer.Argument(..., help="Scenario YAML file (its model gives the checkpoint size, its cluster the GPU and node counts)."),
+        mtbf_gpu_hours: Optional[float] = typer.Option(None, "--mtbf-gpu-hours", help="Mean time between failures of one GPU (hours), all causes charged to GPUs."),
+        mtbf_node_hours: Optional[float] = typer.Option(None, "--mtbf-node-hours", help="Mean time between failures of one node (hours): host, NIC, PSU..."),
+        ckpt_write_GBps: float = typer.Option(..., "--ckpt-write-GBps", help="Aggregate checkpoint write bandwidth to storage, GB/s (1e9 bytes/s)."),
+        restart_min: float = typer.Option(..., "--restart-min", help="Minutes from a failure to training again: re-queue, restart, reload the checkpoint."),
+        run_days: float = typer.Option(..., "--run-days", help="Days of useful training work the run must complete."),
+        gpus: Optional[int] = typer.Option(None, "--gpus", help="Scale to this many GPUs (nodes of the scenario's size); default: the scenario's cluster."),
+        ckpt_GB: Optional[float] = typer.Option(None, "--ckpt-GB", help="Checkpoint size in GB; default: weights + optimizer state of the scenario's model."),
+        set_: Optional[list[str]] = typer.Option(None, "--set", help="Override a scenario field (repeatable)."),
+        trials: int = typer.Option(2000, "--trials", help="Monte-Carlo runs."),
+        seed: Optional[int] = typer.Option(None, "--seed", help="Monte-Carlo seed; default: the scenario's simulation.seed."),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON document."),
+    ) -> None:
+        """Expected goodput of a run under failures and the checkpoint interval that maximises it.
+
+        Closed form (Daly's exact expectation; Young's and Daly's intervals) beside a seeded
+        Monte-Carlo of the same model. Failure rates add over GPUs and nodes. See
+        docs/goodput-and-faults.md.
+
+        Examples:
+
+          clustersim goodput scenarios/llama3-405b.yaml --mtbf-gpu-hours 50677 --ckpt-write-GBps 2000 --restart-min 10 --run-days 54
+
+          clustersim goodput scenarios/gpt3-175b.yaml --mtbf-gpu-hours 50000 --mtbf-node-hours 100000 --ckpt-write-GBps 100 --restart-min 15 --run-days 30 --gpus 16384 --json
+        """
+        from clustersim.errors import ClusterSimError
+        from clustersim.reliability.goodput import DAY, goodput_report
+        from clustersim.simulate.resolve import resolve_scenario
+
+        rs = resolve_scenario(scenario, set_ or [])
+        c = rs.cluster
+        n_gpus, gpn = c.n_gpus, c.gpus_per_host
+        if gpus is not None:
+            if gpus < 1:
+                raise ClusterSimError(f"--gpus must be >= 1, got {gpus}", field="--gpus")
+            n_gpus = gpus
+        n_nodes = math.ceil(n_gpus / gpn)
+        if ckpt_GB is not None:
+            size = ckpt_GB * 1e9
+        else:
+            from clustersim.reliability.checkpoint import checkpoint_bytes
+
+            size = checkpoint_bytes(rs.scenario)
+        if not run_days > 0:
+            raise ClusterSimError(f"--run-days must be > 0, got {run_days}", field="--run-days")
+        if not restart_min >= 0:
+            raise ClusterSimError(f"--restart-min must be >= 0, got {restart_min}", field="--restart-min")
+        d = goodput_report(work_s=run_days * DAY, n_gpus=n_gpus, n_nodes=n_nodes, checkpoint_bytes=size,
+                           write_Bps=ckpt_write_GBps * 1e9, restart_s=restart_min * 60.0,
+                           mtbf_gpu_hours=mtbf_gpu_hours, mtbf_node_hours=mtbf_node_hours, trials=trials,
+                           seed=rs.scenario.simulation.seed if seed is None else seed)
+        d = {"scenario": rs.scenario.name, **d}
+        if as_json:
+            print_json(d)
+        else:
+            _render(d)

@@ -1,0 +1,272 @@
+"""Faults injected into a simulated step: links down or degraded, straggler GPUs, a lost node.
+
+What each fault does to the simulation (docs/goodput-and-faults.md):
+
+* ``link_degraded``: the link group's capacity in the flow network becomes ``fraction`` of its
+  line rate (a copy of the cluster's ``link_bandwidth``); flows crossing it share what is left.
+* ``link_down``: every route that crossed the link takes the shortest other path through the
+  device graph (fewest hops; a peer GPU's NVLink and NIC, another NIC of the host or another
+  spine where the topology has them), at the bandwidth of the links it now crosses. Where no
+  path is left, the run fails with a :class:`ClusterSimError` naming the link and the pair.
+* ``stragglers``: every compute kernel of a rank takes ``slowdown`` times as long. The
+  executor's collectives already wait for their last member, so a slow rank holds up its
+  TP/DP/PP peers by itself. The symmetry-reduced run simulates one rank per pipeline stage of
+  one replica; a straggler anywhere is folded onto the simulated rank of its pipeline stage
+  (the largest factor wins), since the stage's TP collectives and the DP gradient collectives
+  wait for it.
+* ``node_lost``: a node that dies ``at_s`` seconds into the run before the run ends fails it
+  (the parallel layout needs every rank; the job restarts from a checkpoint, which is what
+  ``clustersim goodput`` accounts for). A loss after the end is reported, not fatal.
+
+Link faults need flow fidelity: the analytical closed forms use the topology's line rates, not
+the flow network's link capacities.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import networkx as nx
+import numpy as np
+
+from clustersim.config.scenario import FaultsSection, LinkSelector, StragglerDistribution
+from clustersim.errors import ClusterSimError
+from clustersim.topology.cluster import Cluster
+from clustersim.workload.layout import Layout
+from clustersim.workload.ops import Graph
+from clustersim.workload.segments import ComputeSegment, TPCollectiveSegment
+
+_HOST = re.compile(r"(?:^|->)h(\d+)\.")
+
+
+def select_links(cluster: Cluster, ref, field: str) -> list[int]:
+    """Link-group indices a fault's ``link`` names: an exact ``"src->dst"`` name or a selector.
+
+    >>> from clustersim.topology import load_cluster
+    >>> c = load_cluster("dgx-h100", nodes=2)
+    >>> [c.link_names[i] for i in select_links(c, "h0.nic0->leaf0", "f")]
+    ['h0.nic0->leaf0']
+    >>> len(select_links(c, LinkSelector(kind="infiniband", node=1), "f"))  # 8 NICs up and down
+    16
+    """
+    names = cluster.link_names
+    if isinstance(ref, str):
+        try:
+            return [names.index(ref)]
+        except ValueError:
+            near = [n for n in names if ref.split("->")[0] in n][:5]
+            hint = f"; links from that end: {', '.join(near)}" if near else " (see `clustersim topo show --links`)"
+            raise ClusterSimError(f"no link named {ref!r} in {cluster.name}{hint}", field=field) from None
+    out = []
+    for i, name in enumerate(names):
+        if ref.kind is not None and str(cluster.link_kind[i]) != ref.kind:
+            continue
+        if ref.node is not None and ref.node not in {int(h) for h in _HOST.findall(name)}:
+            continue
+        out.append(i)
+    if not out:
+        raise ClusterSimError(f"no link of {cluster.name} matches {ref.model_dump(exclude_none=True)}", field=field)
+    return out
+
+
+class FaultyCluster(Cluster):
+    """A :class:`Cluster` with links down (rerouted) and links degraded (capacity scaled).
+
+    Built with :meth:`from_cluster`; the ``with_p2p``/``with_gdr`` copies keep the faults.
+    """
+
+    down: frozenset[int]
+
+    @classmethod
+    def from_cluster(cls, cluster: Cluster, *, down=(), fractions: dict[int, float] | None = None) -> "FaultyCluster":
+        """A copy of ``cluster`` with the link groups ``down`` failed and ``fractions`` applied."""
+        fc = cls.__new__(cls)
+        fc.__dict__.update(cluster.__dict__)
+        fc.link_bandwidth = np.array(cluster.link_bandwidth, dtype=float)
+        for i, f in (fractions or {}).items():
+            fc.link_bandwidth[i] *= f
+        fc.down = frozenset(int(i) for i in down)
+        fc._cache = {}
+        fc._rerouted = {}
+        return fc
+
+    def route(self, src_rank: int, dst_rank: int) -> np.ndarray:
+        """The healthy route, or the shortest path around the down links when it crosses one."""
+        r = super().route(src_rank, dst_rank)
+        if not self.down or not self.down.intersection(r.tolist()):
+            return r
+        key = (int(src_rank), int(dst_rank), self.p2p, self.gdr)
+        hit = self._rerouted.get(key)
+        if hit is None:
+            hit = self._rerouted[key] = self._detour(int(src_rank), int(dst_rank), r)
+        return hit
+
+    def _detour(self, s: int, d: int, healthy: np.ndarray) -> np.ndarray:
+        G = self.graph
+        down = self.down
+
+        def up(u, v, k):
+            return G[u][v][k]["index"] not in down
+
+        view = nx.subgraph_view(G, filter_edge=up)
+        try:
+            path = nx.shortest_path(view, self.gpus[s], self.gpus[d])
+        except nx.NetworkXNoPath:
+            crossed = [self.link_names[i] for i in healthy.tolist() if i in down]
+            raise ClusterSimError(f"link {', '.join(crossed)} is down and no other path joins rank {s} ({self.gpus[s]}) "
+                                  f"and rank {d} ({self.gpus[d]}): the job cannot run", field="faults.link_down") from None
+        out = []
+        for u, v in zip(path, path[1:]):
+            edges = [e for e in G[u][v].values() if e["index"] not in down]
+            out.append(max(edges, key=lambda e: e["bandwidth"])["index"])
+        arr = np.asarray(out, dtype=np.int64)
+        arr.setflags(write=False)
+        return arr
+
+    @property
+    def rerouted_pairs(self) -> int:
+        """Rank pairs routed around a down link so far."""
+        return len(self._rerouted)
+
+
+def apply_link_faults(cluster: Cluster, faults: FaultsSection) -> tuple[Cluster, list[dict]]:
+    """The cluster with the faults' links down/degraded, and one cause entry per fault."""
+    if not faults.link_down and not faults.link_degraded:
+        return cluster, []
+    down: list[int] = []
+    fractions: dict[int, float] = {}
+    causes = []
+    for k, f in enumerate(faults.link_down):
+        idx = select_links(cluster, f.link, f"faults.link_down[{k}].link")
+        down += idx
+        causes.append({"kind": "link_down", "links": [cluster.link_names[i] for i in idx]})
+    for k, f in enumerate(faults.link_degraded):
+        idx = select_links(cluster, f.link, f"faults.link_degraded[{k}].link")
+        for i in idx:
+            fractions[i] = min(fractions.get(i, 1.0), f.fraction)
+        causes.append({"kind": "link_degraded", "links": [cluster.link_names[i] for i in idx], "fraction": f.fraction})
+    return FaultyCluster.from_cluster(cluster, down=down, fractions=fractions), causes
+
+
+def straggler_factors(faults: FaultsSection, n_ranks: int, seed: int) -> dict[int, float]:
+    """Compute-time factor of every slowed rank (ranks at 1.0 left out).
+
+    >>> from clustersim.config.scenario import FaultsSection
+    >>> straggler_factors(FaultsSection(stragglers=[{"rank": 3, "slowdown": 1.5}]), 8, 0)
+    {3: 1.5}
+    """
+    st = faults.stragglers
+    if isinstance(st, StragglerDistribution):
+        rng = np.random.default_rng(st.seed if st.seed is not None else seed)
+        draw = np.maximum(np.exp(st.sigma * rng.standard_normal(n_ranks)), 1.0)
+        return {int(r): float(x) for r, x in enumerate(draw) if x > 1.0}
+    out: dict[int, float] = {}
+    for k, s in enumerate(st):
+        if s.rank >= n_ranks:
+            raise ClusterSimError(f"straggler rank {s.rank} out of range (0..{n_ranks - 1})",
+                                  field=f"faults.stragglers[{k}].rank")
+        out[s.rank] = max(out.get(s.rank, 1.0), s.slowdown)
+    return {r: f for r, f in out.items() if f > 1.0}
+
+
+def fold_onto_exec_ranks(factors: dict[int, float], scenario, exec_ranks: list[int]) -> dict[int, float]:
+    """Factor of each executor rank: the largest factor among the global ranks it stands for.
+
+    A transformer's executor rank stands for its pipeline stage (its TP peers, and the other DP
+    replicas under the symmetry reduction); a generic job's ranks stand for themselves.
+    """
+    ex = set(exec_ranks)
+    out: dict[int, float] = {}
+    if scenario.model is None:
+        for r, f in factors.items():
+            if r in ex:
+                out[r] = f
+        return out
+    lay = Layout.from_parallelism(scenario.parallelism)
+    replicas = sorted({lay.coords(e)["dp"] for e in exec_ranks})
+    for r, f in factors.items():
+        c = lay.coords(r)
+        dp = c["dp"] if c["dp"] in replicas else replicas[0]
+        e = lay.rank(dp=dp, pp=c["pp"])
+        out[e] = max(out.get(e, 1.0), f)
+    return out
+
+
+def slow_compute(graph: Graph, factor_of: dict[int, float]) -> int:
+    """Multiply the GPU work of the compute and optimizer ops of slowed ranks; returns ops changed.
+
+    Host time is unchanged (a slow GPU, not a slow CPU). Segment lists shared by identical
+    chunks are replaced once per list, keeping the sharing.
+    """
+    if not factor_of:
+        return 0
+    changed = 0
+    new_lists: dict[tuple[int, int], list] = {}
+    for op in graph.ops:
+        f = factor_of.get(op.rank)
+        if f is None or op.category not in ("compute", "optimizer"):
+            continue
+        if op.segments is not None:
+            key = (id(op.segments), op.rank)
+            segs = new_lists.get(key)
+            if segs is None:
+                segs = new_lists[key] = [_scaled(s, f) for s in op.segments]
+            op.segments = segs
+        op.duration *= f
+        changed += 1
+    return changed
+
+
+def _scaled(seg, f: float):
+    if isinstance(seg, ComputeSegment):
+        return ComputeSegment(seg.seconds * f, seg.kernels)
+    if isinstance(seg, TPCollectiveSegment) and seg.overlapped_gemm_s:
+        return TPCollectiveSegment(seg.coll, seg.overlapped_gemm_s * f)
+    return seg
+
+
+def check_node_lost(faults: FaultsSection, cluster: Cluster, run_end_s: float) -> list[dict]:
+    """Fail the run when a node hosting ranks dies before ``run_end_s``; else a cause entry."""
+    nl = faults.node_lost
+    if nl is None:
+        return []
+    ranks = np.flatnonzero(cluster.host_of == nl.node)
+    if ranks.size == 0:
+        raise ClusterSimError(f"node {nl.node} hosts no rank (the run uses nodes 0..{cluster.n_hosts - 1})",
+                              field="faults.node_lost.node")
+    span = f"ranks {int(ranks[0])}..{int(ranks[-1])}"
+    if nl.at_s < run_end_s:
+        raise ClusterSimError(f"node {nl.node} ({span}) is lost at {nl.at_s:g} s, before the run ends at "
+                              f"{run_end_s:.4g} s: the run fails and restarts from its last checkpoint "
+                              "(`clustersim goodput` models the cost)", field="faults.node_lost")
+    return [{"kind": "node_lost", "node": nl.node, "ranks": [int(ranks[0]), int(ranks[-1])], "at_s": nl.at_s,
+             "effect": f"none on this run: it ends at {run_end_s:.4g} s; the next step would fail"}]
+
+
+def describe_stragglers(factors: dict[int, float], top: int = 8) -> list[dict]:
+    """Cause entries for the slowest ranks (the largest factors first)."""
+    items = sorted(factors.items(), key=lambda kv: (-kv[1], kv[0]))
+    out = [{"kind": "straggler", "rank": r, "slowdown": f} for r, f in items[:top]]
+    if len(items) > top:
+        out.append({"kind": "straggler", "more_ranks": len(items) - top,
+                    "slowdown_max_of_rest": items[top][1]})
+    return out
+
+
+def finite_ratio(a: float, b: float) -> float:
+    """``a / b`` (nan when ``b`` is 0)."""
+    return a / b if b > 0 else math.nan
+
+
+def annotate_link_causes(causes: list[dict], cluster: Cluster, busy, makespan: float) -> None:
+    """Add each link fault's busiest share of the faulty run (and the pairs rerouted) to its entry."""
+    index = {n: i for i, n in enumerate(cluster.link_names)}
+    for c in causes:
+        if "links" not in c:
+            continue
+        if busy is not None and makespan > 0:
+            b = [float(busy[index[n]]) for n in c["links"]]
+            c["busy_fraction"] = min(max(b) / makespan, 1.0)
+        if c["kind"] == "link_down" and isinstance(cluster, FaultyCluster):
+            c["rerouted_pairs"] = cluster.rerouted_pairs

@@ -1,0 +1,149 @@
+"""Cost of the MoE MLP of one layer on one rank for one micro-batch: router, token permutation,
+dispatch and combine over the expert-parallel group, grouped expert GEMMs, shared experts.
+
+Forward, in order (Megatron-Core's MoE layer; backward is the conjugate, reversed):
+
+* shared experts (``shared_experts * expert_ffn_hidden`` wide, TP-split like the dense MLP);
+* router GEMM ``tokens_routed x experts x hidden`` and the fp32 softmax / top-k over its logits;
+* permutation: each token copied once per chosen expert (read and write ``tokens x top_k x h``);
+* dispatch: ``all_to_all`` of ``tokens_routed x top_k x hidden x 2`` bytes per rank over the EP
+  group (``ep_dispatcher: allgather``: all-gather of every EP rank's tokens instead); with
+  ``expert_tp > 1`` the received tokens are all-gathered over the expert-TP group;
+* grouped GEMMs on the most loaded EP rank: each local expert at its own token count ``M``
+  (:class:`~clustersim.workload.moe.Routing`), with the efficiency the compute model gives that
+  ``M`` (one grouped kernel per weight, one launch); activation over all its tokens;
+* combine (the conjugate collectives), un-permutation and the probability-weighted sum.
+
+The collectives are :class:`~clustersim.workload.segments.TPCommSegment` items with axis ``ep``
+(``etp`` for expert-TP), bound to their groups by the pipeline builder: their exposed time is the
+breakdown's ``comm_ep``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from clustersim.workload.moe import Routing, expert_params_per_rank
+from clustersim.workload.segments import ComputeSegment, TPCommSegment
+
+ACT_BYTES = 2  # 16-bit activations and dispatched tokens
+
+
+@dataclass(frozen=True)
+class ExpertParallel:
+    """Expert-parallel degrees, dispatcher and the routing load of a scenario."""
+
+    ep: int
+    expert_tp: int
+    dispatcher: str  # alltoall | allgather
+    routing: Routing
+    comm_overlap: bool = False  # batch-level overlap of the EP collectives with dense compute
+
+
+def dispatch_pair(op_fwd: str, op_bwd: str, size_bytes: float, axis: str) -> tuple[list, list]:
+    """(forward, backward) collective items of one dispatch or combine step."""
+    return [TPCommSegment(op_fwd, size_bytes, axis=axis)], [TPCommSegment(op_bwd, size_bytes, axis=axis)]
+
+
+def _grouped_linear(passes, tokens: tuple[int, ...], out_features: int, in_features: int) -> None:
+    """A grouped GEMM over the local experts (``tokens[e]`` rows each): every expert at the
+    efficiency of its own ``M``, one kernel launch for the group, per pass role."""
+    cm = passes.compute
+    launch = cm.kernel_launch_s
+
+    def role_time(role: str) -> float:
+        per = [cm.linear(m, out_features, in_features, role) - launch for m in tokens if m > 0]
+        return sum(per) + launch if per else 0.0
+
+    passes.forward.append(ComputeSegment(role_time("fwd"), 1))
+    passes.backward.append(ComputeSegment(role_time("dgrad") + role_time("wgrad"), 2))
+
+
+def overlap_ep(segments: list, dense_end: int) -> list:
+    """``segments`` (one pass of one MoE layer, forward order) with the EP collectives hidden
+    behind the dense compute before index ``dense_end`` (norms, attention, shared experts, router):
+    that compute moves, split evenly, into the collectives' ``overlapped_gemm_s`` (each pair then
+    takes ``max(comm, compute)``), its kernels stay where they were."""
+    ep = [i for i, seg in enumerate(segments) if isinstance(seg, TPCommSegment) and seg.axis == "ep"]
+    dense = [i for i in range(dense_end) if isinstance(segments[i], ComputeSegment)]
+    if not ep or not dense:
+        return segments
+    share = sum(segments[i].seconds for i in dense) / len(ep)
+    out = list(segments)
+    for i in dense:
+        out[i] = ComputeSegment(0.0, segments[i].kernels)
+    for i in ep:
+        out[i] = TPCommSegment(segments[i].op, segments[i].size_bytes, share, axis="ep")
+    return out
+
+
+def moe_mlp_block(costs, passes) -> None:
+    """Append the norm, MoE MLP and residual of one layer to ``passes`` (``costs``: the
+    :class:`~clustersim.workload.layer_costs.LayerCosts` of the scenario)."""
+    moe_mlp_segments(costs, passes)
+    xp = costs.experts
+    if xp.comm_overlap:
+        dense_fwd, dense_bwd = passes.dense_marks
+        passes.forward[:] = overlap_ep(passes.forward, dense_fwd)
+        passes.backward[:] = overlap_ep(passes.backward, dense_bwd)
+
+
+def moe_mlp_segments(costs, passes) -> None:
+    """The segments of :func:`moe_mlp_block`, without overlap; records where the dense part ends."""
+    model, moe, xp = costs.model, costs.model.moe, costs.experts
+    h, k = model.hidden, moe.top_k
+    tokens = costs.tokens_local  # tokens this rank routes (b s / tp with sequence parallelism)
+    costs._norm(passes)
+    if moe.shared_experts:
+        costs.dense_mlp(passes, moe.shared_experts * moe.expert_ffn_hidden)
+    passes.linear(tokens, moe.experts, h)  # router
+    passes.memory(tokens * moe.experts * 4 * 3)  # fp32 logits read, softmax written, top-k read
+    slot_bytes = tokens * k * h * ACT_BYTES  # this rank's routed token copies
+    passes.memory(2 * slot_bytes)  # permute: gather each token once per expert
+    passes.dense_marks = (len(passes.forward), len(passes.backward))
+    if xp.ep > 1:
+        if xp.dispatcher == "alltoall":
+            passes.extend(dispatch_pair("all_to_all", "all_to_all", slot_bytes, "ep"))
+        else:  # every EP rank's tokens to every EP rank (nccl-tests size: the gathered buffer)
+            passes.extend(dispatch_pair("all_gather", "reduce_scatter", xp.ep * tokens * h * ACT_BYTES, "ep"))
+    routed = xp.routing.local_tokens
+    if xp.expert_tp > 1:
+        passes.extend(dispatch_pair("all_gather", "reduce_scatter", float(sum(routed)) * h * ACT_BYTES, "etp"))
+    f_local = moe.expert_ffn_hidden // xp.expert_tp
+    mlp_in = 2 * f_local if model.mlp == "swiglu" else f_local
+    _grouped_linear(passes, routed, mlp_in, h)
+    expert_tokens = float(sum(routed))
+    act = ("gelu_fwd", 2, "gelu_bwd", 3) if model.mlp == "gelu" else None
+    if act:
+        passes.memory_class(act[0], act[1] * expert_tokens * f_local * ACT_BYTES, act[2],
+                            act[3] * expert_tokens * f_local * ACT_BYTES, 2 * expert_tokens * f_local * ACT_BYTES)
+    else:  # fused SwiGLU: read gate and up, write the product
+        passes.memory(3 * expert_tokens * f_local * ACT_BYTES)
+    _grouped_linear(passes, routed, h, f_local)
+    if xp.expert_tp > 1:
+        passes.extend(dispatch_pair("reduce_scatter", "all_gather", expert_tokens * h * ACT_BYTES, "etp"))
+    if xp.ep > 1:
+        if xp.dispatcher == "alltoall":
+            passes.extend(dispatch_pair("all_to_all", "all_to_all", slot_bytes, "ep"))
+        else:
+            passes.extend(dispatch_pair("reduce_scatter", "all_gather", xp.ep * tokens * h * ACT_BYTES, "ep"))
+    passes.memory(2 * slot_bytes + tokens * h * ACT_BYTES)  # un-permute and the weighted sum over top_k
+    costs._residual(passes)
+
+
+def moe_layer_params(costs) -> tuple[float, int]:
+    """(parameters one rank holds of an MoE layer, its GEMM weight tensors): attention and shared
+    experts split by TP, the router replicated, the routed experts split by ep and expert_tp."""
+    model, moe, xp, tp = costs.model, costs.model.moe, costs.experts, costs.tp
+    mats = model.mlp_matrices
+    shared = moe.shared_experts * mats * model.hidden * moe.expert_ffn_hidden
+    params = ((model.attention_matmul_params + shared) / tp + model.hidden * moe.experts
+              + expert_params_per_rank(moe, model.hidden, mats, xp.ep, xp.expert_tp) + model.layer_other_params)
+    tensors = 2 + 1 + (mats if moe.shared_experts else 0) + mats * (moe.experts // xp.ep)  # TE GroupedLinear: one weight per expert
+    return params, tensors
+
+
+def expert_layer_params(costs) -> float:
+    """Routed-expert parameters one rank holds of one MoE layer (sharded over expert-DP by ZeRO)."""
+    model, xp = costs.model, costs.experts
+    return expert_params_per_rank(model.moe, model.hidden, model.mlp_matrices, xp.ep, xp.expert_tp)
