@@ -54,6 +54,7 @@ BOUNDS: dict[str, tuple[int, str]] = {
     "layers": (10_000, "10x the deepest trained transformers, DeepNet's 1,000 layers"),
     "model width": (2**24, "hidden, ffn_hidden and vocab; 100x the widest published models"),
     "heads": (2**16, "attention heads; the largest published models have 128"),
+    "experts": (2**16, "routed experts per MoE layer; the largest published models have 256-384"),
     "seq_len": (2**24, "16M tokens; 16x the longest published training contexts"),
     "global_batch": (2**24, "16M sequences per step; published runs use at most a few thousand"),
     "steps": (10**9, "optimizer steps to report on"),

@@ -26,6 +26,7 @@ Nodes = bounded("nodes")
 Layers = bounded("layers")
 Width = bounded("model width")
 Heads = bounded("heads")
+Experts = bounded("experts")
 SeqLen = bounded("seq_len")
 Batch = bounded("global_batch")
 Dtype = Literal["fp32", "bf16", "fp16", "fp8"]
@@ -46,10 +47,10 @@ class ScenarioClusterSection(StrictModel):
 class MoESection(StrictModel):
     """Mixture-of-experts MLPs (``model.moe``): routed experts, optional shared experts, and which layers have them."""
 
-    experts: Heads = Field(description="Routed experts per MoE layer.")
-    top_k: Heads = Field(description="Experts each token is sent to.")
+    experts: Experts = Field(description="Routed experts per MoE layer.")
+    top_k: Experts = Field(description="Experts each token is sent to.")
     expert_ffn_hidden: Width = Field(description="Inner width of one expert's MLP (same activation as model.mlp).")
-    shared_experts: bounded("heads", minimum=0) = Field(0, description="Always-active experts per MoE layer (a dense MLP of shared_experts*expert_ffn_hidden, TP-split).")
+    shared_experts: bounded("experts", minimum=0) = Field(0, description="Always-active experts per MoE layer (a dense MLP of shared_experts*expert_ffn_hidden, TP-split).")
     moe_every: Layers = Field(1, description="Every n-th layer (after first_dense_layers) is MoE; 1 = all of them.")
     first_dense_layers: bounded("layers", minimum=0) = Field(0, description="Leading layers that keep the dense MLP (model.ffn_hidden).")
     capacity_factor: float | None = Field(None, gt=0, description="Tokens an expert takes, as a multiple of the mean load; null = dropless.")
