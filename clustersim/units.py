@@ -80,6 +80,12 @@ def parse_size(text: str | int | float) -> int:
     Traceback (most recent call last):
     ...
     clustersim.errors.ClusterSimError: size '1.5B' is 1.5 bytes, not a whole number of bytes
+    >>> parse_size("64KiB"), parse_size("1GB"), parse_size("1.5 MiB"), parse_size(4096)
+    (65536, 1000000000, 1572864, 4096)
+    >>> parse_size("4 parsecs")
+    Traceback (most recent call last):
+    ...
+    clustersim.errors.ClusterSimError: unknown size unit 'parsecs' in '4 parsecs' (use B, KB, MB, GB, KiB, MiB, GiB)
     """
     if isinstance(text, bool):
         raise ClusterSimError(f"cannot read size {text!r}")

@@ -286,6 +286,8 @@ def _model_names() -> set[str]:
 def format_loc(loc: tuple[Any, ...]) -> str:
     """Dotted field path from a pydantic error location (drops union-branch tags).
 
+    >>> format_loc(("node", "links", 0, "function-after[_check()]", "bandwidth_GBps"))
+    'node.links.0.bandwidth_GBps'
     >>> format_loc(("job", "phases", 0, "collective", "size", "str"))
     'job.phases.0.collective.size'
     """

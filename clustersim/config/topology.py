@@ -81,7 +81,7 @@ class GPUSpec(StrictModel):
     nvlink_generation: int | None = Field(None, ge=1, le=1000, description="NVLink generation (3 A100, 4 H100/H200, 5 B200/GB200).")
     tdp_W: float | None = Field(None, gt=0, description="Board power limit (W, datasheet max TDP); sustained "
                                 "clocks of compute-bound kernels depend on it (compute transfer).")
-    sm_count: int | None = Field(None, gt=0, description="Streaming multiprocessors enabled on the part (wave "
+    sm_count: int | None = Field(None, gt=0, le=1_000_000, description="Streaming multiprocessors enabled on the part (wave "
                                  "quantisation of kernel tiles in the compute transfer, clustersim/calibration/transfer.py).")
     source: str | None = Field(None, description="Where the figures come from.")
 
