@@ -295,18 +295,7 @@ def _scan_sections(text: str, *, path: str | Path, warn: Callable[[str], None]
                 sec.devices.append({"rank": int(m.group(1)), "pid": int(m.group(3)), "host": m.group(4),
                                     "device": int(m.group(5)), "bus_id": m.group(6), "gpu": m.group(7) or None})
                 continue
-            low = s.lower()
-            if "size" in low and "count" in low and "type" in low:
-                toks = s.lstrip("#").split()
-                sec.columns = "new" if "root" in toks else "old"
-                # -I adds per-iteration statistics columns after each group
-                sec.extra_cols = max(0, (len(toks) - (13 if sec.columns == "new" else 12)) // 2)
-                sec.in_table = True
-                continue
-            if low.startswith("# out of bounds") or low.startswith("# avg bus bandwidth") or low.startswith("# collective test concluded"):
-                sec.in_table = False
-                if low.startswith("# out of bounds") and "ok" not in low.split(":")[-1]:
-                    warn(f"{path}:{lineno}: nccl-tests reports wrong results ({s.lstrip('# ')})")
+            _table_comment(s, sec, path=path, lineno=lineno, warn=warn)
             continue
         m = _COLL_INFO.search(s)
         if m:
@@ -336,6 +325,22 @@ def _scan_sections(text: str, *, path: str | Path, warn: Callable[[str], None]
     close_section()
 
     return sections, nccl_version_global
+
+
+def _table_comment(s: str, sec: _Section, *, path: str | Path, lineno: int, warn: Callable[[str], None]) -> None:
+    """Apply a table column header or end-of-table comment line to ``sec``."""
+    low = s.lower()
+    if "size" in low and "count" in low and "type" in low:
+        toks = s.lstrip("#").split()
+        sec.columns = "new" if "root" in toks else "old"
+        # -I adds per-iteration statistics columns after each group
+        sec.extra_cols = max(0, (len(toks) - (13 if sec.columns == "new" else 12)) // 2)
+        sec.in_table = True
+        return
+    if low.startswith("# out of bounds") or low.startswith("# avg bus bandwidth") or low.startswith("# collective test concluded"):
+        sec.in_table = False
+        if low.startswith("# out of bounds") and "ok" not in low.split(":")[-1]:
+            warn(f"{path}:{lineno}: nccl-tests reports wrong results ({s.lstrip('# ')})")
 
 
 def _section_rows(sec: _Section, data: list[dict[str, Any]], *, p: Path, path: str | Path,
