@@ -200,6 +200,23 @@ def parse_nccl_tests_log(
     """
     warn = warn or _warn
     p = require_file(path)
+    op = _checked_options(op, ranks=ranks, scope=scope, placement=placement)
+    text = _read_log(p, path)
+    sections, nccl_version_global = _scan_sections(text, path=path, warn=warn)
+
+    out: list[dict[str, Any]] = []
+    if not sections or not any(rows for _, rows in sections):
+        warn(f"{path}: no nccl-tests results found")
+    for sec, data in sections:
+        if not data:
+            continue
+        out += _section_rows(sec, data, p=p, path=path, sections=sections, op=op, ranks=ranks, scope=scope,
+                             placement=placement, meta=meta, warn=warn, nccl_version_global=nccl_version_global)
+    return out
+
+
+def _checked_options(op: str | None, *, ranks: int | None, scope: str | None, placement: str) -> str | None:
+    """Validate the parse options and return ``op`` mapped to a profile operation name."""
     if placement not in ("both", "out", "in"):
         raise ClusterSimError(f"placement must be both, out or in, got {placement!r}")
     if scope is not None and scope not in ("intra", "inter"):
@@ -213,6 +230,11 @@ def parse_nccl_tests_log(
         if mapped is None:
             raise ClusterSimError(f"unknown operation {op!r} (use one of {', '.join(OP_NAMES)})", field="--op")
         op = mapped
+    return op
+
+
+def _read_log(p: Path, path: str | Path) -> str:
+    """Read a measurement log within the size limit, refusing binary files."""
     size = p.stat().st_size
     if size > MAX_MEASUREMENT_BYTES:
         raise ClusterSimError(f"file of {size:,} bytes exceeds the {MAX_MEASUREMENT_BYTES:,}-byte limit of "
@@ -220,9 +242,13 @@ def parse_nccl_tests_log(
     raw = p.read_bytes()
     if b"\x00" in raw:
         raise ClusterSimError("binary file (not an nccl-tests log)", file=str(path))
-    text = raw.decode("utf-8", errors="replace")
+    return raw.decode("utf-8", errors="replace")
 
-    out: list[dict[str, Any]] = []
+
+
+def _scan_sections(text: str, *, path: str | Path, warn: Callable[[str], None]
+                   ) -> tuple[list[tuple[_Section, list[dict[str, Any]]]], str | None]:
+    """Split a log into (section header, data rows) pairs; also return the log-wide NCCL version."""
     sec = _Section()
     sections: list[tuple[_Section, list[dict[str, Any]]]] = []
     pending: list[dict[str, Any]] = []
@@ -269,18 +295,7 @@ def parse_nccl_tests_log(
                 sec.devices.append({"rank": int(m.group(1)), "pid": int(m.group(3)), "host": m.group(4),
                                     "device": int(m.group(5)), "bus_id": m.group(6), "gpu": m.group(7) or None})
                 continue
-            low = s.lower()
-            if "size" in low and "count" in low and "type" in low:
-                toks = s.lstrip("#").split()
-                sec.columns = "new" if "root" in toks else "old"
-                # -I adds per-iteration statistics columns after each group
-                sec.extra_cols = max(0, (len(toks) - (13 if sec.columns == "new" else 12)) // 2)
-                sec.in_table = True
-                continue
-            if low.startswith("# out of bounds") or low.startswith("# avg bus bandwidth") or low.startswith("# collective test concluded"):
-                sec.in_table = False
-                if low.startswith("# out of bounds") and "ok" not in low.split(":")[-1]:
-                    warn(f"{path}:{lineno}: nccl-tests reports wrong results ({s.lstrip('# ')})")
+            _table_comment(s, sec, path=path, lineno=lineno, warn=warn)
             continue
         m = _COLL_INFO.search(s)
         if m:
@@ -309,65 +324,85 @@ def parse_nccl_tests_log(
         pending.append(row)
     close_section()
 
-    if not sections or not any(rows for _, rows in sections):
-        warn(f"{path}: no nccl-tests results found")
-    for sec, data in sections:
-        if not data:
-            continue
-        header_op = op_from_test_name(sec.test) if sec.test else None
-        if sec.test and header_op is None:
-            raise ClusterSimError(f"unknown nccl-tests binary {sec.test!r} in the header", file=str(path))
-        if header_op and op and op != header_op:
-            raise ClusterSimError(f"--op {op} conflicts with the log header ({sec.test} -> {header_op})", file=str(path))
-        the_op = header_op or op or sec.line_op or op_from_file_name(p)
-        if the_op is None:
-            raise ClusterSimError("cannot tell the operation: no '# Collective test starting' header, no command "
-                                  "line or NCCL INFO line naming it and no operation in the file name; pass --op",
-                                  file=str(path))
-        hosts = list(dict.fromkeys(d["host"] for d in sec.devices))
-        n_ranks = ranks or len(sec.devices)
-        if not n_ranks:
-            raise ClusterSimError("cannot tell the rank count: no '# Rank ... device' lines in the header; "
-                                  "pass --ranks", file=str(path))
-        if ranks and sec.devices and ranks != len(sec.devices):
-            warn(f"{path}: --ranks {ranks} overrides the {len(sec.devices)} device lines of the header")
-        nodes = len(hosts) if hosts else None
-        the_scope = scope or (("intra" if len(hosts) == 1 else "inter") if hosts else None)
-        gpus = list(dict.fromkeys(d["gpu"] for d in sec.devices if d["gpu"]))
-        gpu = gpus[0] if len(gpus) == 1 else (", ".join(gpus) if gpus else None)
-        run_id = f"nccl-tests:{p.name}" + (f"#{sections.index((sec, data)) + 1}" if len(sections) > 1 else "")
-        common = {"source": "nccl-tests", "run_id": run_id, "host": hosts[0] if hosts else None, "gpu": gpu,
-                  "file": p.name}
-        if meta:
-            out.append({"kind": "meta", **common, "hosts": hosts, "world_size": n_ranks, "nodes": nodes,
-                        "gpus": [d["gpu"] for d in sec.devices], "nccl_version": sec.nccl_version or nccl_version_global,
-                        "nccl_tests_version": sec.version, "test": sec.test, "op": the_op,
-                        "warmup_iters": sec.warmup, "iters": sec.iters, "agg_iters": sec.agg_iters,
-                        "validation": sec.validation, "cuda_graph": sec.graph, "nvls": None})
-        factor = busbw_factor(the_op, n_ranks)
-        for r in data:
-            places = (("out", False), ("in", True))
-            for which, inplace in places:
-                if placement != "both" and placement != which:
-                    continue
-                g = r[which]
-                if sec.columns != "old" and isinstance(g["wrong"], int) and g["wrong"] > 0:
-                    # nccl-tests found wrong results: the time of a broken run is not a measurement
-                    warn(f"{path}:{r['line']}: skipped the {which}-of-place result of {r['size']} bytes "
-                         f"(#wrong = {g['wrong']}: nccl-tests found {g['wrong']} wrong values)")
-                    continue
-                out.append({
-                    "kind": "collective", **common, "op": the_op, "ranks": n_ranks, "nodes": nodes, "scope": the_scope,
-                    "size_bytes": r["size"], "count": r["count"], "dtype": DTYPES.get(r["type"], r["type"]),
-                    "redop": None if r["redop"] == "none" else r["redop"], "root": r["root"],
-                    "mode": "nccl", "algorithm": None, "protocol": None, "nvls": None,
-                    "time_us": g["time"], "time_us_min": None, "time_us_p10": None, "time_us_p90": None,
-                    "iters": sec.iters, "algbw_GBps": g["algbw"], "busbw_GBps": g["busbw"],
-                    "busbw_factor": factor, "inplace": inplace,
-                    # current format: #wrong (int, or None for N/A); older format: float max error
-                    "wrong": g["wrong"] if sec.columns != "old" else None,
-                    "error": g["wrong"] if sec.columns == "old" else None, "line": r["line"],
-                })
+    return sections, nccl_version_global
+
+
+def _table_comment(s: str, sec: _Section, *, path: str | Path, lineno: int, warn: Callable[[str], None]) -> None:
+    """Apply a table column header or end-of-table comment line to ``sec``."""
+    low = s.lower()
+    if "size" in low and "count" in low and "type" in low:
+        toks = s.lstrip("#").split()
+        sec.columns = "new" if "root" in toks else "old"
+        # -I adds per-iteration statistics columns after each group
+        sec.extra_cols = max(0, (len(toks) - (13 if sec.columns == "new" else 12)) // 2)
+        sec.in_table = True
+        return
+    if low.startswith("# out of bounds") or low.startswith("# avg bus bandwidth") or low.startswith("# collective test concluded"):
+        sec.in_table = False
+        if low.startswith("# out of bounds") and "ok" not in low.split(":")[-1]:
+            warn(f"{path}:{lineno}: nccl-tests reports wrong results ({s.lstrip('# ')})")
+
+
+def _section_rows(sec: _Section, data: list[dict[str, Any]], *, p: Path, path: str | Path,
+                  sections: list[tuple[_Section, list[dict[str, Any]]]], op: str | None, ranks: int | None,
+                  scope: str | None, placement: str, meta: bool, warn: Callable[[str], None],
+                  nccl_version_global: str | None) -> list[dict[str, Any]]:
+    """The meta and collective rows of one test section."""
+    out: list[dict[str, Any]] = []
+    header_op = op_from_test_name(sec.test) if sec.test else None
+    if sec.test and header_op is None:
+        raise ClusterSimError(f"unknown nccl-tests binary {sec.test!r} in the header", file=str(path))
+    if header_op and op and op != header_op:
+        raise ClusterSimError(f"--op {op} conflicts with the log header ({sec.test} -> {header_op})", file=str(path))
+    the_op = header_op or op or sec.line_op or op_from_file_name(p)
+    if the_op is None:
+        raise ClusterSimError("cannot tell the operation: no '# Collective test starting' header, no command "
+                              "line or NCCL INFO line naming it and no operation in the file name; pass --op",
+                              file=str(path))
+    hosts = list(dict.fromkeys(d["host"] for d in sec.devices))
+    n_ranks = ranks or len(sec.devices)
+    if not n_ranks:
+        raise ClusterSimError("cannot tell the rank count: no '# Rank ... device' lines in the header; "
+                              "pass --ranks", file=str(path))
+    if ranks and sec.devices and ranks != len(sec.devices):
+        warn(f"{path}: --ranks {ranks} overrides the {len(sec.devices)} device lines of the header")
+    nodes = len(hosts) if hosts else None
+    the_scope = scope or (("intra" if len(hosts) == 1 else "inter") if hosts else None)
+    gpus = list(dict.fromkeys(d["gpu"] for d in sec.devices if d["gpu"]))
+    gpu = gpus[0] if len(gpus) == 1 else (", ".join(gpus) if gpus else None)
+    run_id = f"nccl-tests:{p.name}" + (f"#{sections.index((sec, data)) + 1}" if len(sections) > 1 else "")
+    common = {"source": "nccl-tests", "run_id": run_id, "host": hosts[0] if hosts else None, "gpu": gpu,
+              "file": p.name}
+    if meta:
+        out.append({"kind": "meta", **common, "hosts": hosts, "world_size": n_ranks, "nodes": nodes,
+                    "gpus": [d["gpu"] for d in sec.devices], "nccl_version": sec.nccl_version or nccl_version_global,
+                    "nccl_tests_version": sec.version, "test": sec.test, "op": the_op,
+                    "warmup_iters": sec.warmup, "iters": sec.iters, "agg_iters": sec.agg_iters,
+                    "validation": sec.validation, "cuda_graph": sec.graph, "nvls": None})
+    factor = busbw_factor(the_op, n_ranks)
+    for r in data:
+        places = (("out", False), ("in", True))
+        for which, inplace in places:
+            if placement != "both" and placement != which:
+                continue
+            g = r[which]
+            if sec.columns != "old" and isinstance(g["wrong"], int) and g["wrong"] > 0:
+                # nccl-tests found wrong results: the time of a broken run is not a measurement
+                warn(f"{path}:{r['line']}: skipped the {which}-of-place result of {r['size']} bytes "
+                     f"(#wrong = {g['wrong']}: nccl-tests found {g['wrong']} wrong values)")
+                continue
+            out.append({
+                "kind": "collective", **common, "op": the_op, "ranks": n_ranks, "nodes": nodes, "scope": the_scope,
+                "size_bytes": r["size"], "count": r["count"], "dtype": DTYPES.get(r["type"], r["type"]),
+                "redop": None if r["redop"] == "none" else r["redop"], "root": r["root"],
+                "mode": "nccl", "algorithm": None, "protocol": None, "nvls": None,
+                "time_us": g["time"], "time_us_min": None, "time_us_p10": None, "time_us_p90": None,
+                "iters": sec.iters, "algbw_GBps": g["algbw"], "busbw_GBps": g["busbw"],
+                "busbw_factor": factor, "inplace": inplace,
+                # current format: #wrong (int, or None for N/A); older format: float max error
+                "wrong": g["wrong"] if sec.columns != "old" else None,
+                "error": g["wrong"] if sec.columns == "old" else None, "line": r["line"],
+            })
     return out
 
 

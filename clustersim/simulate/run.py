@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -219,34 +220,23 @@ def transformer_step(rs: ResolvedScenario, reduced: bool = True):
     return TransformerStep(sc, cm, host_call_s=host_call, reduced=reduced, host_kernel_s=host_kernel)
 
 
-def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str | None = None,
-                 overrides: list[str] | None = None, reduced: bool = True, top_links: int = 8,
-                 keep_timeline: bool = False, comm: CommCache | None = None) -> RunResult:
-    """Simulate one step of a scenario (Contract 5).
-
-    Parameters
-    ----------
-    source: scenario file, :class:`Scenario` or an already :class:`ResolvedScenario`.
-    fidelity: ``"flow"`` or ``"analytical"``; default: the scenario's ``simulation.fidelity``.
-    overrides: ``--set`` style ``key=value`` strings (file sources only).
-    reduced: simulate one data-parallel replica (identical replicas; their DP collectives still
-        run on the full groups). ``False`` simulates every replica (validation).
-    top_links: how many of the busiest links the result lists.
-    keep_timeline: keep the op graph and its timeline in ``result.step`` (a
-        :class:`StepTimeline`) for a trace (:func:`clustersim.trace.chrome.write_trace`) or a report.
-    comm: a :func:`comm_cache_for` memo made on the same cluster, profile and ``cluster:``
-        switches, reused across runs (the planner); default: a fresh one.
-    """
-    t_wall = time.perf_counter()
+def _resolve_for_run(source: str | Path | Scenario | ResolvedScenario, fidelity: str | None,
+                     overrides: list[str] | None, reduced: bool) -> tuple[ResolvedScenario, str]:
+    """Resolve the run's scenario, check its work bound and pick a valid fidelity."""
     rs = source if isinstance(source, ResolvedScenario) else resolve_scenario(source, overrides)
-    sc, cluster, profile = rs.scenario, rs.cluster, rs.profile
+    sc, cluster = rs.scenario, rs.cluster
     if not reduced:  # resolve_scenario checked the reduced step; every replica costs dp times that
         check_work(sc, cluster.n_gpus, reduced=False, file=str(rs.file) if rs.file else None)
     fidelity = fidelity or sc.simulation.fidelity
     if fidelity not in ("flow", "analytical"):
         raise ClusterSimError("fidelity must be flow or analytical", field="simulation.fidelity")
+    return rs, fidelity
+
+
+def _faulted_cluster(rs: ResolvedScenario, fidelity: str) -> tuple[Any, list]:
+    """Return the effective cluster with the scenario's link faults applied, and their causes."""
     cluster = _effective_cluster(rs)
-    faults, fault_causes = sc.faults, []
+    faults, fault_causes = rs.scenario.faults, []
     if faults is not None:
         from clustersim.reliability import faults as flt
 
@@ -254,14 +244,17 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
             raise ClusterSimError("link faults need fidelity flow (the analytical closed forms use the topology's "
                                   "line rates, not the flow network's link capacities)", field="faults")
         cluster, fault_causes = flt.apply_link_faults(cluster, faults)
+    return cluster, fault_causes
+
+
+def _build_step_graph(rs: ResolvedScenario, cluster: Any, *, reduced: bool, fault_causes: list) -> tuple:
+    """Build the op graph (transformer step or job), slowing stragglers' compute; return (graph, exec_ranks, step)."""
+    sc, profile = rs.scenario, rs.profile
     spec = cluster.gpu_spec
-    if comm is None or fault_causes:  # link faults change the closed forms' routes: no reuse
-        comm = CommCache(_collective_model(cluster, profile, sc))
 
     def cm_for(dtype: str) -> ComputeModel:
         return ComputeModel.from_profile(profile.compute, spec, dtype)
 
-    extra: dict = {}
     if sc.model is not None:
         step = transformer_step(rs, reduced=reduced)
         graph = step.build()
@@ -271,30 +264,35 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
 
         graph, exec_ranks = build_job(sc, cluster, cm_for, profile.compute.gemm_efficiency, cluster.host_of)
         step = None
-    if faults is not None:
-        factors = flt.straggler_factors(faults, cluster.n_gpus, sc.simulation.seed)
+    if sc.faults is not None:
+        from clustersim.reliability import faults as flt
+
+        factors = flt.straggler_factors(sc.faults, cluster.n_gpus, sc.simulation.seed)
         flt.slow_compute(graph, flt.fold_onto_exec_ranks(factors, sc, exec_ranks))
         fault_causes += flt.describe_stragglers(factors)
+    return graph, exec_ranks, step
 
-    links: list[dict] = []
+
+def _execute_graph(rs: ResolvedScenario, cluster: Any, graph: Any, comm: CommCache, *, fidelity: str,
+                   extra: dict) -> tuple:
+    """Execute the graph at the given fidelity; return (timeline, flow simulation or None, private TP)."""
     if fidelity == "analytical":
-        tl = execute_analytical(graph, comm)
-    else:
-        from clustersim.collectives.flow import flow_simulation
-        from clustersim.simulate.flow import execute_flow
+        return execute_analytical(graph, comm), None, None
+    from clustersim.collectives.flow import flow_simulation
+    from clustersim.simulate.flow import execute_flow
 
-        c = sc.cluster
-        sim = flow_simulation(cluster, profile, nvls=c.nvls, p2p=c.p2p, gdr=c.gpudirect_rdma)
-        private = _tp_private(cluster, graph)
-        extra["tp_closed_form"] = private
-        tl = execute_flow(sim, graph, comm, private_tp=private)
-    makespan = tl.makespan
-    iters = sc.job.iterations if sc.job is not None else 1
-    step_time = makespan / iters
-    bd = breakdown(graph, tl, exec_ranks, makespan)
-    bd = {k: v / iters for k, v in bd.items()}
-    if step is None or step.experts is None:
-        bd.pop("comm_ep", None)  # expert-parallel traffic exists only in MoE models
+    c = rs.scenario.cluster
+    sim = flow_simulation(cluster, rs.profile, nvls=c.nvls, p2p=c.p2p, gdr=c.gpudirect_rdma)
+    private = _tp_private(cluster, graph)
+    extra["tp_closed_form"] = private
+    tl = execute_flow(sim, graph, comm, private_tp=private)
+    return tl, sim, private
+
+
+def _busiest_links(cluster: Any, graph: Any, tl: Any, comm: CommCache, *, fidelity: str, sim: Any,
+                   private: Any, makespan: float, top_links: int) -> list[dict]:
+    """List the busiest links of the run."""
+    links: list[dict] = []
     if fidelity == "flow":
         busy = getattr(sim, "link_busy_time", None)
         if busy is not None:
@@ -304,8 +302,12 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
             links = _top_links(cluster, busy, makespan, top_links)
     else:
         links = _analytical_links(cluster, graph, tl, comm, makespan, top_links)
+    return links
 
-    n = cluster.n_gpus
+
+def _step_metrics(sc: Scenario, step: Any, spec: Any, *, n: int, step_time: float, makespan: float,
+                  exec_ranks: Any, extra: dict) -> tuple:
+    """Return (tokens_per_s, samples_per_s, mfu, memory), filling ``extra`` with the step's details."""
     bf16_peak = spec.peak_tflops.get("bf16", spec.peak_tflops.get("fp16", 0.0)) * 1e12
     if step is not None:
         tokens = sc.training.global_batch * sc.model.seq_len
@@ -337,15 +339,70 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
         memory = None
         extra["total_time_s"] = makespan
         extra["ranks"] = len(exec_ranks)
-    if faults is not None:
-        fault_causes += flt.check_node_lost(faults, cluster, extra.get("total_time_s", step_time))
-        flt.annotate_link_causes(fault_causes, cluster, getattr(sim, "link_busy_time", None) if fidelity == "flow"
-                                 else None, makespan)
-        # the same run on the healthy cluster: the slowdown is what the faults cost
-        healthy = run_scenario(replace(rs, scenario=sc.model_copy(update={"faults": None})), fidelity,
-                               reduced=reduced, top_links=top_links)
-        extra["faults"] = {"slowdown": step_time / healthy.step_time_s, "healthy_step_time_s": healthy.step_time_s,
-                           "causes": fault_causes}
+    return tokens_per_s, samples_per_s, mfu, memory
+
+
+def _fault_report(rs: ResolvedScenario, cluster: Any, *, fidelity: str, sim: Any, fault_causes: list,
+                  step_time: float, makespan: float, reduced: bool, top_links: int, extra: dict) -> None:
+    """Complete the fault causes and compare against the healthy run into ``extra["faults"]``."""
+    from clustersim.reliability import faults as flt
+
+    sc = rs.scenario
+    fault_causes += flt.check_node_lost(sc.faults, cluster, extra.get("total_time_s", step_time))
+    flt.annotate_link_causes(fault_causes, cluster, getattr(sim, "link_busy_time", None) if fidelity == "flow"
+                             else None, makespan)
+    # the same run on the healthy cluster: the slowdown is what the faults cost
+    healthy = run_scenario(replace(rs, scenario=sc.model_copy(update={"faults": None})), fidelity,
+                           reduced=reduced, top_links=top_links)
+    extra["faults"] = {"slowdown": step_time / healthy.step_time_s, "healthy_step_time_s": healthy.step_time_s,
+                       "causes": fault_causes}
+
+
+def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str | None = None,
+                 overrides: list[str] | None = None, reduced: bool = True, top_links: int = 8,
+                 keep_timeline: bool = False, comm: CommCache | None = None) -> RunResult:
+    """Simulate one step of a scenario (Contract 5).
+
+    Parameters
+    ----------
+    source: scenario file, :class:`Scenario` or an already :class:`ResolvedScenario`.
+    fidelity: ``"flow"`` or ``"analytical"``; default: the scenario's ``simulation.fidelity``.
+    overrides: ``--set`` style ``key=value`` strings (file sources only).
+    reduced: simulate one data-parallel replica (identical replicas; their DP collectives still
+        run on the full groups). ``False`` simulates every replica (validation).
+    top_links: how many of the busiest links the result lists.
+    keep_timeline: keep the op graph and its timeline in ``result.step`` (a
+        :class:`StepTimeline`) for a trace (:func:`clustersim.trace.chrome.write_trace`) or a report.
+    comm: a :func:`comm_cache_for` memo made on the same cluster, profile and ``cluster:``
+        switches, reused across runs (the planner); default: a fresh one.
+    """
+    t_wall = time.perf_counter()
+    rs, fidelity = _resolve_for_run(source, fidelity, overrides, reduced)
+    sc, profile = rs.scenario, rs.profile
+    cluster, fault_causes = _faulted_cluster(rs, fidelity)
+    spec = cluster.gpu_spec
+    if comm is None or fault_causes:  # link faults change the closed forms' routes: no reuse
+        comm = CommCache(_collective_model(cluster, profile, sc))
+    graph, exec_ranks, step = _build_step_graph(rs, cluster, reduced=reduced, fault_causes=fault_causes)
+
+    extra: dict = {}
+    tl, sim, private = _execute_graph(rs, cluster, graph, comm, fidelity=fidelity, extra=extra)
+    makespan = tl.makespan
+    iters = sc.job.iterations if sc.job is not None else 1
+    step_time = makespan / iters
+    bd = breakdown(graph, tl, exec_ranks, makespan)
+    bd = {k: v / iters for k, v in bd.items()}
+    if step is None or step.experts is None:
+        bd.pop("comm_ep", None)  # expert-parallel traffic exists only in MoE models
+    links = _busiest_links(cluster, graph, tl, comm, fidelity=fidelity, sim=sim, private=private,
+                           makespan=makespan, top_links=top_links)
+
+    n = cluster.n_gpus
+    tokens_per_s, samples_per_s, mfu, memory = _step_metrics(sc, step, spec, n=n, step_time=step_time,
+                                                             makespan=makespan, exec_ranks=exec_ranks, extra=extra)
+    if sc.faults is not None:
+        _fault_report(rs, cluster, fidelity=fidelity, sim=sim, fault_causes=fault_causes, step_time=step_time,
+                      makespan=makespan, reduced=reduced, top_links=top_links, extra=extra)
     res = RunResult(scenario=sc.name, fidelity=fidelity, step_time_s=step_time, tokens_per_s=tokens_per_s,
                     samples_per_s=samples_per_s, mfu=mfu, breakdown=bd, memory=memory, links=links,
                     n_gpus=n, ops=len(graph), wall_s=0.0, extra=extra)
