@@ -17,6 +17,7 @@ where points ran.
 
 from __future__ import annotations
 
+import abc
 import os
 import time
 from pathlib import Path
@@ -27,14 +28,14 @@ from clustersim.errors import ClusterSimError
 EXECUTORS = ("local", "serial", "dask", "slurm")
 
 
-class Executor:
+class Executor(abc.ABC):
     """Base class: ``map_unordered(fn, items)`` yields results as they finish; a context manager."""
 
     name = "base"
 
+    @abc.abstractmethod
     def map_unordered(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[Any]:
         """Yield ``fn(item)`` for every item, in completion order."""
-        raise NotImplementedError
 
     def close(self) -> None:
         """Release workers, clusters and connections."""
