@@ -168,3 +168,23 @@ if __name__ == "__main__":
             f"{k} {m[k] / 2**30:.1f} GiB" for k in ("params", "grads", "optimizer", "activations",
                                                    "peak_allocated_bytes", "total_needed_bytes"))
               + f"; fits {m['fits']} (Calculon: {CALCULON_GIB} GiB)")
+
+
+BLIND = ROOT / "calibrate" / "raw" / "memory-blind"
+
+
+def test_committed_blind_predictions_within_5_percent():
+    """The memory blind set: peaks predicted and committed (predictions.json, commit 952edce) before the
+    seven H100 runs were measured (train_steps.jsonl, calibrate/device/memory_blind.sh). The committed
+    numbers are compared, not a re-prediction, so a later model change cannot make this pass."""
+    committed = {p["name"]: p for p in json.loads((BLIND / "predictions.json").read_text())}
+    measured = {}
+    for line in (BLIND / "train_steps.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        if r.get("kind") == "train_step" and r.get("status") == "ok":
+            measured.setdefault(r["run_id"], r)
+    assert set(measured) == set(committed)
+    for name, p in committed.items():
+        m = measured[name]
+        assert tuple(sorted(m["overrides"])) == tuple(sorted(p["overrides"]))
+        assert p["predicted_peak_allocated_bytes"] == pytest.approx(m["peak_memory_bytes"], rel=TOL), name
