@@ -50,11 +50,11 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=40, help="compute kernels per timed loop (default 40)")
     a = ap.parse_args()
 
-    dist.init_process_group("nccl")
-    rank, world = dist.get_rank(), dist.get_world_size()
-    local = int(os.environ.get("LOCAL_RANK", rank))
+    local = int(os.environ.get("LOCAL_RANK", 0))
     torch.cuda.set_device(local)
     dev = torch.device("cuda", local)
+    dist.init_process_group("nccl", device_id=dev)
+    rank, world = dist.get_rank(), dist.get_world_size()
     gen = torch.Generator(device=dev).manual_seed(1234 + rank)
 
     def randn(*shape):
@@ -93,7 +93,10 @@ def main() -> None:
         c_alone = _alone_ms(cs, cfn, a.iters)
         for kname, (kfn, ksize) in comms.items():
             k_alone = _alone_ms(ks, kfn, 10)
-            k_iters = max(3, round(c_alone * a.iters / k_alone))
+            # every rank must launch the same number of collectives: agree on the largest count
+            n = torch.tensor([max(3, round(c_alone * a.iters / k_alone))], device=dev)
+            dist.all_reduce(n, op=dist.ReduceOp.MAX)
+            k_iters = int(n.item())
             torch.cuda.synchronize()
             dist.barrier()
             ks_s, ks_e = _elapsed_ms(ks, kfn, k_iters)
