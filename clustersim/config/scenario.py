@@ -437,10 +437,12 @@ def estimate_events(scenario: Scenario, n_gpus: int, *, reduced: bool = True) ->
     """
     if scenario.model is not None:
         par = scenario.parallelism
+        # context parallelism: ring, cp - 1 K/V steps forward and cp backward; all-gather, 3 collectives
+        cp_segments = 0 if par.cp == 1 else (2 * par.cp - 1 if par.cp_algorithm == "ring" else 3)
         return transformer_events(layers=scenario.model.layers, micro_batches=scenario.micro_batches, pp=par.pp,
                                   virtual_stages=par.virtual_stages, tp=par.tp,
                                   pipelines=1 if (reduced or par.zero == 3) else par.dp, zero=par.zero,
-                                  recompute_full=scenario.training.recompute == "full")
+                                  recompute_full=scenario.training.recompute == "full", cp_segments=cp_segments)
     job = scenario.job
     n = job.ranks or n_gpus
     items = sum(ph.repeat * (len(ph.ranks) if ph.ranks is not None else n) for ph in job.phases)
