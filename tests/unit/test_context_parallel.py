@@ -149,3 +149,22 @@ def test_planner_searches_cp_for_long_sequences():
     bad = Mix(dp=1, tp=2, pp=1, virtual_stages=1, ep=1, cp=8, sequence_parallel=True, zero=3, schedule="1f1b",
               micro_batch=1, recompute="none")
     assert structural_violation(bad, ctx)[0] == "context-parallel"
+
+
+def test_trace_and_html_show_cp_traffic_as_its_own_stream(tmp_path):
+    import json
+
+    from clustersim.cli.run import run_and_write
+    from clustersim.report.kinds import BREAKDOWN_KIND, KIND_COLORS
+
+    trace, page = tmp_path / "t.json", tmp_path / "r.html"
+    res, _ = run_and_write(SMALL, fidelity="analytical", trace_path=trace, html_path=page)
+    events = json.loads(trace.read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    cp = [e for e in events if e.get("cat") == "comm_cp"]
+    assert cp and all(e["args"]["group"] == "cp" and e["tid"] == 8 for e in cp)
+    assert {e["args"]["op"] for e in cp} == {"send_recv"}
+    assert BREAKDOWN_KIND["comm_cp"] == "comm_cp" and KIND_COLORS["comm_cp"] not in (
+        KIND_COLORS["comm_tp"], KIND_COLORS["comm_ep"], KIND_COLORS["comm_dp"], KIND_COLORS["comm_pp"])
+    html = page.read_text()
+    assert KIND_COLORS["comm_cp"] in html and "CP communication" in html
