@@ -216,13 +216,14 @@ def cluster_bytes(nodes: int, groups_per_node: int, fabric_links: int = 0, *, gr
 
 
 def transformer_events(*, layers: int, micro_batches: int, pp: int, virtual_stages: int, tp: int,
-                       pipelines: int, zero: int, recompute_full: bool) -> float:
+                       pipelines: int, zero: int, recompute_full: bool, cp_segments: int = 0) -> float:
     """Estimated simulated events of one transformer training step.
 
     ``pipelines``: pipelines simulated (1 with the symmetry reduction, dp without it). Per
     micro-batch each pipeline chunk runs a forward and a backward op and hands its activations on;
     with TP every layer adds its segments; ZeRO-3 gathers and scatters every layer's parameters;
-    per step each layer and chunk adds gradient buckets and optimizer ops. Within 0.8-2x of the
+    per step each layer and chunk adds gradient buckets and optimizer ops; ``cp_segments``: the
+    context-parallel collectives of one layer's forward and backward. Within 0.8-2x of the
     counted events on the shipped scenarios (tests/reliability/test_budget.py).
 
     >>> transformer_events(layers=96, micro_batches=96, pp=8, virtual_stages=1, tp=8, pipelines=1,
@@ -230,7 +231,7 @@ def transformer_events(*, layers: int, micro_batches: int, pp: int, virtual_stag
     169184.0
     """
     chunks = pp * virtual_stages
-    per_layer = 0
+    per_layer = cp_segments
     if tp > 1:
         per_layer += TP_SEGMENTS_PER_LAYER + (RECOMPUTE_SEGMENTS_PER_LAYER if recompute_full else 0)
     if zero == 3:

@@ -42,6 +42,12 @@ def _render(d: dict) -> None:
         t.add_row("MoE routing (EP x expert TP)",
                   f"ep {m['ep']} x {m['expert_tp']}, {m['dispatcher']}; imbalance x{m['imbalance']:.2f}, "
                   f"tokens/expert mean {m['tokens_per_expert_mean']:,.0f} max {m['tokens_per_expert_max']:,.0f}")
+    if d.get("cp"):  # the K/V exchange the context-parallel step assumed
+        c = d["cp"]
+        t.add_row("context parallel (K/V per layer, sent)",
+                  f"cp {c['cp']}, {c['algorithm']}; {c['local_tokens']:,} tokens/rank; "
+                  f"fwd {format_bytes(c['send_bytes_per_layer']['forward'])} bwd "
+                  f"{format_bytes(c['send_bytes_per_layer']['backward'])}")
     console.print(t)
     b = Table(title="where the step goes (per rank, averaged)")
     b.add_column("part")
@@ -57,7 +63,7 @@ def _render(d: dict) -> None:
         mt.add_column("kind")
         mt.add_column("bytes", justify="right")
         for k in ("params", "grads", "optimizer", "activations", "loss_transient", "ddp_buckets",
-                  "fsdp_gathered", "optimizer_transient", "pipeline_outputs", "peak_allocated_bytes",
+                  "fsdp_gathered", "optimizer_transient", "pipeline_outputs", "cp_buffers", "peak_allocated_bytes",
                   "cuda_context_bytes", "nccl_buffer_bytes", "fragmentation_bytes", "total_needed_bytes",
                   "capacity_bytes"):
             if k in m and (m[k] or k in ("activations", "peak_allocated_bytes", "total_needed_bytes")):

@@ -148,7 +148,12 @@ class ParallelismSection(StrictModel):
     ep_comm_overlap: bool = Field(False, description="MoE batch-level overlap (Megatron-Core >= 0.14 --overlap-moe-expert-parallel-comm): "
                                   "each layer's EP dispatch/combine runs beside the attention and shared-expert compute of "
                                   "another micro-batch; modelled as hidden behind the same amount of the layer's own dense compute.")
-    cp: GPUs = Field(1, description="Context parallelism (not yet simulated).")
+    cp: GPUs = Field(1, description="Context-parallel degree: the sequence split over cp ranks (zig-zag, 2*cp chunks); "
+                       "the ranks hold the same weights, so gradients reduce over dp*cp.")
+    cp_algorithm: Literal["ring", "allgather"] = Field(
+        "ring", description="ring: K/V blocks passed point to point around the CP group, each overlapped with the "
+                            "attention block it feeds (TransformerEngine p2p); allgather: K/V all-gathered before "
+                            "attention, dK/dV reduce-scattered after it (Llama 3).")
     sequence_parallel: bool = Field(False, description="With tp > 1: norms/dropout split along the sequence (RS/AG instead of AR).")
     tp_comm_overlap: bool = Field(False, description="With tp > 1 and sequence_parallel: each TP all-gather/reduce-scatter "
                                   "runs beside the GEMM it feeds or drains (Megatron-Core --tp-comm-overlap, TE userbuffers).")
@@ -326,7 +331,7 @@ class Scenario(StrictModel):
         if par.expert_tp > 1 and (self.model is None or self.model.moe is None):
             raise ValueError("parallelism.expert_tp > 1 needs model.moe")
         if par.cp > 1:
-            raise ValueError("parallelism.cp > 1 (context parallelism) is not simulated yet; use cp: 1")
+            _cp_rules(self.model, par)
         if self.model is not None:
             m = self.model
             if m.heads % par.tp:
@@ -392,6 +397,26 @@ def _moe_rules(m: ModelSection, par: ParallelismSection) -> None:
         raise ValueError(f"model.moe.first_dense_layers ({moe.first_dense_layers}) leaves no MoE layer of {m.layers}")
 
 
+def _cp_rules(m: ModelSection | None, par: ParallelismSection) -> None:
+    """Rules of context parallelism (:mod:`clustersim.workload.context_parallel`): a transformer
+    with fused (flash) attention, a sequence that splits into ``2 * cp`` zig-zag chunks (and, with
+    sequence parallelism, a local sequence TP can split)."""
+    if m is None:
+        raise ValueError("parallelism.cp > 1 needs a model (context parallelism splits its sequence)")
+    if m.attention != "flash":
+        raise ValueError("parallelism.cp > 1 needs model.attention: flash (ring/all-gather attention runs fused kernels)")
+    if m.seq_len % (2 * par.cp):
+        raise ValueError(f"parallelism.cp ({par.cp}) needs model.seq_len ({m.seq_len}) divisible by 2*cp "
+                         f"(zig-zag split: two chunks per rank)")
+    if par.sequence_parallel and par.tp > 1 and (m.seq_len // par.cp) % par.tp:
+        raise ValueError(f"parallelism.tp ({par.tp}) must divide the local sequence seq_len/cp "
+                         f"({m.seq_len}/{par.cp}) with sequence_parallel")
+    if m.moe is not None:
+        raise ValueError("parallelism.cp > 1 with model.moe is not simulated; use cp: 1 for MoE models")
+    if par.zero == 3:
+        raise ValueError("parallelism.cp > 1 with zero: 3 is not supported; use zero <= 2")
+
+
 def check_world_size(scenario: Scenario, n_gpus: int, file: str | None = None) -> None:
     """The rule that needs the resolved topology: the degrees multiply to the GPU count."""
     if scenario.model is not None and scenario.world_size != n_gpus:
@@ -412,10 +437,12 @@ def estimate_events(scenario: Scenario, n_gpus: int, *, reduced: bool = True) ->
     """
     if scenario.model is not None:
         par = scenario.parallelism
+        # context parallelism: ring, cp - 1 K/V steps forward and cp backward; all-gather, 3 collectives
+        cp_segments = 0 if par.cp == 1 else (2 * par.cp - 1 if par.cp_algorithm == "ring" else 3)
         return transformer_events(layers=scenario.model.layers, micro_batches=scenario.micro_batches, pp=par.pp,
                                   virtual_stages=par.virtual_stages, tp=par.tp,
                                   pipelines=1 if (reduced or par.zero == 3) else par.dp, zero=par.zero,
-                                  recompute_full=scenario.training.recompute == "full")
+                                  recompute_full=scenario.training.recompute == "full", cp_segments=cp_segments)
     job = scenario.job
     n = job.ranks or n_gpus
     items = sum(ph.repeat * (len(ph.ranks) if ph.ranks is not None else n) for ph in job.phases)

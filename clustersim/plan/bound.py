@@ -33,8 +33,8 @@ def _unit_busy(u, tp_group, comm) -> float:
         if isinstance(seg, ComputeSegment):
             tot += seg.seconds
         elif isinstance(seg, TPCommSegment):
-            if comm is None or tp_group is None:
-                tot += seg.overlapped_gemm_s
+            if comm is None or tp_group is None or seg.axis == "cp":
+                tot += seg.overlapped_gemm_s  # CP collectives: their attention blocks at least (a weaker bound)
             else:
                 tot += segment_time(seg.bind([tp_group]), comm)[0]
     return tot
@@ -59,7 +59,7 @@ def _optimizer_seconds(step) -> list[float]:
     out = []
     for j in range(step.pp):
         n = step.stage_params(j)
-        out.append(step.optimizer_seconds(n / step.dp if step.parallelism.zero >= 1 else n))
+        out.append(step.optimizer_seconds(n / step.grad_dp if step.parallelism.zero >= 1 else n))
     return out
 
 
@@ -87,8 +87,8 @@ class UnitCache:
 
     A ``TransformerStep``'s units (the kernels and TP collectives of one layer, the embedding and
     the head, with the sustained-clock slowdown they imply) depend on the model, the profile and
-    only these knobs of a mix: ``tp``, ``micro_batch``, ``sequence_parallel``, ``recompute`` (and
-    ``tp_comm_overlap``, a scenario setting). Computing them is ~90 % of a screen (the GEMM
+    only these knobs of a mix: ``tp``, ``micro_batch``, ``sequence_parallel``, ``recompute``, ``cp``
+    (and ``tp_comm_overlap`` and ``cp_algorithm``, scenario settings). Computing them is ~90 % of a screen (the GEMM
     efficiency table is interpolated per shape), so they are computed once per key and handed to
     every later step with the same key.
     """
@@ -99,7 +99,7 @@ class UnitCache:
     def attach(self, step) -> None:
         """Give ``step`` the units of its key (computing them on the first call)."""
         key = (step.tp, step.micro_batch, step.sequence_parallel, step.training.recompute,
-               step.parallelism.tp_comm_overlap)
+               step.parallelism.tp_comm_overlap, step.cp, step.parallelism.cp_algorithm)
         hit = self._units.get(key)
         if hit is None:
             units = step.units  # computes them and sets compute_duty / compute.clock_slowdown

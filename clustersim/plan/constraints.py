@@ -28,6 +28,7 @@ class Context:
     global_batch: int
     gpus_per_node: int
     tp_across_nodes: bool = False
+    attention: str = "flash"
 
 
 def _tp_shapes(m: Mix, c: Context) -> str | None:
@@ -76,14 +77,28 @@ def _fsdp_pipeline(m: Mix, c: Context) -> str | None:
 
 
 def _axes_simulated(m: Mix, c: Context) -> str | None:
-    if m.ep > 1 or m.cp > 1:
-        return f"ep={m.ep}, cp={m.cp}: expert and context parallelism are not simulated yet"
+    if m.ep > 1:
+        return f"ep={m.ep}: the planner does not search expert parallelism yet"
+    return None
+
+
+def _context_parallel(m: Mix, c: Context) -> str | None:
+    if m.cp <= 1:
+        return None
+    if c.attention != "flash":
+        return f"cp={m.cp} needs flash attention (model.attention is {c.attention})"
+    if c.seq_len % (2 * m.cp):
+        return f"cp={m.cp} needs seq_len={c.seq_len} divisible by 2*cp (zig-zag: two chunks per rank)"
+    if m.sequence_parallel and m.tp > 1 and (c.seq_len // m.cp) % m.tp:
+        return f"sequence parallel needs tp={m.tp} to divide the local sequence seq_len/cp={c.seq_len // m.cp}"
+    if m.zero == 3:
+        return f"cp={m.cp} with zero 3 is not supported (use zero <= 2)"
     return None
 
 
 #: (name, check) in the order they are applied; ``memory`` and ``scenario-rules`` follow them.
 STRUCTURAL = (
-    ("ep-cp-not-simulated", _axes_simulated),
+    ("ep-not-simulated", _axes_simulated),
     ("tp-divides-model", _tp_shapes),
     ("tp-in-nvlink-domain", _tp_placement),
     ("pipeline-depth", _pipeline_depth),
@@ -91,11 +106,12 @@ STRUCTURAL = (
     ("interleaved-micro-batches", _interleaved),
     ("sequence-parallel-seq-len", _sequence_parallel),
     ("zero3-with-pipeline", _fsdp_pipeline),
+    ("context-parallel", _context_parallel),
 )
 
 #: what each constraint means, for ``--explain``
 DESCRIPTIONS = {
-    "ep-cp-not-simulated": "expert/context parallel degrees above 1 (not simulated yet)",
+    "ep-not-simulated": "expert parallel degrees above 1 (not searched by the planner yet)",
     "tp-divides-model": "TP must divide heads, kv_heads and ffn_hidden (Megatron column/row split)",
     "tp-in-nvlink-domain": "TP group stays inside one node's NVLink domain (placement)",
     "pipeline-depth": "at least one layer per virtual pipeline stage",
@@ -103,6 +119,7 @@ DESCRIPTIONS = {
     "interleaved-micro-batches": "Megatron's interleaved schedule needs micro-batches divisible by pp",
     "sequence-parallel-seq-len": "sequence parallel splits the sequence over TP ranks",
     "zero3-with-pipeline": "FSDP / ZeRO-3 is simulated without pipelines only",
+    "context-parallel": "CP needs flash attention, a sequence in 2*cp zig-zag chunks, zero <= 2",
     "scenario-rules": "the scenario file's own validation rejected the mix",
     "memory": "peak bytes of the fullest GPU exceed its HBM capacity (TransformerStep.memory)",
 }

@@ -141,11 +141,12 @@ def plan(source, overrides: list[str] | None = None, options: PlanOptions | None
     _EV = ev
     m, tr = ev.base.model, ev.base.training
     ctx = Context(heads=m.heads, kv_heads=m.kv_heads, ffn_hidden=m.ffn_hidden, layers=m.layers, seq_len=m.seq_len,
-                  global_batch=tr.global_batch, gpus_per_node=ev.gpus_per_node, tp_across_nodes=opts.tp_across_nodes)
+                  global_batch=tr.global_batch, gpus_per_node=ev.gpus_per_node, attention=m.attention,
+                  tp_across_nodes=opts.tp_across_nodes)
     tally = Tally()
     survivors = []
     evaluated = 0
-    for mix in enumerate_mixes(ev.n_gpus, m.layers, opts.space):
+    for mix in enumerate_mixes(ev.n_gpus, m.layers, opts.space, seq_len=m.seq_len):
         evaluated += 1
         bad = structural_violation(mix, ctx)
         if bad is None:
@@ -196,7 +197,8 @@ def why_dropped(source, mix: Mix, overrides: list[str] | None = None, tp_across_
     _EV = ev
     m, tr = ev.base.model, ev.base.training
     ctx = Context(heads=m.heads, kv_heads=m.kv_heads, ffn_hidden=m.ffn_hidden, layers=m.layers, seq_len=m.seq_len,
-                  global_batch=tr.global_batch, gpus_per_node=ev.gpus_per_node, tp_across_nodes=tp_across_nodes)
+                  global_batch=tr.global_batch, gpus_per_node=ev.gpus_per_node, attention=m.attention,
+                  tp_across_nodes=tp_across_nodes)
     if mix.dp * mix.tp * mix.pp * mix.ep * mix.cp != ev.n_gpus:
         return "world-size", f"dp*tp*pp*ep*cp = {mix.dp * mix.tp * mix.pp * mix.ep * mix.cp} is not the {ev.n_gpus} GPUs"
     bad = structural_violation(mix, ctx)

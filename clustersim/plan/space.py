@@ -6,8 +6,8 @@ a knob that has no effect at a degree is pinned (sequence parallel is off at ``t
 schedule is ``1f1b`` with one virtual stage at ``pp = 1``), so the same step is never counted
 twice. Whether a mix is *valid* is the business of :mod:`clustersim.plan.constraints`.
 
-``ep`` and ``cp`` are axes of the space already; today their only value is 1 (the simulator
-rejects larger ones), and a later issue widens :attr:`SpaceOptions.ep` / :attr:`SpaceOptions.cp`.
+``ep`` and ``cp`` are axes of the space. ``ep`` stays 1 unless asked; ``cp`` (context
+parallelism) is searched for long sequences (:func:`cp_degrees`).
 """
 
 from __future__ import annotations
@@ -64,14 +64,15 @@ class SpaceOptions:
     ``tp``/``pp``: degrees (default: every divisor of the GPU count). ``virtual_stages``: chunks
     per pipeline rank for the interleaved schedule (default: every ``v >= 2`` with ``pp * v``
     dividing the layer count, Megatron's requirement for even chunks). ``micro_batch``: sequences
-    per micro-batch (default 1, 2, 4, 8). ``ep``/``cp``: 1 until those axes are simulated.
+    per micro-batch (default 1, 2, 4, 8). ``ep``: 1 unless given. ``cp``: default
+    :func:`cp_degrees` of the sequence length.
     """
 
     tp: list[int] | None = None
     pp: list[int] | None = None
     virtual_stages: list[int] | None = None
     ep: list[int] = field(default_factory=lambda: [1])
-    cp: list[int] = field(default_factory=lambda: [1])
+    cp: list[int] | None = None
     sequence_parallel: list[bool] = field(default_factory=lambda: [False, True])
     zero: list[int] = field(default_factory=lambda: [0, 1, 2, 3])
     schedule: list[str] = field(default_factory=lambda: ["gpipe", "1f1b", "interleaved"])
@@ -95,8 +96,37 @@ def _pipeline_shapes(pp: int, layers: int, opts: SpaceOptions) -> list[tuple[str
     return out
 
 
-def enumerate_mixes(n_gpus: int, layers: int, opts: SpaceOptions | None = None):
-    """Yield every canonical :class:`Mix` whose degrees multiply to ``n_gpus``.
+#: Context parallelism is searched from this sequence length on: NeMo's long-sequence table
+#: (reference §12, Llama 2 7B on H100) finds the best configuration without CP up to 16K tokens
+#: and with CP from 32K on.
+CP_FROM_SEQ_LEN = 32768
+#: Fewest tokens a CP rank keeps: below it the attention blocks are too short to hide the K/V
+#: transfers (NeMo's largest CP, 32 at 1M tokens, keeps 32K per rank; 8K is the common
+#: pre-training length).
+CP_MIN_LOCAL_TOKENS = 8192
+
+
+def cp_degrees(seq_len: int | None, n_gpus: int) -> list[int]:
+    """Context-parallel degrees the planner tries: 1, and for sequences of at least
+    :data:`CP_FROM_SEQ_LEN` tokens the powers of two dividing ``n_gpus`` that leave every rank at
+    least :data:`CP_MIN_LOCAL_TOKENS` tokens.
+
+    >>> cp_degrees(8192, 64), cp_degrees(131072, 64)
+    ([1], [1, 2, 4, 8, 16])
+    """
+    out = [1]
+    if seq_len is None or seq_len < CP_FROM_SEQ_LEN:
+        return out
+    c = 2
+    while n_gpus % c == 0 and seq_len // c >= CP_MIN_LOCAL_TOKENS and seq_len % (2 * c) == 0:
+        out.append(c)
+        c *= 2
+    return out
+
+
+def enumerate_mixes(n_gpus: int, layers: int, opts: SpaceOptions | None = None, seq_len: int | None = None):
+    """Yield every canonical :class:`Mix` whose degrees multiply to ``n_gpus`` (``seq_len``: the
+    model's sequence, which picks the default context-parallel degrees, :func:`cp_degrees`).
 
     >>> len(list(enumerate_mixes(2, 4, SpaceOptions(zero=[0], micro_batch=[1], recompute=["none"]))))
     6
@@ -104,7 +134,8 @@ def enumerate_mixes(n_gpus: int, layers: int, opts: SpaceOptions | None = None):
     opts = opts or SpaceOptions()
     tps = opts.tp if opts.tp is not None else divisors(n_gpus)
     pps = opts.pp if opts.pp is not None else divisors(n_gpus)
-    for tp, pp, ep, cp in product(tps, pps, opts.ep, opts.cp):
+    cps = opts.cp if opts.cp is not None else cp_degrees(seq_len, n_gpus)
+    for tp, pp, ep, cp in product(tps, pps, opts.ep, cps):
         rest = tp * pp * ep * cp
         if n_gpus % rest:
             continue

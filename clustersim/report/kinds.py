@@ -13,6 +13,7 @@ KIND_COLORS = {
     "comm_dp": "#59a14f",
     "comm_pp": "#e15759",
     "comm_ep": "#edc948",
+    "comm_cp": "#9c755f",
     "job": "#76b7b2",
     "idle": "#d9d9d9",
     "other": "#bab0ac",
@@ -25,10 +26,11 @@ KIND_LABELS = {
     "comm_dp": "DP communication",
     "comm_pp": "PP communication",
     "comm_ep": "EP communication (MoE dispatch/combine)",
+    "comm_cp": "CP communication (context-parallel K/V exchange)",
     "job": "job collective",
     "idle": "idle (bubble / waiting)",
     "other": "other",
 }
 # breakdown keys (clustersim.simulate.run.BREAKDOWN_KEYS) -> colour kind
 BREAKDOWN_KIND = {"compute": "compute", "comm_dp": "comm_dp", "comm_tp": "comm_tp", "comm_pp": "comm_pp",
-                  "comm_ep": "comm_ep", "bubble": "idle", "optimizer": "optimizer", "host": "host", "other": "other"}
+                  "comm_ep": "comm_ep", "comm_cp": "comm_cp", "bubble": "idle", "optimizer": "optimizer", "host": "host", "other": "other"}

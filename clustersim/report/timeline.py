@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from clustersim.report.kinds import KIND_LABELS
 from clustersim.units import format_bytes, format_time
 
-STREAM_ORDER = ("compute", "tp", "ep", "dp", "dp_ag", "dp_rs", "pp_f", "pp_b")
+STREAM_ORDER = ("compute", "tp", "ep", "cp", "dp", "dp_ag", "dp_rs", "pp_f", "pp_b")
 
 MAX_RANKS = 16
 MAX_BARS = 12000

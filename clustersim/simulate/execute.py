@@ -79,7 +79,10 @@ def compute_parts(op: Op, comm_time) -> tuple[float, dict[str, float]]:
 
 def comm_key(axis: str) -> str:
     """Breakdown key of a collective inside a compute op: ``comm_ep`` for the MoE dispatch/combine
-    (and the expert-TP collectives), ``comm_tp`` otherwise."""
+    (and the expert-TP collectives), ``comm_cp`` for the context-parallel K/V exchange, ``comm_tp``
+    otherwise."""
+    if axis == "cp":
+        return "comm_cp"
     return "comm_ep" if axis in ("ep", "etp") else "comm_tp"
 
 
@@ -159,10 +162,10 @@ def breakdown(graph: Graph, tl: Timeline, ranks: list[int], step: float) -> dict
     Busy time splits into the parts of its ops (compute, comm_tp inside layers, host, optimizer).
     Idle time before an op is charged to the dependency that released it last: the overlap of
     that collective with the idle interval counts as exposed communication of its axis
-    (comm_dp, comm_pp, comm_tp, comm_ep); the rest of the gap is pipeline bubble. Time after the last op
+    (comm_dp, comm_pp, comm_tp, comm_ep, comm_cp); the rest of the gap is pipeline bubble. Time after the last op
     up to the step end is ``other``.
     """
-    keys = ["compute", "comm_dp", "comm_tp", "comm_pp", "comm_ep", "bubble", "optimizer", "host", "other"]
+    keys = ["compute", "comm_dp", "comm_tp", "comm_pp", "comm_ep", "comm_cp", "bubble", "optimizer", "host", "other"]
     tot = {k: 0.0 for k in keys}
     by_rank: dict[int, list[Op]] = {r: [] for r in ranks}
     for op in graph.ops:
@@ -186,7 +189,7 @@ def breakdown(graph: Graph, tl: Timeline, ranks: list[int], step: float) -> dict
                     lo = max(tl.start[cur], prev)
                     if hi > lo:
                         ax = dop.coll.axis
-                        tot["comm_" + ax if ax in ("dp", "tp", "pp", "ep") else "other"] += hi - lo
+                        tot["comm_" + ax if ax in ("dp", "tp", "pp", "ep", "cp") else "other"] += hi - lo
                         exposed += hi - lo
                         hi = lo
                     cur = _binding(dop, tl)

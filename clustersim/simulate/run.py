@@ -29,7 +29,8 @@ from clustersim.workload.compute import ComputeModel
 from clustersim.workload.ops import Graph
 from clustersim.workload.segments import TPCollectiveSegment
 
-BREAKDOWN_KEYS = ("compute", "comm_dp", "comm_tp", "comm_pp", "comm_ep", "bubble", "optimizer", "host", "other")
+BREAKDOWN_KEYS = ("compute", "comm_dp", "comm_tp", "comm_pp", "comm_ep", "comm_cp", "bubble", "optimizer", "host",
+                  "other")
 
 
 @dataclass
@@ -329,6 +330,10 @@ def _step_metrics(sc: Scenario, step: Any, spec: Any, *, n: int, step_time: floa
                             "expert_tp": step.experts.expert_tp, "expert_dp": step.expert_dp,
                             "dispatcher": step.experts.dispatcher, "moe_layers": step.model.moe_layers,
                             "active_params": step.model.active_params}
+        if step.context is not None:  # the K/V exchange the step assumed (workload.context_parallel)
+            from clustersim.workload.context_parallel import cp_report
+
+            extra["cp"] = cp_report(step)
         if sc.training.steps > 1:
             extra["total_time_s"] = step_time * sc.training.steps
     else:
@@ -394,6 +399,8 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
     bd = {k: v / iters for k, v in bd.items()}
     if step is None or step.experts is None:
         bd.pop("comm_ep", None)  # expert-parallel traffic exists only in MoE models
+    if step is None or step.context is None:
+        bd.pop("comm_cp", None)  # context-parallel traffic exists only with parallelism.cp > 1
     links = _busiest_links(cluster, graph, tl, comm, fidelity=fidelity, sim=sim, private=private,
                            makespan=makespan, top_links=top_links)
 

@@ -18,6 +18,7 @@ from clustersim.sweep.study import BreakdownPlot, ScalingPlot, SensitivityPlot
 
 # one fixed colour per breakdown part, so bars of different studies read the same way
 PART_COLOURS = {"compute": "#4c72b0", "comm_dp": "#dd8452", "comm_tp": "#c44e52", "comm_pp": "#8172b3", "comm_ep": "#64b5cd",
+                "comm_cp": "#b5a36a",
                 "bubble": "#937860", "optimizer": "#55a868", "host": "#da8bc3", "other": "#8c8c8c"}
 
 

@@ -1,7 +1,8 @@
 """Chrome trace-event JSON (opens in ui.perfetto.dev and chrome://tracing).
 
 One process per rank (``pid`` = rank, named ``rank N (host.gpu)``), one thread per stream
-(compute, tp, dp, dp_ag, dp_rs, pp_f, pp_b, ep: the MoE dispatch/combine). Every op is a complete event (``ph: "X"``) with
+(compute, tp, dp, dp_ag, dp_rs, pp_f, pp_b, ep: the MoE dispatch/combine, cp: the context-parallel
+K/V exchange). Every op is a complete event (``ph: "X"``) with
 microsecond ``ts``/``dur``; collectives carry ``op``, ``group`` (axis), ``ranks`` and ``bytes``
 in ``args``. Ops that occupy several ranks' streams (collectives) appear on each of them.
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 from clustersim.errors import ClusterSimError
 from clustersim.workload.segments import TPCollectiveSegment, segment_time
 
-STREAM_TID = {"compute": 0, "tp": 1, "dp": 2, "dp_ag": 3, "dp_rs": 4, "pp_f": 5, "pp_b": 6, "ep": 7}
+STREAM_TID = {"compute": 0, "tp": 1, "dp": 2, "dp_ag": 3, "dp_rs": 4, "pp_f": 5, "pp_b": 6, "ep": 7, "cp": 8}
 
 
 def _tp_events(graph, tl, comm_time, streams) -> list[dict]:
@@ -35,7 +36,8 @@ def _tp_events(graph, tl, comm_time, streams) -> list[dict]:
         for sg, d in zip(op.segments, durs):
             if isinstance(sg, TPCollectiveSegment):
                 c = sg.coll
-                track = "ep" if c.axis in ("ep", "etp") else "tp"  # MoE traffic on its own track and colour
+                # MoE and context-parallel traffic on their own tracks and colours
+                track = "ep" if c.axis in ("ep", "etp") else ("cp" if c.axis == "cp" else "tp")
                 streams.setdefault(op.rank, set()).add(track)
                 out.append({"ph": "X", "name": f"{c.op} [{c.axis} {c.size_bytes:.3g} B]", "cat": f"comm_{track}",
                             "pid": op.rank, "tid": STREAM_TID[track], "ts": t * 1e6, "dur": d * scale * 1e6,

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from clustersim.workload.compute import ComputeModel
+from clustersim.workload.context_parallel import ContextParallel, attention_segments
 from clustersim.workload.model import ModelDims
 from clustersim.workload.moe_costs import ExpertParallel, moe_layer_params, moe_mlp_block
 from clustersim.workload.segments import ComputeSegment, TPCommSegment, UnitSegment
@@ -121,11 +122,15 @@ class LayerCosts:
     recompute: ``"none"``, ``"selective"`` or ``"full"`` activation recomputation.
     tp_comm_overlap: each SP collective runs beside the GEMM it feeds or drains.
     grad_dtype_bytes: bytes per gradient element.
+    experts: MoE degrees and routing load (None: dense model).
+    context: context-parallel degree and algorithm (None: no CP); every per-token cost then
+        counts the local ``b s / cp`` tokens (:mod:`clustersim.workload.context_parallel`).
     """
 
     def __init__(self, *, model: ModelDims, compute: ComputeModel, tp: int, sequence_parallel: bool,
                  vocab_parallel: bool, micro_batch: int, kernel_fusion: str, recompute: str,
-                 tp_comm_overlap: bool, grad_dtype_bytes: int, experts: ExpertParallel | None = None):
+                 tp_comm_overlap: bool, grad_dtype_bytes: int, experts: ExpertParallel | None = None,
+                 context: ContextParallel | None = None):
         self.model = model
         self.compute = compute
         self.tp = tp
@@ -136,7 +141,10 @@ class LayerCosts:
         self.recompute = recompute
         self.tp_comm_overlap = tp_comm_overlap
         self.grad_dtype_bytes = grad_dtype_bytes
+        self.context = context if context is not None and context.cp > 1 else None
         self.tokens = micro_batch * model.seq_len
+        if self.context is not None:  # the tokens of this CP rank's sequence chunks
+            self.tokens = self.context.local(self.tokens)
         self.tokens_local = self.tokens // tp if sequence_parallel else self.tokens
         self.full_activation = self.tokens * model.hidden * ACTIVATION_BYTES  # one b s h activation, bytes
         self.experts = experts  # MoE: expert-parallel degrees and the routing load (None: dense model)
@@ -217,6 +225,12 @@ class LayerCosts:
         model, cm, act_bytes = self.model, self.compute, ACTIVATION_BYTES
         micro_batch, seq, head_dim = self.micro_batch, model.seq_len, model.head_dim
         heads_local = model.heads // self.tp
+        if self.context is not None:  # ring or all-gather attention over the CP group (flash only)
+            fwd, bwd = attention_segments(self.context, cm, micro_batch=micro_batch, seq_len=seq, head_dim=head_dim,
+                                          heads_local=heads_local, kv_hidden_local=model.kv_hidden // self.tp)
+            passes.forward += fwd
+            passes.backward += bwd[::-1]  # the backward list is kept in forward order until the layer is done
+            return None
         selective = self.recompute == "selective"
         score_elems = micro_batch * heads_local * seq * seq  # elements of the materialised score matrix
         if model.attention == "eager" and self.unfused and cm.memory_table.get("eager_attention_fwd") \

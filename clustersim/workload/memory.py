@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from clustersim.workload.context_parallel import cp_buffer_bytes, kv_block_bytes
 from clustersim.workload.model import DTYPE_BYTES, ModelDims
 from clustersim.workload.moe import moe_mlp_activation_bytes
 from clustersim.workload.schedule import max_in_flight
@@ -214,10 +215,10 @@ def _loss_kind(step) -> str:
 def _stage_row(step, stage: int, state_bytes: StateBytes, act_layer: float) -> dict:
     """Peak allocated bytes of pipeline rank ``stage`` and the terms it is made of (see :func:`step_memory`)."""
     model, training, par = step.model, step.training, step.parallelism
-    tp, dp = step.tp, step.dp
+    tp, dp = step.tp, step.grad_dp  # ZeRO shards over the ranks holding the same weights: dp * cp
     eager = training.kernel_fusion == "none"
     act = _act_bytes(training.precision)
-    tokens = step.micro_batch * model.seq_len
+    tokens = step.micro_batch * model.seq_len // step.cp  # this CP rank's tokens of a micro-batch
     sp_shard = tp if step.sequence_parallel else 1
     inflight = max_in_flight(step.orders[stage])
     n_params = step.stage_params(stage)
@@ -264,8 +265,10 @@ def _stage_row(step, stage: int, state_bytes: StateBytes, act_layer: float) -> d
         root = n_params - layers * layer_params
         gathered += root * step.param_dtype_bytes * (dp - 1) / dp
     grads_during = states["grads"] if (step.micro_batches > 1 or step.pp > 1) else 0.0
+    cp_buffers = cp_buffer_bytes(step.context, kv_block_bytes(step.micro_batch, model.seq_len, model.kv_hidden, tp,
+                                                              step.cp, act)) if step.context is not None else 0.0
     forward_backward = (CUBLAS_WORKSPACE_BYTES + states["params"] + states["optimizer"] + ddp_buckets + gathered + acts + loss
-                        + grads_during + pipeline_outputs)
+                        + grads_during + pipeline_outputs + cp_buffers)
     # the optimizer step: AdamW (torch foreach) allocates sqrt(v) for every parameter it updates
     opt_temp = states["optimizer"] / 2 if training.optimizer == "adamw" and not training.precision.master_weights \
         else (n_params / (dp if par.zero >= 1 else 1) * DTYPE_BYTES[training.precision.optimizer_states]
@@ -275,14 +278,17 @@ def _stage_row(step, stage: int, state_bytes: StateBytes, act_layer: float) -> d
     step_end = (CUBLAS_WORKSPACE_BYTES + states["params"] + states["grads"] + states["optimizer"] + ddp_buckets
                 + 2 * pipeline_outputs)  # the concatenated outputs beside the chunks
     peak = max(forward_backward, optimizer_step, step_end)
-    return {"stage": stage, **states, "activations": acts, "loss_transient": loss, "ddp_buckets": ddp_buckets,
-            "fsdp_gathered": gathered, "optimizer_transient": opt_temp, "pipeline_outputs": pipeline_outputs,
-            "transient": loss + gathered, "peak_allocated_bytes": peak}
+    row = {"stage": stage, **states, "activations": acts, "loss_transient": loss, "ddp_buckets": ddp_buckets,
+           "fsdp_gathered": gathered, "optimizer_transient": opt_temp, "pipeline_outputs": pipeline_outputs,
+           "transient": loss + gathered + cp_buffers, "peak_allocated_bytes": peak}
+    if step.context is not None:  # K/V exchange buffers of context parallelism (workload.context_parallel)
+        row["cp_buffers"] = cp_buffers
+    return row
 
 
 def _communicators(step) -> int:
-    """Process groups of more than one rank that a GPU belongs to (dp, tp, pp)."""
-    return sum(1 for n in (step.dp, step.tp, step.pp) if n > 1)
+    """Process groups of more than one rank that a GPU belongs to (dp, tp, pp, cp)."""
+    return sum(1 for n in (step.dp, step.tp, step.pp, step.cp) if n > 1)
 
 
 def step_memory(step, capacity_bytes: float) -> dict:
@@ -310,6 +316,8 @@ def step_memory(step, capacity_bytes: float) -> dict:
     act_layer = layer_saved_bytes(model, micro_batch=step.micro_batch, tp=step.tp, sp=step.sequence_parallel,
                                   recompute=training.recompute, kernel_fusion=training.kernel_fusion,
                                   act_bytes=_act_bytes(training.precision))
+    if step.cp > 1:  # flash attention keeps no s^2 term: a layer's activations follow its local b s / cp tokens
+        act_layer /= step.cp
     best = None
     for stage in range(step.pp):
         row = _stage_row(step, stage, state_bytes, act_layer)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from clustersim.workload.context_parallel import data_parallel_groups
 from clustersim.workload.ops import Coll, Graph
 
 if TYPE_CHECKING:
@@ -30,7 +31,10 @@ if TYPE_CHECKING:
 
 
 def _dp_groups(step, stage: int) -> list[list[int]]:
-    """The DP group of every TP rank of pipeline rank ``stage``."""
+    """The DP group of every TP rank of pipeline rank ``stage`` (with context parallelism its DP
+    and CP ranks together: they hold the same weights)."""
+    if step.cp > 1:
+        return data_parallel_groups(step.layout, step.tp, stage)
     return [step.layout.group("dp", tp=i, pp=stage) for i in range(step.tp)]
 
 
@@ -60,7 +64,7 @@ def add_grad_reductions(graph: Graph, step, chunks: ChunkOps) -> dict[int, list[
     """Bucketed gradient all-reduces (DDP) or reduce-scatters (ZeRO-1/2); ``{stage: [op ids]}``."""
     layout, replicas = step.layout, step.replicas
     reduction_ops: dict[int, list[int]] = {j: [] for j in range(step.pp)}
-    if step.dp <= 1:
+    if step.grad_dp <= 1:
         return reduction_ops
     op = "all_reduce" if step.parallelism.zero == 0 else "reduce_scatter"
     for stage in range(step.pp):
@@ -129,7 +133,7 @@ def add_optimizer_steps(graph: Graph, step, reduction_ops: dict[int, list[int]],
         for stage in range(step.pp):
             rank = step.layout.rank(dp=replica, pp=stage)
             params = step.stage_params(stage)
-            shard = params / step.dp if step.parallelism.zero >= 1 else params
+            shard = params / step.grad_dp if step.parallelism.zero >= 1 else params
             deps = list(reduction_ops[stage])
             if (replica, stage) in tied_ops:
                 deps.append(tied_ops[(replica, stage)])

@@ -101,7 +101,7 @@ def add_pipeline_transfers(graph: Graph, step, chunks: ChunkOps) -> None:
     """Sends of activations (forward) and their gradients (backward) between adjacent virtual
     stages, and each backward's wait for its own forward."""
     model, layout, pp = step.model, step.layout, step.pp
-    act_bytes = 2 * step.micro_batch * model.seq_len * model.hidden / step.tp
+    act_bytes = 2 * step.micro_batch * model.seq_len * model.hidden / (step.tp * step.cp)  # CP: the local tokens
     for replica in step.replicas:
         for stage in range(pp):
             rank = layout.rank(dp=replica, pp=stage)

@@ -60,8 +60,8 @@ def overlap_tp(segments: list[UnitSegment]) -> list[UnitSegment]:
     """
     out = list(segments)
     for i, seg in enumerate(out):
-        if not isinstance(seg, TPCommSegment) or seg.overlapped_gemm_s > 0:
-            continue
+        if not isinstance(seg, TPCommSegment) or seg.overlapped_gemm_s > 0 or seg.axis == "cp":
+            continue  # CP traffic overlaps with attention blocks (workload.context_parallel), not with a GEMM
         j = i + 1 if seg.op == "all_gather" else i - 1
         if 0 <= j < len(out) and isinstance(out[j], ComputeSegment) and out[j].seconds > 0:
             out[i] = replace(seg, overlapped_gemm_s=out[j].seconds)

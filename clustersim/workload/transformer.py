@@ -26,6 +26,7 @@ from functools import cached_property
 from typing import NamedTuple
 
 from clustersim.workload.compute import ComputeModel
+from clustersim.workload.context_parallel import ContextParallel, cp_groups
 from clustersim.workload.layer_costs import LayerCosts, LayerUnits, Unit, UnitPair
 from clustersim.workload.layout import AXES, Layout, split_layers
 from clustersim.workload.memory import optimizer_update_bytes, step_memory
@@ -74,6 +75,11 @@ class TransformerStep:
         self.host_kernel_s = host_call_s if host_kernel_s is None else host_kernel_s
         self.parallelism, self.training = par, training
         self.tp, self.pp, self.dp, self.virtual_stages = par.tp, par.pp, par.dp, par.virtual_stages
+        self.cp = par.cp
+        # context parallelism (workload.context_parallel); the CP ranks hold the same weights, so the
+        # gradient reduction and ZeRO sharding span dp * cp ranks
+        self.context = ContextParallel(par.cp, par.cp_algorithm) if par.cp > 1 else None
+        self.grad_dp = par.dp * par.cp
         self.micro_batch = training.micro_batch  # sequences per micro-batch
         self.micro_batches = scenario.micro_batches  # per step on each pipeline
         self.sequence_parallel = par.sequence_parallel and par.tp > 1
@@ -97,7 +103,8 @@ class TransformerStep:
             model=self.model, compute=compute, tp=self.tp, sequence_parallel=self.sequence_parallel,
             vocab_parallel=self.vocab_parallel, micro_batch=self.micro_batch,
             kernel_fusion=training.kernel_fusion, recompute=training.recompute,
-            tp_comm_overlap=par.tp_comm_overlap, grad_dtype_bytes=self.grad_dtype_bytes, experts=self.experts)
+            tp_comm_overlap=par.tp_comm_overlap, grad_dtype_bytes=self.grad_dtype_bytes, experts=self.experts,
+            context=self.context)
         self._backward_cache: dict[tuple, list[Unit]] = {}
 
     # ------------------------------------------------------------------ shape of the step
@@ -173,11 +180,15 @@ class TransformerStep:
         return [moe if self.model.is_moe_layer(i) else dense for i in self.layer_indices(vstage)]
 
     def expert_axis_groups(self, replica: int, stage: int) -> dict[str, list[list[int]]] | None:
-        """Groups of the MoE collectives of the executor rank of (``replica``, ``stage``)."""
-        if not self.experts:
-            return None
-        ep_group, etp_group = expert_groups(self.layout, self.experts.ep, self.experts.expert_tp, replica, stage)
-        return {"ep": [ep_group], "etp": [etp_group]}
+        """Groups of the collectives inside layers that are not TP ones, of the executor rank of
+        (``replica``, ``stage``): the MoE ``ep``/``etp`` groups and the context-parallel ``cp`` ones."""
+        out: dict[str, list[list[int]]] = {}
+        if self.experts:
+            ep_group, etp_group = expert_groups(self.layout, self.experts.ep, self.experts.expert_tp, replica, stage)
+            out.update({"ep": [ep_group], "etp": [etp_group]})
+        if self.context is not None:
+            out["cp"] = cp_groups(self.layout, self.tp, replica, stage)
+        return out or None
 
     def stage_expert_params(self, stage: int) -> float:
         """Routed-expert parameters per GPU on pipeline rank ``stage`` (ZeRO shards them over expert-DP)."""
@@ -227,7 +238,7 @@ class TransformerStep:
         extra = []
         if micro_batch > 0:
             extra.append(ComputeSegment(cm.memory_op("add", 3 * grad_bytes, 3 * grad_bytes, tensors), tensors))
-        if micro_batch == self.micro_batches - 1 and self.dp > 1 and self.parallelism.zero == 0:
+        if micro_batch == self.micro_batches - 1 and self.grad_dp > 1 and self.parallelism.zero == 0:
             extra.append(ComputeSegment(cm.memory(4 * grad_bytes, 2 * tensors), 2 * tensors))
         if not extra:
             return unit
@@ -327,7 +338,7 @@ class TransformerStep:
         if self.parallelism.zero == 3:
             build_fsdp(graph, self)
             return graph
-        grad_sync = self.dp > 1
+        grad_sync = self.grad_dp > 1
         param_gather = self.parallelism.zero in (1, 2) and grad_sync
         chunks = add_chunk_compute(graph, self, grad_sync=grad_sync, param_gather=param_gather)
         add_pipeline_transfers(graph, self, chunks)

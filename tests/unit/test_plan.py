@@ -50,7 +50,7 @@ def test_ep_cp_axes_slot_in():
     assert {m.ep for m in mixes} == {1, 2}
     ctx = Context(16, 16, 4096, 4, 2048, 8, 8)
     bad = structural_violation(next(m for m in mixes if m.ep == 2), ctx)
-    assert bad[0] == "ep-cp-not-simulated"
+    assert bad[0] == "ep-not-simulated"
 
 
 @pytest.mark.parametrize("mix, name, words", [
