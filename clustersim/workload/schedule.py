@@ -13,6 +13,9 @@ chunk per rank the virtual stage is the rank.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
+from clustersim.config.scenario import split_schedule_problem
 from clustersim.errors import ClusterSimError
 
 Chunk = tuple[str, int, int]
@@ -35,6 +38,8 @@ def pipeline_order(schedule: str, p: int, m: int, rank: int, v: int = 1) -> list
     >>> pipeline_order("1f1b", p=2, m=3, rank=0)
     [('F', 0, 0), ('F', 1, 0), ('B', 0, 0), ('F', 2, 0), ('B', 1, 0), ('B', 2, 0)]
     """
+    if schedule in SPLIT_SCHEDULES:
+        return [c for slot in pipeline_slots(schedule, p, m, rank, v) for c in slot]
     if not 0 <= rank < p:
         raise ClusterSimError(f"pipeline rank {rank} out of range", field="parallelism.pp")
     if schedule == "gpipe" or p == 1 and schedule != "interleaved":
@@ -87,15 +92,292 @@ def pipeline_order(schedule: str, p: int, m: int, rank: int, v: int = 1) -> list
     raise ClusterSimError(f"unknown pipeline schedule {schedule!r}", field="parallelism.schedule")
 
 
+# ---------------------------------------------------------------------- split-backward schedules
+#: Schedules that split each backward into the input-gradient pass (kind ``"B"``) and the
+#: weight-gradient pass (kind ``"W"``, the weight-gradient GEMMs, see ``Unit.weight_grad``).
+SPLIT_SCHEDULES = ("zb_h1", "zb_v", "dualpipe", "dualpipe_v")
+#: Schedules whose model chunks sit in a V: chunk 0 of rank ``r`` is virtual stage ``r``, chunk 1 is ``2p - 1 - r``.
+V_SCHEDULES = ("zb_v", "dualpipe_v")
+
+Slot = tuple[Chunk, ...]
+
+
+def chunks_per_rank(schedule: str, v: int = 1) -> int:
+    """Model chunks each pipeline rank holds: ``v`` interleaved, 2 for the V schedules and for
+    DualPipe (stage ``r`` and, duplicated, stage ``p - 1 - r``), else 1.
+
+    >>> chunks_per_rank("interleaved", 3), chunks_per_rank("dualpipe"), chunks_per_rank("1f1b")
+    (3, 2, 1)
+    """
+    if schedule == "interleaved":
+        return v
+    return 2 if schedule in V_SCHEDULES or schedule == "dualpipe" else 1
+
+
+def model_stages(schedule: str, p: int, v: int = 1) -> int:
+    """Virtual stages the model is cut into: ``p * chunks`` except DualPipe, whose ``p`` stages are
+    each held twice (once per direction).
+
+    >>> model_stages("zb_v", 4), model_stages("dualpipe", 4), model_stages("interleaved", 4, 2)
+    (8, 4, 8)
+    """
+    return p if schedule == "dualpipe" else p * chunks_per_rank(schedule, v)
+
+
+def virtual_stage(schedule: str, p: int, rank: int, chunk: int) -> int:
+    """Virtual stage of model chunk ``chunk`` on pipeline rank ``rank``.
+
+    >>> virtual_stage("interleaved", 4, 1, 1), virtual_stage("zb_v", 4, 1, 1), virtual_stage("dualpipe", 4, 1, 1)
+    (5, 6, 2)
+    """
+    if schedule in V_SCHEDULES:
+        return rank if chunk == 0 else 2 * p - 1 - rank
+    if schedule == "dualpipe":  # chunk 1 carries the reverse direction: stage p-1-r of the model
+        return rank if chunk == 0 else p - 1 - rank
+    return chunk * p + rank
+
+
+def placement(schedule: str, p: int, vstage: int, chunk: int) -> tuple[int, int]:
+    """(pipeline rank, model chunk) that runs virtual stage ``vstage`` for a micro-batch now in
+    model chunk ``chunk`` (DualPipe: the chunk is the micro-batch's direction and stays).
+
+    >>> placement("zb_v", 4, 5, 0), placement("dualpipe", 4, 1, 1), placement("interleaved", 4, 5, 0)
+    ((2, 1), (2, 1), (1, 1))
+    """
+    if schedule in V_SCHEDULES:
+        return (vstage, 0) if vstage < p else (2 * p - 1 - vstage, 1)
+    if schedule == "dualpipe":
+        return (vstage, 0) if chunk == 0 else (p - 1 - vstage, 1)
+    return vstage % p, vstage // p
+
+
+def pipeline_slots(schedule: str, p: int, m: int, rank: int, v: int = 1) -> list[Slot]:
+    """The compute ops of pipeline rank ``rank`` in order, each a tuple of chunks run as one op.
+
+    A one-chunk slot is one pass; ``(B, W)`` is a full backward of a split schedule (the weight
+    gradient not deferred); ``(F, B, W)`` is DualPipe's overlapped forward-backward pair
+    (:func:`is_overlapped`). Schedules without a split backward have one chunk per slot.
+
+    ZB-H1 (Qi et al. 2023, "Zero Bubble Pipeline Parallelism", handcrafted ZB-H1): 1F1B's warm-up
+    and steady state, but rank ``r`` runs the weight pass of a micro-batch ``r`` backwards later,
+    so the cool-down bubbles fill with weight passes and at most ``p`` micro-batches are in flight
+    (as 1F1B's first rank).
+
+    >>> pipeline_slots("zb_h1", p=2, m=3, rank=1)
+    [(('F', 0, 0),), (('B', 0, 0),), (('F', 1, 0),), (('B', 1, 0),), (('W', 0, 0),), (('F', 2, 0),), \
+(('B', 2, 0),), (('W', 1, 0),), (('W', 2, 0),)]
+    """
+    if schedule not in SPLIT_SCHEDULES:
+        return [(c,) for c in pipeline_order(schedule, p, m, rank, v)]
+    if not 0 <= rank < p:
+        raise ClusterSimError(f"pipeline rank {rank} out of range", field="parallelism.pp")
+    problem = split_schedule_problem(schedule, p, v, m)
+    if problem:
+        raise ClusterSimError(problem, field="parallelism.schedule")
+    if schedule == "zb_h1":
+        return _zb_h1(p, m, rank)
+    if schedule == "zb_v":
+        return [tuple(s) for s in _zb_v(p, m)[rank]]
+    if schedule == "dualpipe":
+        return _dualpipe(p, m, rank)
+    return _dualpipe_v(p, m, rank)
+
+
+def is_overlapped(slot: Slot) -> bool:
+    """A slot whose forward and backward run mutually overlapped (DualPipe's F&B pair).
+
+    >>> is_overlapped((("F", 3, 0), ("B", 0, 1), ("W", 0, 1))), is_overlapped((("B", 0, 1), ("W", 0, 1)))
+    (True, False)
+    """
+    return len(slot) > 1 and slot[0][0] == "F"
+
+
+def _zb_h1(p: int, m: int, rank: int) -> list[Slot]:
+    """ZB-H1 order of rank ``rank`` (see :func:`pipeline_slots`)."""
+    warm = min(p - rank - 1, m)
+    out: list[Slot] = [(("F", i, 0),) for i in range(warm)]
+    f = b = w = 0
+    f = warm
+    while b < m:
+        if f < m:
+            out.append((("F", f, 0),))
+            f += 1
+        out.append((("B", b, 0),))
+        b += 1
+        if b - w > rank:  # the weight pass trails its backward by `rank` backwards
+            out.append((("W", w, 0),))
+            w += 1
+    out += [(("W", i, 0),) for i in range(w, m)]
+    return out
+
+
+def _dualpipe_steps(ranks: int, rank: int, chunks: int, middle: bool):
+    """DualPipe's eight steps on one rank (``deepseek-ai/DualPipe`` ``DualPipe.step``), as items
+    ``("F", phase)``, ``("B", phase, zero_bubble)``, ``("W",)`` and ``("FB", phase_f, phase_b)``.
+
+    ``ranks``: ranks in a half (DualPipe) or all ranks (DualPipeV); ``rank``: the rank's position
+    in its half; ``chunks``: micro-batches per phase; ``middle``: the rank at the turn of the pipe.
+    """
+    for _ in range((ranks - rank - 1) * 2):  # 1: nF0
+        yield ("F", 0)
+    for _ in range(rank + 1):  # 2: nF0F1
+        yield ("F", 0)
+        yield ("F", 1)
+    for _ in range(ranks - rank - 1):  # 3: nB1W1F1 (zero bubble)
+        yield ("B", 1, True)
+        yield ("W",)
+        yield ("F", 1)
+    for i in range(chunks - ranks * 2 + rank + 1):  # 4 (main): nF0B1F1B0
+        if i == 0 and middle:  # the reference does not overlap this pair, to shorten the bubble
+            yield ("F", 0)
+            yield ("B", 1, False)
+        else:
+            yield ("FB", 0, 1)
+        yield ("FB", 1, 0)
+    for _ in range(ranks - rank - 1):  # 5: nB1F1B0
+        yield ("B", 1, False)
+        yield ("FB", 1, 0)
+    steps6, zb = rank + 1, False  # 6: nB1B0, the second half with zero bubble
+    for i in range(steps6):
+        if i == steps6 // 2 and rank % 2 == 1:
+            zb = True
+        yield ("B", 1, zb)
+        if i == steps6 // 2 and rank % 2 == 0:
+            zb = True
+        yield ("B", 0, zb)
+    for _ in range(ranks - rank - 1):  # 7: nWB0
+        yield ("W",)
+        yield ("B", 0, True)
+    for _ in range(rank + 1):  # 8: nW
+        yield ("W",)
+
+
+def _phase_slots(steps, chunk_of, mbs_of) -> list[Slot]:
+    """Turn :func:`_dualpipe_steps` items into slots: per phase, forwards and backwards take the
+    phase's micro-batches in order; deferred weight passes run first in, first out."""
+    nf, nb = [0, 0], [0, 0]
+    deferred: list[Chunk] = []
+    out: list[Slot] = []
+
+    def forward(ph):
+        nf[ph] += 1
+        return ("F", mbs_of(ph)[nf[ph] - 1], chunk_of(ph))
+
+    def backward(ph, zb):
+        nb[ph] += 1
+        b = ("B", mbs_of(ph)[nb[ph] - 1], chunk_of(ph))
+        w = ("W", b[1], b[2])
+        if zb:
+            deferred.append(w)
+            return (b,)
+        return (b, w)
+
+    for item in steps:
+        if item[0] == "F":
+            out.append((forward(item[1]),))
+        elif item[0] == "B":
+            out.append(backward(item[1], item[2]))
+        elif item[0] == "W":
+            out.append((deferred.pop(0),))
+        else:
+            out.append((forward(item[1]),) + backward(item[2], False))
+    return out
+
+
+def _dualpipe(p: int, m: int, rank: int) -> list[Slot]:
+    """DualPipe (DeepSeek-V3): micro-batches ``0 .. m/2-1`` enter at rank 0 (model chunk 0, stage
+    ``r``), ``m/2 .. m-1`` at rank ``p-1`` (chunk 1, stage ``p-1-r``); a rank of the second half
+    calls the reverse direction its phase 0."""
+    half, second = p // 2, rank >= p // 2
+    half_rank = min(rank, p - 1 - rank)
+    steps = _dualpipe_steps(half, half_rank, m // 2, middle=half_rank == half - 1)
+    return _phase_slots(steps, lambda ph: ph ^ second,
+                        lambda ph: range((ph ^ second) * (m // 2), (1 + (ph ^ second)) * (m // 2)))
+
+
+def _dualpipe_v(p: int, m: int, rank: int) -> list[Slot]:
+    """DualPipeV, DualPipe cut in half (DeepSeek's ``DualPipeV``): ``p`` ranks, ``2p`` stages in a
+    V, every micro-batch enters at rank 0, down through chunk 0 and back up through chunk 1."""
+    steps = _dualpipe_steps(p, rank, m, middle=rank == p - 1)
+    return _phase_slots(steps, lambda ph: ph, lambda ph: range(m))
+
+
+@lru_cache(maxsize=64)
+def _zb_v(p: int, m: int) -> tuple[tuple[tuple[Chunk, ...], ...], ...]:
+    """ZB-V orders of all ranks (Qi et al., ZB-V: two chunks per rank in a V, weight passes
+    deferred into the bubbles, at most ``2p`` chunk activations in flight per rank, i.e. the
+    ``p`` stage activations of 1F1B's first rank).
+
+    Built by list scheduling in unit steps with equal forward, input-gradient and weight-gradient
+    chunk times (the schedule's design point): an idle rank runs a ready backward first, then a
+    ready forward (the micro-batch furthest along first) when its activation budget allows, then
+    a deferred weight pass. The executors then play the order with the real costs.
+    """
+    n = 2 * p
+    limit = 2 * p
+    rank_of = [placement("zb_v", p, vs, 0)[0] for vs in range(n)]
+    f_done: dict[tuple[int, int], int] = {}  # (micro-batch, vstage) -> end step
+    b_done: dict[tuple[int, int], int] = {}
+    w_queue: list[list[tuple[int, int]]] = [[] for _ in range(p)]
+    live = [0] * p
+    orders: list[list[tuple[Chunk, ...]]] = [[] for _ in range(p)]
+    next_f = [0] * n  # next micro-batch whose forward each virtual stage runs (in order)
+    next_b = [0] * n
+    remaining = 3 * m * n
+    t = 0
+    while remaining:
+        for r in range(p):
+            mine = [vs for vs in (r, n - 1 - r)]
+            pick = None
+            for vs in sorted(mine):  # backward nearest the end of the model first (chunk 0: lowest stage)
+                i = next_b[vs]
+                if i < m and f_done.get((i, vs), t + 1) <= t and (vs == n - 1 or b_done.get((i, vs + 1), t + 1) <= t):
+                    pick = ("B", i, vs)
+                    break
+            if pick is None and live[r] < limit:
+                for vs in sorted(mine, reverse=True):  # the chunk further along first
+                    i = next_f[vs]
+                    if i < m and (vs == 0 or f_done.get((i, vs - 1), t + 1) <= t):
+                        pick = ("F", i, vs)
+                        break
+            if pick is None and w_queue[r]:
+                i, vs = w_queue[r].pop(0)
+                pick = ("W", i, vs)
+            if pick is None:
+                continue
+            kind, i, vs = pick
+            chunk = 0 if vs < p else 1
+            orders[r].append((kind, i, chunk))
+            remaining -= 1
+            if kind == "F":
+                f_done[(i, vs)] = t + 1
+                next_f[vs] += 1
+                live[r] += 1
+            elif kind == "B":
+                b_done[(i, vs)] = t + 1
+                next_b[vs] += 1
+                w_queue[r].append((i, vs))
+            else:
+                live[r] -= 1
+        t += 1
+        if t > 10 * remaining + 100 * (m + n) * 3:
+            raise ClusterSimError("zb_v list scheduling made no progress", field="parallelism.schedule")
+    return tuple(tuple((c,) for c in order) for order in orders)
+
+
 def max_in_flight(order: list[Chunk]) -> int:
-    """Largest number of chunks whose forward ran and whose backward has not (activation memory).
+    """Largest number of chunks whose forward ran and whose backward has not (activation memory);
+    with a split backward, whose weight pass has not (it reads the inputs of the layer's GEMMs).
 
     >>> max_in_flight([("F", 0, 0), ("F", 1, 0), ("B", 0, 0), ("F", 2, 0), ("B", 1, 0), ("B", 2, 0)])
     2
+    >>> max_in_flight([("F", 0, 0), ("B", 0, 0), ("F", 1, 0), ("W", 0, 0), ("B", 1, 0), ("W", 1, 0)])
+    2
     """
+    release = "W" if any(kind == "W" for kind, _, _ in order) else "B"
     live, peak = 0, 0
     for kind, _, _ in order:
-        live += 1 if kind == "F" else -1
+        live += 1 if kind == "F" else -1 if kind == release else 0
         peak = max(peak, live)
     return peak
 
