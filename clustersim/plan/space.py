@@ -15,6 +15,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from itertools import product
 
+#: every pipeline schedule the simulator plays (``parallelism.schedule``)
+SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb_h1", "zb_v", "dualpipe", "dualpipe_v")
+
 
 @dataclass(frozen=True)
 class Mix:
@@ -74,7 +77,7 @@ class SpaceOptions:
     cp: list[int] = field(default_factory=lambda: [1])
     sequence_parallel: list[bool] = field(default_factory=lambda: [False, True])
     zero: list[int] = field(default_factory=lambda: [0, 1, 2, 3])
-    schedule: list[str] = field(default_factory=lambda: ["gpipe", "1f1b", "interleaved"])
+    schedule: list[str] = field(default_factory=lambda: list(SCHEDULES))
     micro_batch: list[int] = field(default_factory=lambda: [1, 2, 4, 8])
     recompute: list[str] = field(default_factory=lambda: ["none", "selective", "full"])
 
@@ -85,6 +88,10 @@ def _pipeline_shapes(pp: int, layers: int, opts: SpaceOptions) -> list[tuple[str
         return [("1f1b", 1)]
     out = []
     for sched in opts.schedule:
+        if sched in ("zb_v", "dualpipe_v"):  # two chunks per rank in a V, nothing else
+            if 2 * pp <= layers:
+                out.append((sched, 2))
+            continue
         if sched != "interleaved":
             out.append((sched, 1))
             continue

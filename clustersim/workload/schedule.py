@@ -13,8 +13,6 @@ chunk per rank the virtual stage is the rank.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from clustersim.config.scenario import split_schedule_problem
 from clustersim.errors import ClusterSimError
 
@@ -177,7 +175,7 @@ def pipeline_slots(schedule: str, p: int, m: int, rank: int, v: int = 1) -> list
     if schedule == "zb_h1":
         return _zb_h1(p, m, rank)
     if schedule == "zb_v":
-        return [tuple(s) for s in _zb_v(p, m)[rank]]
+        return _zb_v(p, m, rank)
     if schedule == "dualpipe":
         return _dualpipe(p, m, rank)
     return _dualpipe_v(p, m, rank)
@@ -302,67 +300,51 @@ def _dualpipe_v(p: int, m: int, rank: int) -> list[Slot]:
     return _phase_slots(steps, lambda ph: ph, lambda ph: range(m))
 
 
-@lru_cache(maxsize=64)
-def _zb_v(p: int, m: int) -> tuple[tuple[tuple[Chunk, ...], ...], ...]:
-    """ZB-V orders of all ranks (Qi et al., ZB-V: two chunks per rank in a V, weight passes
-    deferred into the bubbles, at most ``2p`` chunk activations in flight per rank, i.e. the
-    ``p`` stage activations of 1F1B's first rank).
+def _zb_v(p: int, m: int, rank: int) -> list[Slot]:
+    """ZB-V order of rank ``rank`` (Qi et al., "Zero Bubble Pipeline Parallelism", ZB-V: two
+    chunks per rank in a V, chunk 0 = stage ``r``, chunk 1 = stage ``2p-1-r``).
 
-    Built by list scheduling in unit steps with equal forward, input-gradient and weight-gradient
-    chunk times (the schedule's design point): an idle rank runs a ready backward first, then a
-    ready forward (the micro-batch furthest along first) when its activation budget allows, then
-    a deferred weight pass. The executors then play the order with the real costs.
+    Warm-up: ``2(p-r)-1`` forwards of chunk 0, ``r`` pairs of forwards (chunk 1, chunk 0), then
+    ``p-r`` rounds of chunk 1's forward, backward and weight pass; steady state, until every
+    forward ran: forward, backward and weight pass of chunk 0, then of chunk 1; cool-down: ``r``
+    backwards of both chunks with their weight passes deferred, ``p-r`` backward-weight pairs of
+    chunk 0, then the deferred weight passes (chunk 1 first). Each pass runs only once its
+    predecessor on the rank has (a backward after its forward, a weight pass after its
+    backward), so short steps (``m < 2p``) keep the same shape. At most ``2p`` chunk activations
+    are in flight on a rank: the ``p`` stage activations of 1F1B's first rank.
     """
-    n = 2 * p
-    limit = 2 * p
-    rank_of = [placement("zb_v", p, vs, 0)[0] for vs in range(n)]
-    f_done: dict[tuple[int, int], int] = {}  # (micro-batch, vstage) -> end step
-    b_done: dict[tuple[int, int], int] = {}
-    w_queue: list[list[tuple[int, int]]] = [[] for _ in range(p)]
-    live = [0] * p
-    orders: list[list[tuple[Chunk, ...]]] = [[] for _ in range(p)]
-    next_f = [0] * n  # next micro-batch whose forward each virtual stage runs (in order)
-    next_b = [0] * n
-    remaining = 3 * m * n
-    t = 0
-    while remaining:
-        for r in range(p):
-            mine = [vs for vs in (r, n - 1 - r)]
-            pick = None
-            for vs in sorted(mine):  # backward nearest the end of the model first (chunk 0: lowest stage)
-                i = next_b[vs]
-                if i < m and f_done.get((i, vs), t + 1) <= t and (vs == n - 1 or b_done.get((i, vs + 1), t + 1) <= t):
-                    pick = ("B", i, vs)
-                    break
-            if pick is None and live[r] < limit:
-                for vs in sorted(mine, reverse=True):  # the chunk further along first
-                    i = next_f[vs]
-                    if i < m and (vs == 0 or f_done.get((i, vs - 1), t + 1) <= t):
-                        pick = ("F", i, vs)
-                        break
-            if pick is None and w_queue[r]:
-                i, vs = w_queue[r].pop(0)
-                pick = ("W", i, vs)
-            if pick is None:
-                continue
-            kind, i, vs = pick
-            chunk = 0 if vs < p else 1
-            orders[r].append((kind, i, chunk))
-            remaining -= 1
-            if kind == "F":
-                f_done[(i, vs)] = t + 1
-                next_f[vs] += 1
-                live[r] += 1
-            elif kind == "B":
-                b_done[(i, vs)] = t + 1
-                next_b[vs] += 1
-                w_queue[r].append((i, vs))
-            else:
-                live[r] -= 1
-        t += 1
-        if t > 10 * remaining + 100 * (m + n) * 3:
-            raise ClusterSimError("zb_v list scheduling made no progress", field="parallelism.schedule")
-    return tuple(tuple((c,) for c in order) for order in orders)
+    out: list[Slot] = []
+    done = {k: [0, 0] for k in "FBW"}
+
+    def run(kind: str, chunk: int) -> None:
+        n = done[kind][chunk]
+        if n < (m if kind == "F" else done["F" if kind == "B" else "B"][chunk]):
+            out.append(((kind, n, chunk),))
+            done[kind][chunk] += 1
+
+    for _ in range(2 * (p - rank) - 1):
+        run("F", 0)
+    for _ in range(rank):
+        run("F", 1)
+        run("F", 0)
+    for _ in range(p - rank):
+        for kind in "FBW":
+            run(kind, 1)
+    f = done["F"]
+    while f[1] < f[0] or f[0] < m:
+        for chunk in (0, 1):
+            for kind in "FBW":
+                run(kind, chunk)
+    for _ in range(rank):
+        run("B", 0)
+        run("B", 1)
+    for _ in range(p - rank):
+        run("B", 0)
+        run("W", 0)
+    for chunk in (1, 0):
+        while done["W"][chunk] < done["B"][chunk]:
+            run("W", chunk)
+    return out
 
 
 def max_in_flight(order: list[Chunk]) -> int:
