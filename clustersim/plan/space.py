@@ -105,8 +105,11 @@ def _pipeline_shapes(pp: int, layers: int, opts: SpaceOptions) -> list[tuple[str
 def enumerate_mixes(n_gpus: int, layers: int, opts: SpaceOptions | None = None):
     """Yield every canonical :class:`Mix` whose degrees multiply to ``n_gpus``.
 
+    2 GPUs, 4 layers: pp = 1 (tp 1, and tp 2 with and without sequence parallelism) and pp = 2
+    with its 7 schedules (interleaved, zb_v and dualpipe_v at two chunks per rank):
+
     >>> len(list(enumerate_mixes(2, 4, SpaceOptions(zero=[0], micro_batch=[1], recompute=["none"]))))
-    6
+    10
     """
     opts = opts or SpaceOptions()
     tps = opts.tp if opts.tp is not None else divisors(n_gpus)
