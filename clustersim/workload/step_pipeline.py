@@ -150,8 +150,8 @@ def _fused_slot(graph: Graph, step, chunks: ChunkOps, segment_cache: dict, repli
 
 def overlap_pair(first: list, second: list) -> list:
     """Segments of two chunks run mutually overlapped (DualPipe's F&B pair, DeepSeek-V3 §3.2.1):
-    each collective of one chunk that no GEMM hides yet runs beside the next unused compute
-    segment of the other (that segment's seconds move into the collective's
+    each collective of one chunk runs beside the next unused compute segment of the other (that
+    segment's seconds add to the collective's
     ``overlapped_gemm_s``: the pair takes ``max(comm, compute)``, as ``--tp-comm-overlap``).
     With nothing to hide the pair takes the sum of both chunks.
 
@@ -170,16 +170,17 @@ def overlap_pair(first: list, second: list) -> list:
 
 
 def _hide(comms: list, computes: list) -> None:
-    """Pair each unhidden collective of ``comms`` with the next unused compute segment of ``computes``."""
+    """Pair each collective of ``comms`` with the next unused compute segment of ``computes`` (added
+    to whatever compute of its own chunk already hides it, ``ep_comm_overlap`` or TP overlap)."""
     j = 0
     for i, seg in enumerate(comms):
-        if not isinstance(seg, TPCommSegment) or seg.overlapped_gemm_s > 0:
+        if not isinstance(seg, TPCommSegment):
             continue
         while j < len(computes) and not (isinstance(computes[j], ComputeSegment) and computes[j].seconds > 0):
             j += 1
         if j == len(computes):
             return
-        comms[i] = replace(seg, overlapped_gemm_s=computes[j].seconds)
+        comms[i] = replace(seg, overlapped_gemm_s=seg.overlapped_gemm_s + computes[j].seconds)
         computes[j] = ComputeSegment(0.0, computes[j].kernels)
         j += 1
 
