@@ -245,3 +245,20 @@ parallelism: {pp: 4, dp: 2, schedule: dualpipe}
         f = run_scenario(path, "flow", overrides=over)
         assert f.step_time_s == pytest.approx(a.step_time_s, rel=0.02)
         assert a.breakdown["comm_pp"] > 0 and f.breakdown["comm_pp"] > 0
+
+
+def test_cli_exits_2_with_the_reason(tmp_path, capsys):
+    from pathlib import Path
+
+    from clustersim.cli import main
+
+    hybrid = Path(__file__).resolve().parents[2] / "scenarios" / "hybrid-tp2-pp2-dp2.yaml"
+    for sets, words in ((["parallelism.schedule=zb_v"], "virtual_stages: 2"),
+                        (["parallelism.schedule=dualpipe", "parallelism.pp=2", "training.global_batch=4"], "even"),
+                        (["parallelism.schedule=dualpipe_v", "parallelism.virtual_stages=2",
+                          "training.global_batch=8"], ">= 2*pp")):
+        with pytest.raises(SystemExit) as e:
+            main(["run", str(hybrid), "--fidelity", "analytical"] + [x for s in sets for x in ("--set", s)])
+        assert e.value.code == 2
+        err = capsys.readouterr().err
+        assert "parallelism.schedule" in err and words in err
