@@ -73,10 +73,8 @@ def _stage_chunks(graph: Graph, step, chunks: ChunkOps, segment_cache: dict, rep
     grad_kind = "W" if step.split_backward else "B"  # the pass that produces the gradients
     if step.schedule in SPLIT_SCHEDULES:
         # a chunk's gradients are complete after its last weight pass; its weights are needed by its first forward
-        closing = {(k, mb, c) for c in range(step.virtual_stages)
-                   for k, mb, c in [[x for x in order if x[0] == "W" and x[2] == c][-1]]}
-        opening = {(k, mb, c) for c in range(step.virtual_stages)
-                   for k, mb, c in [[x for x in order if x[0] == "F" and x[2] == c][0]]}
+        closing = {[x for x in order if x[0] == "W" and x[2] == c][-1] for c in range(step.virtual_stages)}
+        opening = {[x for x in order if x[0] == "F" and x[2] == c][0] for c in range(step.virtual_stages)}
     else:
         closing = {x for x in order if x[0] == "B" and x[1] == last_mb}
         opening = {x for x in order if x[0] == "F" and x[1] == 0}
