@@ -23,7 +23,7 @@ import argparse
 from clustersim.config.scenario import Scenario
 from clustersim.simulate.execute import execute_analytical
 from clustersim.workload.compute import ComputeModel
-from clustersim.workload.schedule import max_in_flight
+from clustersim.workload.schedule import closed_form_bubble, max_in_flight
 from clustersim.workload.segments import ComputeSegment
 from clustersim.workload.transformer import TransformerStep
 
@@ -56,13 +56,6 @@ def _bubble(step: TransformerStep) -> float:
     return tl.makespan - max(busy.values())
 
 
-def _closed_form(sched: str, p: int, f: float, b: float, w: float) -> str:
-    """DeepSeek-V3 Table 2 with F&B = F + B (nothing to overlap); ZB-V: ZB1P's form over its chunks."""
-    forms = {"1f1b": (p - 1) * (f + b), "zb_h1": (p - 1) * (f + b - 2 * w), "zb_v": (p - 1) * (f + b - 2 * w),
-             "dualpipe": (p / 2 - 1) * (f + 2 * b - 3 * w), "dualpipe_v": (p - 1) * (f + 2 * b - 3 * w)}
-    return forms[sched]
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -88,7 +81,7 @@ def main() -> None:
         else:
             w = _seconds(_step(p, m, "zb_h1", 1, eff).chunk_units(1, "W"))
             b = _seconds(step.chunk_units(1, "B"))
-        form = _closed_form(sched, p, f, b, w)
+        form = closed_form_bubble(sched, p, f, b, w)
         sim = _bubble(step)
         # parameters of a middle rank against 1F1B's, activations of the fullest rank in stage units
         params = step.stage_params(1) / base_params

@@ -375,7 +375,32 @@ def bubble_fraction(schedule: str, p: int, m: int, v: int = 1) -> float:
     >>> round(bubble_fraction("1f1b", 4, 8), 4), round(bubble_fraction("interleaved", 4, 8, v=2), 4)
     (0.2727, 0.1579)
     """
+    if schedule in SPLIT_SCHEDULES:
+        raise ValueError(f"{schedule}'s bubble depends on F, B and W: see closed_form_bubble")
     if p == 1:
         return 0.0
     vv = v if schedule == "interleaved" else 1
     return (p - 1) / (vv * m + p - 1)
+
+
+def closed_form_bubble(schedule: str, p: int, f: float, b: float, w: float, fb: float | None = None) -> float:
+    """Published idle time per rank of a step (DeepSeek-V3 Table 2) for uniform chunks: ``f`` the
+    forward, ``b`` the full backward, ``w`` the weight-gradient pass of one chunk, ``fb`` an
+    overlapped forward-backward pair (default ``f + b``: nothing to overlap).
+
+    1F1B ``(p-1)(F+B)``; ZB1P ``(p-1)(F+B-2W)``; DualPipe ``(p/2-1)(F&B+B-3W)``. ZB-V and DualPipeV
+    hold two half-stage chunks per rank: ZB1P's form over the chunks, and DualPipe's over ``2p``
+    half stages, ``(p-1)(F&B+B-3W)``. DualPipe's form is derived for balanced chunks (a forward
+    as long as an input-gradient pass); ``docs/validation.md`` §13 shows the played orders.
+
+    >>> closed_form_bubble("1f1b", 8, 1.0, 2.0, 1.0), closed_form_bubble("zb_h1", 8, 1.0, 2.0, 1.0)
+    (21.0, 7.0)
+    >>> closed_form_bubble("dualpipe", 8, 1.0, 2.0, 1.0)
+    6.0
+    """
+    fb = f + b if fb is None else fb
+    forms = {"1f1b": (p - 1) * (f + b), "zb_h1": (p - 1) * (f + b - 2 * w), "zb_v": (p - 1) * (f + b - 2 * w),
+             "dualpipe": (p / 2 - 1) * (fb + b - 3 * w), "dualpipe_v": (p - 1) * (fb + b - 3 * w)}
+    if schedule not in forms:
+        raise ValueError(f"no closed form for {schedule!r} here (1f1b, zb_h1, zb_v, dualpipe, dualpipe_v)")
+    return forms[schedule]
