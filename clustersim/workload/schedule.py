@@ -1,14 +1,20 @@
 """Pipeline schedules: the order in which each pipeline rank runs forward and backward chunks.
 
-A chunk is ``(kind, micro_batch, model_chunk)`` with kind ``"F"`` or ``"B"``. Model chunk ``c``
-on pipeline rank ``r`` is virtual stage ``c * p + r`` (Megatron's interleaved layout); with one
-chunk per rank the virtual stage is the rank.
+A chunk is ``(kind, micro_batch, model_chunk)`` with kind ``"F"`` or ``"B"``, and for the
+zero-bubble and DualPipe schedules (:data:`SPLIT_SCHEDULES`) ``"B"`` the input-gradient pass and
+``"W"`` the weight-gradient pass. Model chunk ``c`` on pipeline rank ``r`` is virtual stage
+``c * p + r`` (Megatron's interleaved layout); with one chunk per rank the virtual stage is the
+rank; the V schedules and DualPipe place chunks as :func:`virtual_stage` says.
 
 * ``gpipe``: all forwards, then all backwards (last micro-batch first).
 * ``1f1b`` (PipeDream-Flush): ``p - r - 1`` warm-up forwards, then one-forward-one-backward,
   then the cool-down backwards; at most ``p - r`` micro-batches in flight on rank ``r``.
 * ``interleaved``: Megatron-LM's interleaved 1F1B (``forward_backward_pipelining_with_interleaving``):
   ``(p - r - 1) * 2 + (v - 1) * p`` warm-up chunks, micro-batches issued in groups of ``p``.
+* ``zb_h1``, ``zb_v`` (Qi et al., "Zero Bubble Pipeline Parallelism"), ``dualpipe``,
+  ``dualpipe_v`` (DeepSeek-V3, ``deepseek-ai/DualPipe``): :func:`pipeline_slots`, whose slots
+  also say which chunks run as one op (a full backward, an overlapped forward-backward pair).
+  :func:`closed_form_bubble` has DeepSeek-V3 Table 2's bubbles.
 """
 
 from __future__ import annotations

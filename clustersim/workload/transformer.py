@@ -286,6 +286,7 @@ class TransformerStep:
 
     @cached_property
     def _split_moe_layer(self):
+        """The MoE layer's units with the backward split (None for a dense model)."""
         return self.layer_costs.layer(moe=True, split=True) if self.experts else None
 
     def _split_units(self, vstage: int, kind: str) -> list[Unit]:
