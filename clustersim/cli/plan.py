@@ -77,7 +77,7 @@ def _render(rep, top: int, explain: bool) -> None:
                   f"bound, top {d['flow_reranked']} re-ranked at flow; {d['wall_s']:.1f} s", highlight=False)
     from rich import box
 
-    short = {"interleaved": "interl", "selective": "sel"}
+    short = {"interleaved": "interl", "selective": "sel", "dualpipe_v": "dualpv"}
     t = Table(title="best plans", box=box.SIMPLE_HEAD, pad_edge=False)
     for col, just in (("#", "right"), ("tp/pp/dp/v", "right"), ("sp", "left"), ("z", "right"),
                       ("sched", "left"), ("mb", "right"), ("recomp", "left"), ("step", "right"),
@@ -123,7 +123,7 @@ def register(root: typer.Typer) -> None:
         pp: Optional[str] = typer.Option(None, "--pp", help="Restrict pipeline degrees."),
         micro_batch: Optional[str] = typer.Option(None, "--micro-batch", help="Micro-batch sizes to try (default 1,2,4,8)."),
         zero: Optional[str] = typer.Option(None, "--zero", help="ZeRO stages to try (default 0,1,2,3)."),
-        schedule: Optional[str] = typer.Option(None, "--schedule", help="Schedules: gpipe,1f1b,interleaved."),
+        schedule: Optional[str] = typer.Option(None, "--schedule", help="Schedules: gpipe,1f1b,interleaved,zb_h1,zb_v,dualpipe,dualpipe_v."),
         recompute: Optional[str] = typer.Option(None, "--recompute", help="Recompute policies: none,selective,full."),
         tp_across_nodes: bool = typer.Option(False, "--tp-across-nodes", help="Allow TP groups larger than one node."),
         exhaustive: bool = typer.Option(False, "--exhaustive", help="Simulate every feasible mix (no bound pruning)."),
@@ -156,7 +156,9 @@ def register(root: typer.Typer) -> None:
         if zero is not None:
             space.zero = [int(z) for z in _str_list(zero, "--zero", ("0", "1", "2", "3"))]
         if schedule is not None:
-            space.schedule = _str_list(schedule, "--schedule", ("gpipe", "1f1b", "interleaved"))
+            from clustersim.plan.space import SCHEDULES
+
+            space.schedule = _str_list(schedule, "--schedule", SCHEDULES)
         if recompute is not None:
             space.recompute = _str_list(recompute, "--recompute", ("none", "selective", "full"))
         opts = PlanOptions(top=top, flow_top=flow_top, space=space, tp_across_nodes=tp_across_nodes,

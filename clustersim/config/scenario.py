@@ -159,8 +159,10 @@ class ParallelismSection(StrictModel):
                                   "runs beside the GEMM it feeds or drains (Megatron-Core --tp-comm-overlap, TE userbuffers).")
     vocab_parallel: bool = Field(True, description="With tp > 1: embedding and LM head split across TP ranks; false replicates them.")
     zero: Literal[0, 1, 2, 3] = Field(0, description="0 = DDP, 1 = shard optimizer states, 2 = + gradients, 3 = + parameters (FSDP).")
-    schedule: Literal["gpipe", "1f1b", "interleaved"] = Field("1f1b", description="Pipeline schedule.")
-    virtual_stages: Layers = Field(1, description="Model chunks per pipeline rank (interleaved schedule).")
+    schedule: Literal["gpipe", "1f1b", "interleaved", "zb_h1", "zb_v", "dualpipe", "dualpipe_v"] = Field(
+        "1f1b", description="Pipeline schedule (zb_*: zero-bubble, backward split into input and weight "
+                            "gradients; dualpipe*: DeepSeek-V3's bidirectional schedules).")
+    virtual_stages: Layers = Field(1, description="Model chunks per pipeline rank (interleaved; 2 for zb_v and dualpipe_v).")
     ddp_bucket_mb: float = Field(25.0, gt=0, le=1e9, description="DDP gradient bucket size in MB (PyTorch default 25).")
     dp_overlap: bool = Field(True, description="DDP / ZeRO-1/2: gradient reduction bucket by bucket during the backward (PyTorch DDP, "
                              "Megatron --overlap-grad-reduce); false: all buckets after the whole backward (Megatron "
@@ -352,8 +354,9 @@ class Scenario(StrictModel):
                 raise ValueError(f"parallelism.tp ({par.tp}) must divide model.seq_len ({m.seq_len}) with sequence_parallel")
         if tr.global_batch % (tr.micro_batch * par.dp):
             raise ValueError(f"training.global_batch ({tr.global_batch}) must be divisible by micro_batch*dp ({tr.micro_batch}*{par.dp})")
-        if par.virtual_stages > 1 and par.schedule != "interleaved":
-            raise ValueError("parallelism.virtual_stages > 1 needs schedule: interleaved")
+        if par.virtual_stages > 1 and par.schedule not in ("interleaved", "zb_v", "dualpipe_v"):
+            raise ValueError("parallelism.virtual_stages > 1 needs schedule: interleaved, zb_v or dualpipe_v")
+        _split_schedule_rules(par, tr.global_batch // (tr.micro_batch * par.dp))
         if par.schedule == "interleaved" and par.pp > 1:
             m_count = tr.global_batch // (tr.micro_batch * par.dp)
             if m_count % par.pp:
@@ -372,6 +375,45 @@ class Scenario(StrictModel):
     def micro_batches(self) -> int:
         """Micro-batches per step on each pipeline (global_batch / (micro_batch*dp))."""
         return self.training.global_batch // (self.training.micro_batch * self.parallelism.dp)
+
+
+def _split_schedule_rules(par, micro_batches: int) -> None:
+    """Raise when the zero-bubble / DualPipe schedule of ``par`` cannot run (see :func:`split_schedule_problem`)."""
+    problem = split_schedule_problem(par.schedule, par.pp, par.virtual_stages, micro_batches)
+    if problem:
+        raise ValueError(f"parallelism.schedule: {problem}")
+
+
+def split_schedule_problem(schedule: str, pp: int, virtual_stages: int, micro_batches: int) -> str | None:
+    """Why a zero-bubble or DualPipe ``schedule`` cannot run (None: it can, or another schedule).
+
+    DualPipe needs an even ``pp`` and an even number of at least ``2 * pp`` micro-batches, DualPipeV
+    at least ``2 * pp`` (the asserts of ``deepseek-ai/DualPipe``); ZB-V and DualPipeV hold exactly two
+    model chunks per rank; all need a pipeline.
+
+    >>> split_schedule_problem("dualpipe", 4, 1, 6)
+    'dualpipe needs micro-batches per step (6) >= 2*pp (8)'
+    >>> split_schedule_problem("zb_v", 4, 1, 8)
+    'zb_v needs virtual_stages: 2 (two model chunks per rank in a V), got 1'
+    >>> split_schedule_problem("zb_h1", 4, 1, 3) is None
+    True
+    """
+    sched, pp, v, m = schedule, pp, virtual_stages, micro_batches
+    if sched not in ("zb_h1", "zb_v", "dualpipe", "dualpipe_v"):
+        return None
+    if pp < 2:
+        return f"{sched} is a pipeline schedule: it needs pp >= 2, got {pp}"
+    if sched in ("zb_v", "dualpipe_v") and v != 2:
+        return f"{sched} needs virtual_stages: 2 (two model chunks per rank in a V), got {v}"
+    if sched in ("zb_h1", "dualpipe") and v != 1:
+        return f"{sched} needs virtual_stages: 1, got {v}"
+    if sched == "dualpipe" and pp % 2:
+        return f"dualpipe needs an even pp (micro-batches enter from both ends), got {pp}"
+    if sched == "dualpipe" and m % 2:
+        return f"dualpipe needs an even number of micro-batches per step (half from each end), got {m}"
+    if sched.startswith("dualpipe") and m < 2 * pp:
+        return f"{sched} needs micro-batches per step ({m}) >= 2*pp ({2 * pp})"
+    return None
 
 
 def _moe_rules(m: ModelSection, par: ParallelismSection) -> None:

@@ -71,6 +71,8 @@ def step_lower_bound(step, comm=None) -> float:
     """
     p, v, m = step.pp, step.virtual_stages, step.micro_batches
     nvs = step.n_virtual_stages
+    if step.split_backward:  # zero-bubble and DualPipe schedules: every chunk a rank runs, at its own count
+        return _split_schedule_bound(step, comm)
     groups = [step.layout.group("tp", dp=0, pp=j) if step.tp > 1 else None for j in range(p)]
     fwd = [_busy(step.chunk_units(vs, "F"), groups[vs % p], comm) for vs in range(nvs)]
     bwd = [_busy(step.chunk_units(vs, "B"), groups[vs % p], comm) for vs in range(nvs)]
@@ -80,6 +82,27 @@ def step_lower_bound(step, comm=None) -> float:
     if p > 1:
         bound = max(bound, work[p - 1] + sum(fwd[: p - 1]) + sum(bwd[: p - 1]) + min(opt))
     return bound
+
+
+def _split_schedule_bound(step, comm=None) -> float:
+    """The busiest rank's compute (its chunks in its own order: forward, input- and weight-gradient
+    passes of every micro-batch each chunk runs; DualPipe's chunks run half the micro-batches
+    each) and optimizer step. Overlapped F&B pairs hide collectives, so those count only on the
+    rank's own passes as they are listed (a bound may undercount, never overcount the compute)."""
+    opt = _optimizer_seconds(step)
+    out = 0.0
+    for j in range(step.pp):
+        group = step.layout.group("tp", dp=0, pp=j) if step.tp > 1 else None
+        busy = {}
+        work = 0.0
+        for kind, _, chunk in step.orders[j]:
+            key = (kind, chunk)
+            if key not in busy:
+                units = step.chunk_units(step.vstage(j, chunk), kind)
+                busy[key] = sum(seg.seconds for u in units for seg in u.segments if hasattr(seg, "seconds"))
+            work += busy[key]
+        out = max(out, work + opt[j])
+    return out
 
 
 class UnitCache:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from clustersim.config.scenario import split_schedule_problem
 from clustersim.plan.space import Mix
 
 
@@ -64,6 +65,10 @@ def _interleaved(m: Mix, c: Context) -> str | None:
     return None
 
 
+def _split_schedule(m: Mix, c: Context) -> str | None:
+    return split_schedule_problem(m.schedule, m.pp, m.virtual_stages, c.global_batch // (m.micro_batch * m.dp))
+
+
 def _sequence_parallel(m: Mix, c: Context) -> str | None:
     if m.sequence_parallel and m.tp > 1 and c.seq_len % m.tp:
         return f"sequence parallel needs tp={m.tp} to divide seq_len={c.seq_len}"
@@ -104,6 +109,7 @@ STRUCTURAL = (
     ("pipeline-depth", _pipeline_depth),
     ("batch-divisible", _batch),
     ("interleaved-micro-batches", _interleaved),
+    ("split-schedule-needs", _split_schedule),
     ("sequence-parallel-seq-len", _sequence_parallel),
     ("zero3-with-pipeline", _fsdp_pipeline),
     ("context-parallel", _context_parallel),
@@ -117,6 +123,7 @@ DESCRIPTIONS = {
     "pipeline-depth": "at least one layer per virtual pipeline stage",
     "batch-divisible": "global batch = micro_batch x dp x micro-batches",
     "interleaved-micro-batches": "Megatron's interleaved schedule needs micro-batches divisible by pp",
+    "split-schedule-needs": "DualPipe: even pp and >= 2*pp micro-batches (even); zb_v, dualpipe_v: 2 chunks",
     "sequence-parallel-seq-len": "sequence parallel splits the sequence over TP ranks",
     "zero3-with-pipeline": "FSDP / ZeRO-3 is simulated without pipelines only",
     "context-parallel": "CP needs flash attention, a sequence in 2*cp zig-zag chunks, zero <= 2",

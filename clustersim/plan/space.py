@@ -15,6 +15,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from itertools import product
 
+#: every pipeline schedule the simulator plays (``parallelism.schedule``)
+SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb_h1", "zb_v", "dualpipe", "dualpipe_v")
+
 
 @dataclass(frozen=True)
 class Mix:
@@ -75,7 +78,7 @@ class SpaceOptions:
     cp: list[int] | None = None
     sequence_parallel: list[bool] = field(default_factory=lambda: [False, True])
     zero: list[int] = field(default_factory=lambda: [0, 1, 2, 3])
-    schedule: list[str] = field(default_factory=lambda: ["gpipe", "1f1b", "interleaved"])
+    schedule: list[str] = field(default_factory=lambda: list(SCHEDULES))
     micro_batch: list[int] = field(default_factory=lambda: [1, 2, 4, 8])
     recompute: list[str] = field(default_factory=lambda: ["none", "selective", "full"])
 
@@ -86,6 +89,10 @@ def _pipeline_shapes(pp: int, layers: int, opts: SpaceOptions) -> list[tuple[str
         return [("1f1b", 1)]
     out = []
     for sched in opts.schedule:
+        if sched in ("zb_v", "dualpipe_v"):  # two chunks per rank in a V, nothing else
+            if 2 * pp <= layers:
+                out.append((sched, 2))
+            continue
         if sched != "interleaved":
             out.append((sched, 1))
             continue
@@ -128,8 +135,11 @@ def enumerate_mixes(n_gpus: int, layers: int, opts: SpaceOptions | None = None, 
     """Yield every canonical :class:`Mix` whose degrees multiply to ``n_gpus`` (``seq_len``: the
     model's sequence, which picks the default context-parallel degrees, :func:`cp_degrees`).
 
+    2 GPUs, 4 layers: pp = 1 (tp 1, and tp 2 with and without sequence parallelism) and pp = 2
+    with its 7 schedules (interleaved, zb_v and dualpipe_v at two chunks per rank):
+
     >>> len(list(enumerate_mixes(2, 4, SpaceOptions(zero=[0], micro_batch=[1], recompute=["none"]))))
-    6
+    10
     """
     opts = opts or SpaceOptions()
     tps = opts.tp if opts.tp is not None else divisors(n_gpus)

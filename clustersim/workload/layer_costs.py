@@ -40,6 +40,9 @@ class Unit:
     grad_bytes: float  # gradient bytes this unit produces (per TP rank)
     param_count: float  # parameters of the unit held per TP rank
     tensors: int = 0  # parameter tensors of the unit (one AccumulateGrad / DDP hook / optimizer entry each)
+    #: a backward unit built with the backward split (zero-bubble schedules): ``segments`` are the
+    #: input-gradient pass and these the weight-gradient GEMMs, run later as their own pass
+    weight_grad: list[UnitSegment] | None = None
 
 
 class UnitPair(NamedTuple):
@@ -61,13 +64,26 @@ class LayerUnits(NamedTuple):
 class _Passes:
     """Forward and backward segment lists of a unit being built.
 
-    The backward list is kept in forward order and reversed by the caller once complete.
+    The backward list is kept in forward order and reversed by the caller once complete. With
+    ``split`` the weight-gradient GEMMs go to ``weight`` instead of ``backward`` (zero-bubble
+    schedules run them as a pass of their own).
     """
 
-    def __init__(self, compute: ComputeModel):
+    def __init__(self, compute: ComputeModel, split: bool = False):
         self.compute = compute
         self.forward: list[UnitSegment] = []
         self.backward: list[UnitSegment] = []
+        self.split = split
+        self.weight: list[UnitSegment] = []
+
+    def backward_gemms(self, dgrad_s: float, wgrad_s: float) -> None:
+        """The backward of a linear layer: the input-gradient (dgrad) and weight-gradient (wgrad)
+        GEMMs, one kernel each; one segment, or two apart with ``split``."""
+        if self.split:
+            self.backward.append(ComputeSegment(dgrad_s, 1))
+            self.weight.append(ComputeSegment(wgrad_s, 1))
+        else:
+            self.backward.append(ComputeSegment(dgrad_s + wgrad_s, 2))
 
     def extend(self, pair: tuple[list, list]) -> None:
         """Append (forward items, backward items)."""
@@ -103,8 +119,8 @@ class _Passes:
         """A linear layer: forward NT GEMM, backward dgrad NN + wgrad TN (two kernels)."""
         cm = self.compute
         self.forward.append(ComputeSegment(cm.linear(tokens, out_features, in_features, "fwd"), 1))
-        self.backward.append(ComputeSegment(cm.linear(tokens, out_features, in_features, "dgrad")
-                                            + cm.linear(tokens, out_features, in_features, "wgrad"), 2))
+        self.backward_gemms(cm.linear(tokens, out_features, in_features, "dgrad"),
+                            cm.linear(tokens, out_features, in_features, "wgrad"))
 
 
 class LayerCosts:
@@ -150,11 +166,13 @@ class LayerCosts:
         self.experts = experts  # MoE: expert-parallel degrees and the routing load (None: dense model)
 
     # ------------------------------------------------------------------ one transformer layer
-    def layer(self, moe: bool = False) -> LayerUnits:
+    def layer(self, moe: bool = False, split: bool = False) -> LayerUnits:
         """Forward, backward and (selective-recompute extra) units of one transformer layer
-        (``moe``: with routed experts instead of the dense MLP, :mod:`clustersim.workload.moe_costs`)."""
+        (``moe``: with routed experts instead of the dense MLP, :mod:`clustersim.workload.moe_costs`;
+        ``split``: the backward unit is the input-gradient pass and carries the weight-gradient
+        GEMMs in ``weight_grad``)."""
         model, tp = self.model, self.tp
-        passes = _Passes(self.compute)
+        passes = _Passes(self.compute, split)
         recompute_extra = self._attention_block(passes)
         if moe:
             moe_mlp_block(self, passes)
@@ -171,7 +189,8 @@ class LayerCosts:
         norm_tensors = 2 if (model.norm == "layernorm" and model.bias) else 1
         tensors = matrices * (2 if model.bias else 1) + 2 * norm_tensors
         forward = Unit("layer", fwd, 0.0, params_local, tensors)
-        backward = Unit("layer", bwd, params_local * self.grad_dtype_bytes, params_local, tensors)
+        backward = Unit("layer", bwd, params_local * self.grad_dtype_bytes, params_local, tensors,
+                        weight_grad=passes.weight[::-1] if split else None)
         extra = Unit("recompute", recompute_extra, 0.0, 0.0) if recompute_extra else None
         return LayerUnits(forward, backward, extra)
 
@@ -312,8 +331,9 @@ class LayerCosts:
         return UnitPair(Unit("embedding", fwd, 0.0, params, tensors),
                         Unit("embedding", bwd[::-1], params * self.grad_dtype_bytes, params, tensors))
 
-    def head(self) -> UnitPair:
-        """Forward and backward unit of the final norm, the LM head GEMM and the cross-entropy loss."""
+    def head(self, split: bool = False) -> UnitPair:
+        """Forward and backward unit of the final norm, the LM head GEMM and the cross-entropy loss
+        (``split``: the head GEMM's weight gradient apart, as :meth:`layer`)."""
         model, cm, tp, tokens = self.model, self.compute, self.tp, self.tokens
         hidden, act_bytes, tokens_local, full = model.hidden, ACTIVATION_BYTES, self.tokens_local, self.full_activation
         vocab_parallel = self.vocab_parallel and tp > 1
@@ -328,16 +348,20 @@ class LayerCosts:
         elif vocab_parallel:
             bwd.append(TPCommSegment("all_reduce", full))
         fwd.append(ComputeSegment(cm.linear(tokens, vocab_local, hidden, "fwd"), 1))
-        bwd.append(ComputeSegment(cm.linear(tokens, vocab_local, hidden, "dgrad")
-                                  + cm.linear(tokens, vocab_local, hidden, "wgrad"), 2))
+        wgrad_s = cm.linear(tokens, vocab_local, hidden, "wgrad")
+        if split:
+            bwd.append(ComputeSegment(cm.linear(tokens, vocab_local, hidden, "dgrad"), 1))
+        else:
+            bwd.append(ComputeSegment(cm.linear(tokens, vocab_local, hidden, "dgrad") + wgrad_s, 2))
         fwd_loss, bwd_loss = self._cross_entropy(vocab_local, vocab_parallel)
         fwd += fwd_loss
         bwd += bwd_loss
         params = 0.0 if model.tied_embeddings else vocab_local * hidden
         params += 2 * hidden if model.norm == "layernorm" else hidden
         tensors = (0 if model.tied_embeddings else 1) + (2 if (model.norm == "layernorm" and model.bias) else 1)
+        weight = [ComputeSegment(wgrad_s, 1)] if split else None
         return UnitPair(Unit("head", fwd, 0.0, params, tensors),
-                        Unit("head", bwd[::-1], params * self.grad_dtype_bytes, params, tensors))
+                        Unit("head", bwd[::-1], params * self.grad_dtype_bytes, params, tensors, weight))
 
     def _cross_entropy(self, vocab_local: int, vocab_parallel: bool) -> tuple[list, list]:
         """Forward and backward segments of the loss over fp32 logits (``tokens x vocab_local``)."""

@@ -56,7 +56,7 @@ def _grouped_linear(passes, tokens: tuple[int, ...], out_features: int, in_featu
         return sum(per) + launch if per else 0.0
 
     passes.forward.append(ComputeSegment(role_time("fwd"), 1))
-    passes.backward.append(ComputeSegment(role_time("dgrad") + role_time("wgrad"), 2))
+    passes.backward_gemms(role_time("dgrad"), role_time("wgrad"))
 
 
 def overlap_ep(segments: list, dense_end: int) -> list:

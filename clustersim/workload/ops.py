@@ -42,8 +42,9 @@ class OpArgs:
         for several executor ranks' identical calls).
     after_compute: the op starts only after every compute op of its ranks (the gradient-norm
         all-reduce): its traffic never meets TP collectives inside layers.
-    micro_batch, chunk, kind, iteration: labels for traces and tests (``kind``: ``"F"`` or
-        ``"B"``; ``iteration``: of a generic job); None where they do not apply.
+    micro_batch, chunk, kind, iteration: labels for traces and tests (``kind``: ``"F"``, ``"B"``,
+        ``"W"`` (weight gradient) or a fused slot's kinds, ``"BW"``, ``"FBW"``; ``iteration``: of a
+        generic job); None where they do not apply.
     """
 
     host_s: float | None = None

@@ -9,6 +9,13 @@ micro-batch's backward when gradients are reduced (DDP buckets close at unit bou
 first micro-batch's forward when ZeRO-1/2 weights are gathered (each unit waits for its bucket);
 those chunks get one op per unit.
 
+Zero-bubble schedules (:data:`~clustersim.workload.schedule.SPLIT_SCHEDULES`) add weight-gradient
+chunks (kind ``"W"``, after their own ``"B"`` on the same rank, nothing sent); their gradients, not
+the backward's, fill the DDP buckets. A slot of several chunks (:attr:`TransformerStep.slots`) is
+one compute op: a full backward ``(B, W)``, or DualPipe's overlapped pair ``(F, B, W)`` whose
+collectives (TP, EP dispatch/combine) each run beside a compute segment of the other chunk
+(:func:`overlap_pair`).
+
 Every function takes ``step``, the :class:`~clustersim.workload.transformer.TransformerStep` being
 built (its degrees, units and per-rank costs); this module does not import it, so the workload
 modules import each other in one direction only.
@@ -16,13 +23,14 @@ modules import each other in one direction only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from clustersim.workload.ops import Coll, Graph
-from clustersim.workload.segments import op_segments
+from clustersim.workload.schedule import SPLIT_SCHEDULES, is_overlapped, placement
+from clustersim.workload.segments import ComputeSegment, TPCommSegment, op_segments
 
 
-#: (replica, pipeline rank, kind "F"/"B", micro-batch, model chunk)
+#: (replica, pipeline rank, kind "F"/"B"/"W", micro-batch, model chunk)
 ChunkKey = tuple[int, int, str, int, int]
 
 
@@ -62,39 +70,117 @@ def _stage_chunks(graph: Graph, step, chunks: ChunkOps, segment_cache: dict, rep
     bucket_bytes = step.parallelism.ddp_bucket_mb * 1e6
     pending, buckets = 0.0, []  # gradient bytes not yet in a bucket; closed buckets
     order = step.orders[stage]
-    for kind, mb, chunk in order:
-        vstage = chunk * step.pp + stage
-        units = step.chunk_units(vstage, kind, mb)
-        split = (kind == "B" and mb == last_mb and grad_sync) or (kind == "F" and mb == 0 and param_gather)
-        groups = [[u] for u in units] if split else [units]
-        for gi, group_units in enumerate(groups):
-            key = (replica, stage, vstage, kind, split, gi, kind == "B" and mb > 0, kind == "B" and mb == last_mb)
-            hit = segment_cache.get(key)
-            if hit is None:
-                hit = segment_cache[key] = op_segments([u.segments for u in group_units], [tp_group],
-                                                       step.host_call_s, step.host_kernel_s,
-                                                       axis_groups=step.expert_axis_groups(replica, stage))
-            segments, host_s = hit
-            name = (f"{kind}{mb}" + (f".c{chunk}" if step.virtual_stages > 1 else "")
-                    + (f".{group_units[0].name}" if split else ""))
-            oid = graph.add(rank, "compute", name, "compute", segments=segments, micro_batch=mb, chunk=chunk,
-                            kind=kind, host_s=host_s)
-            if gi == 0:
-                chunks.first[(replica, stage, kind, mb, chunk)] = oid
-            chunks.last[(replica, stage, kind, mb, chunk)] = oid
-            if split and kind == "F":
-                param_bytes = group_units[0].param_count * step.param_dtype_bytes
-                chunks.forward_units.setdefault((replica, stage), []).append((oid, param_bytes))
-            elif split:
-                pending += sum(u.grad_bytes for u in group_units)
-                if pending >= bucket_bytes:
-                    buckets.append((oid, pending))
-                    pending = 0.0
-    if grad_sync:  # flush the remainder after the rank's last backward
-        _, last_b_mb, last_b_chunk = [x for x in order if x[0] == "B"][-1]
+    grad_kind = "W" if step.split_backward else "B"  # the pass that produces the gradients
+    if step.schedule in SPLIT_SCHEDULES:
+        # a chunk's gradients are complete after its last weight pass; its weights are needed by its first forward
+        closing = {[x for x in order if x[0] == "W" and x[2] == c][-1] for c in range(step.virtual_stages)}
+        opening = {[x for x in order if x[0] == "F" and x[2] == c][0] for c in range(step.virtual_stages)}
+    else:
+        closing = {x for x in order if x[0] == "B" and x[1] == last_mb}
+        opening = {x for x in order if x[0] == "F" and x[1] == 0}
+
+    def units_split(x) -> bool:  # the chunk gets one op per unit (DP needs unit boundaries)
+        return (x in closing and grad_sync) or (x in opening and param_gather)
+
+    for slot in step.slots[stage]:
+        if len(slot) > 1 and not any(units_split(x) for x in slot):
+            _fused_slot(graph, step, chunks, segment_cache, replica, stage, rank, tp_group, slot)
+            continue
+        for kind, mb, chunk in slot:
+            vstage = step.vstage(stage, chunk)
+            units = step.chunk_units(vstage, kind, mb)
+            split = units_split((kind, mb, chunk))
+            groups = [[u] for u in units] if split else [units]
+            for gi, group_units in enumerate(groups):
+                key = (replica, stage, vstage, kind, split, gi, kind == grad_kind and mb > 0,
+                       kind == grad_kind and mb == last_mb)
+                hit = segment_cache.get(key)
+                if hit is None:
+                    hit = segment_cache[key] = op_segments([u.segments for u in group_units], [tp_group],
+                                                           step.host_call_s, step.host_kernel_s,
+                                                           axis_groups=step.expert_axis_groups(replica, stage))
+                segments, host_s = hit
+                name = (f"{kind}{mb}" + (f".c{chunk}" if step.virtual_stages > 1 else "")
+                        + (f".{group_units[0].name}" if split else ""))
+                oid = graph.add(rank, "compute", name, "compute", segments=segments, micro_batch=mb, chunk=chunk,
+                                kind=kind, host_s=host_s)
+                if gi == 0:
+                    chunks.first[(replica, stage, kind, mb, chunk)] = oid
+                chunks.last[(replica, stage, kind, mb, chunk)] = oid
+                if split and kind == "F":
+                    param_bytes = group_units[0].param_count * step.param_dtype_bytes
+                    chunks.forward_units.setdefault((replica, stage), []).append((oid, param_bytes))
+                elif split:
+                    pending += sum(u.grad_bytes for u in group_units)
+                    if pending >= bucket_bytes:
+                        buckets.append((oid, pending))
+                        pending = 0.0
+    if grad_sync:  # flush the remainder after the rank's last gradient-producing pass
+        _, last_b_mb, last_b_chunk = [x for x in order if x[0] == grad_kind][-1]
         if pending > 0:
-            buckets.append((chunks.last[(replica, stage, "B", last_b_mb, last_b_chunk)], pending))
+            buckets.append((chunks.last[(replica, stage, grad_kind, last_b_mb, last_b_chunk)], pending))
         chunks.grad_buckets[(replica, stage)] = buckets
+
+
+def _fused_slot(graph: Graph, step, chunks: ChunkOps, segment_cache: dict, replica: int, stage: int, rank: int,
+                tp_group: list[int], slot) -> None:
+    """One compute op for the chunks of ``slot``: a full backward (B then W) or, overlapped, an
+    F&B pair (:func:`overlap_pair`)."""
+    lists = [[seg for u in step.chunk_units(step.vstage(stage, c), k, mb) for seg in u.segments]
+             for k, mb, c in slot]
+    if is_overlapped(slot):  # the forward against the whole backward (B and W)
+        segment_lists = [overlap_pair(lists[0], [seg for lst in lists[1:] for seg in lst])]
+    else:
+        segment_lists = lists
+    key = (replica, stage, tuple((k, step.vstage(stage, c), mb > 0, mb == step.micro_batches - 1) for k, mb, c in slot))
+    hit = segment_cache.get(key)
+    if hit is None:
+        hit = segment_cache[key] = op_segments(segment_lists, [tp_group], step.host_call_s, step.host_kernel_s,
+                                               axis_groups=step.expert_axis_groups(replica, stage))
+    segments, host_s = hit
+    name = "+".join(f"{k}{mb}" + (f".c{c}" if step.virtual_stages > 1 else "") for k, mb, c in slot)
+    kind, mb, chunk = slot[0]
+    oid = graph.add(rank, "compute", name, "compute", segments=segments, micro_batch=mb, chunk=chunk,
+                    kind="".join(k for k, _, _ in slot), host_s=host_s)
+    for k, mb, c in slot:
+        chunks.first[(replica, stage, k, mb, c)] = chunks.last[(replica, stage, k, mb, c)] = oid
+
+
+def overlap_pair(first: list, second: list) -> list:
+    """Segments of two chunks run mutually overlapped (DualPipe's F&B pair, DeepSeek-V3 §3.2.1):
+    each collective of one chunk runs beside the next unused compute segment of the other (that
+    segment's seconds add to the collective's
+    ``overlapped_gemm_s``: the pair takes ``max(comm, compute)``, as ``--tp-comm-overlap``).
+    With nothing to hide the pair takes the sum of both chunks.
+
+    >>> f = [ComputeSegment(1.0), TPCommSegment("all_to_all", 8.0, axis="ep"), ComputeSegment(2.0)]
+    >>> b = [ComputeSegment(3.0), TPCommSegment("all_to_all", 8.0, axis="ep")]
+    >>> out = overlap_pair(f, b)
+    >>> [round(s.overlapped_gemm_s, 1) for s in out if isinstance(s, TPCommSegment)]
+    [3.0, 1.0]
+    >>> sum(s.seconds for s in out if isinstance(s, ComputeSegment))
+    2.0
+    """
+    a, b = list(first), list(second)
+    _hide(a, b)
+    _hide(b, a)
+    return a + b
+
+
+def _hide(comms: list, computes: list) -> None:
+    """Pair each collective of ``comms`` with the next unused compute segment of ``computes`` (added
+    to whatever compute of its own chunk already hides it, ``ep_comm_overlap`` or TP overlap)."""
+    j = 0
+    for i, seg in enumerate(comms):
+        if not isinstance(seg, TPCommSegment):
+            continue
+        while j < len(computes) and not (isinstance(computes[j], ComputeSegment) and computes[j].seconds > 0):
+            j += 1
+        if j == len(computes):
+            return
+        comms[i] = replace(seg, overlapped_gemm_s=seg.overlapped_gemm_s + computes[j].seconds)
+        computes[j] = ComputeSegment(0.0, computes[j].kernels)
+        j += 1
 
 
 def add_pipeline_transfers(graph: Graph, step, chunks: ChunkOps) -> None:
@@ -106,15 +192,17 @@ def add_pipeline_transfers(graph: Graph, step, chunks: ChunkOps) -> None:
         for stage in range(pp):
             rank = layout.rank(dp=replica, pp=stage)
             for kind, mb, chunk in step.orders[stage]:
-                vstage = chunk * pp + stage
+                if kind == "W":  # the weight gradient stays on the rank
+                    continue
+                vstage = step.vstage(stage, chunk)
                 next_vstage = vstage + 1 if kind == "F" else vstage - 1
                 if next_vstage < 0 or next_vstage >= step.n_virtual_stages:
                     continue
-                next_stage, next_chunk = next_vstage % pp, next_vstage // pp
+                next_stage, next_chunk = placement(step.schedule, pp, next_vstage, chunk)
                 src_key = (replica, stage, kind, mb, chunk)
                 dst_key = (replica, next_stage, kind, mb, next_chunk)
                 if next_stage == stage:  # same GPU: no transfer, direct dependency
-                    graph.ops[chunks.first[dst_key]].deps.append(chunks.last[src_key])
+                    _depend(graph, chunks.first[dst_key], chunks.last[src_key])
                     continue
                 src = layout.group("tp", dp=replica, pp=stage)
                 dst = layout.group("tp", dp=replica, pp=next_stage)
@@ -126,8 +214,14 @@ def add_pipeline_transfers(graph: Graph, step, chunks: ChunkOps) -> None:
                 for oid in (chunks.last[src_key], chunks.first[dst_key]):
                     graph.ops[oid].args.add_host(step.host_call_s)
                 graph.ops[chunks.first[dst_key]].deps.append(sid)
-            # backward of the last virtual stage waits for its own forward
+            # backward of the last virtual stage waits for its own forward, a weight pass for its backward
             for kind, mb, chunk in step.orders[stage]:
-                if kind == "B":
-                    graph.ops[chunks.first[(replica, stage, "B", mb, chunk)]].deps.append(
-                        chunks.last[(replica, stage, "F", mb, chunk)])
+                if kind != "F":
+                    _depend(graph, chunks.first[(replica, stage, kind, mb, chunk)],
+                            chunks.last[(replica, stage, "F" if kind == "B" else "B", mb, chunk)])
+
+
+def _depend(graph: Graph, op: int, on: int) -> None:
+    """``op`` waits for ``on`` (nothing when a fused slot holds both)."""
+    if op != on:
+        graph.ops[op].deps.append(on)

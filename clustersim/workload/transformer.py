@@ -34,7 +34,8 @@ from clustersim.workload.model import DTYPE_BYTES, ModelDims
 from clustersim.workload.moe import expert_groups, routing
 from clustersim.workload.moe_costs import ExpertParallel, expert_layer_params
 from clustersim.workload.ops import Graph
-from clustersim.workload.schedule import Chunk, pipeline_order
+from clustersim.workload.schedule import (SPLIT_SCHEDULES, Chunk, Slot, chunks_per_rank, model_stages,
+                                          pipeline_slots, virtual_stage)
 from clustersim.workload.segments import ComputeSegment
 from clustersim.workload.step_data_parallel import (add_grad_norm, add_grad_reductions, add_optimizer_steps,
                                                     add_param_gathers, add_tied_embedding_reduce)
@@ -74,12 +75,17 @@ class TransformerStep:
         self.host_call_s = host_call_s
         self.host_kernel_s = host_call_s if host_kernel_s is None else host_kernel_s
         self.parallelism, self.training = par, training
-        self.tp, self.pp, self.dp, self.virtual_stages = par.tp, par.pp, par.dp, par.virtual_stages
+        self.tp, self.pp, self.dp = par.tp, par.pp, par.dp
         self.cp = par.cp
         # context parallelism (workload.context_parallel); the CP ranks hold the same weights, so the
         # gradient reduction and ZeRO sharding span dp * cp ranks
         self.context = ContextParallel(par.cp, par.cp_algorithm) if par.cp > 1 else None
         self.grad_dp = par.dp * par.cp
+        # the schedule that runs (one pipeline rank without chunks: plain gradient accumulation)
+        self.schedule = par.schedule if par.pp > 1 or par.virtual_stages > 1 else "1f1b"
+        self.virtual_stages = chunks_per_rank(self.schedule, par.virtual_stages)  # model chunks per rank
+        #: backward split into input-gradient ("B") and weight-gradient ("W") passes (zero-bubble schedules)
+        self.split_backward = self.schedule in SPLIT_SCHEDULES
         self.micro_batch = training.micro_batch  # sequences per micro-batch
         self.micro_batches = scenario.micro_batches  # per step on each pipeline
         self.sequence_parallel = par.sequence_parallel and par.tp > 1
@@ -88,7 +94,7 @@ class TransformerStep:
         self.reduced = reduced or par.zero == 3
         self.param_dtype_bytes = DTYPE_BYTES[training.precision.params]
         self.grad_dtype_bytes = DTYPE_BYTES[training.precision.grads]
-        self.n_virtual_stages = self.pp * self.virtual_stages
+        self.n_virtual_stages = model_stages(self.schedule, self.pp, par.virtual_stages)
         self.layers_per_virtual_stage = split_layers(self.model.layers, self.n_virtual_stages)
         self.compute_duty: float | None = None  # set when the profile has a clock_table
         self.experts: ExpertParallel | None = None
@@ -119,16 +125,27 @@ class TransformerStep:
         return [self.layout.rank(dp=d, pp=j) for d in self.replicas for j in range(self.pp)]
 
     @cached_property
-    def orders(self) -> dict[int, list[Chunk]]:
-        """Chunk order of every pipeline rank (one pipeline rank without interleaving: 1F1B's
-        forward-backward alternation, i.e. plain gradient accumulation)."""
-        schedule = self.parallelism.schedule if self.pp > 1 or self.virtual_stages > 1 else "1f1b"
-        return {j: pipeline_order(schedule, self.pp, self.micro_batches, j, self.virtual_stages)
+    def slots(self) -> dict[int, list[Slot]]:
+        """Compute ops of every pipeline rank in order, each the chunks it runs
+        (:func:`~clustersim.workload.schedule.pipeline_slots`; one pipeline rank without chunks:
+        1F1B's forward-backward alternation, i.e. plain gradient accumulation)."""
+        return {j: pipeline_slots(self.schedule, self.pp, self.micro_batches, j, self.parallelism.virtual_stages)
                 for j in range(self.pp)}
 
+    @cached_property
+    def orders(self) -> dict[int, list[Chunk]]:
+        """Chunk order of every pipeline rank (the :attr:`slots` flattened)."""
+        return {j: [c for slot in slots for c in slot] for j, slots in self.slots.items()}
+
+    def vstage(self, stage: int, chunk: int) -> int:
+        """Virtual stage of model chunk ``chunk`` of pipeline rank ``stage`` (interleaved: ``chunk * pp +
+        stage``; V schedules and DualPipe: see :func:`~clustersim.workload.schedule.virtual_stage`)."""
+        return virtual_stage(self.schedule, self.pp, stage, chunk)
+
     def virtual_stages_of(self, stage: int) -> list[int]:
-        """Virtual stages (model chunks) of pipeline rank ``stage``: chunk ``c`` is ``c * pp + stage``."""
-        return [c * self.pp + stage for c in range(self.virtual_stages)]
+        """Virtual stages (model chunks) of pipeline rank ``stage`` (DualPipe: stage ``r`` and its
+        duplicate of stage ``pp - 1 - r``)."""
+        return [self.vstage(stage, c) for c in range(self.virtual_stages)]
 
     # ------------------------------------------------------------------ units
     @property
@@ -251,12 +268,15 @@ class TransformerStep:
         (:meth:`with_gradient_work`); recomputation puts the repeated forward work before each
         layer's backward.
         """
-        if micro_batch is not None and kind == "B":
+        grad_kind = "W" if self.split_backward else "B"
+        if micro_batch is not None and kind == grad_kind:
             key = (vstage, micro_batch > 0, micro_batch == self.micro_batches - 1)
             if key not in self._backward_cache:
                 self._backward_cache[key] = [self.with_gradient_work(u, micro_batch)
                                              for u in self.chunk_units(vstage, kind)]
             return self._backward_cache[key]
+        if self.split_backward and kind != "F":
+            return self._split_units(vstage, kind)
         _, (embed_f, embed_b), (head_f, head_b) = self.units
         layers = self._layer_units_of(vstage)
         first, last = vstage == 0, vstage == self.n_virtual_stages - 1
@@ -267,6 +287,39 @@ class TransformerStep:
             backward[id(lu)] = self._layer_backward(lu)
         return ([head_b] if last else []) + [backward[id(lu)] for lu in reversed(layers)] + ([embed_b] if first else [])
 
+    @cached_property
+    def split_units(self) -> StepUnits:
+        """Cost units with the backward split (:meth:`LayerCosts.layer` with ``split``): the
+        backward units are the input-gradient passes and carry the weight-gradient GEMMs."""
+        _ = self.units  # the sustained-clock slowdown in force, as for the whole units
+        costs = self.layer_costs
+        return StepUnits(costs.layer(split=True), costs.embedding(), costs.head(split=True))
+
+    @cached_property
+    def _split_moe_layer(self):
+        """The MoE layer's units with the backward split (None for a dense model)."""
+        return self.layer_costs.layer(moe=True, split=True) if self.experts else None
+
+    def _split_units(self, vstage: int, kind: str) -> list[Unit]:
+        """Input-gradient (``kind`` B) or weight-gradient (W) units of ``vstage`` in execution order.
+
+        B holds everything but the weight-gradient GEMMs (recomputation's repeated forward work
+        included) and produces no gradient; W holds the weight-gradient GEMMs of the layers and
+        the LM head and produces the unit's gradients (the embedding's backward, a scatter-add
+        into its table, stays in B)."""
+        split = self.split_units
+        dense = split.layer
+        layers = [self._split_moe_layer if self.model.is_moe_layer(i) else dense for i in self.layer_indices(vstage)]
+        first, last = vstage == 0, vstage == self.n_virtual_stages - 1
+        head_b, embed_b = split.head.backward, split.embedding.backward
+        units = ([head_b] if last else []) + [self._layer_backward(lu) for lu in reversed(layers)] \
+            + ([embed_b] if first else [])
+        if kind == "B":
+            return [Unit(u.name, u.segments, 0.0 if u.weight_grad is not None else u.grad_bytes, u.param_count,
+                         u.tensors) for u in units]
+        return [Unit(u.name, list(u.weight_grad), u.grad_bytes, u.param_count, u.tensors)
+                for u in units if u.weight_grad is not None]
+
     def _layer_backward(self, layer_units) -> Unit:
         """Backward unit of a layer with the forward work recomputation repeats before it."""
         layer_f, layer_b, layer_extra = layer_units
@@ -276,7 +329,8 @@ class TransformerStep:
         elif self.training.recompute == "selective" and layer_extra is not None:
             repeated = list(layer_extra.segments)
         if repeated:
-            return Unit("layer", repeated + layer_b.segments, layer_b.grad_bytes, layer_b.param_count, layer_b.tensors)
+            return Unit("layer", repeated + layer_b.segments, layer_b.grad_bytes, layer_b.param_count, layer_b.tensors,
+                        layer_b.weight_grad)
         return layer_b
 
     # ------------------------------------------------------------------ per pipeline rank

@@ -28,10 +28,12 @@ def _count(n, layers, **kw):
 
 def test_enumeration_counts_small_case():
     # 2 GPUs, 4 layers: (tp, pp) in {(1,1), (2,1), (1,2)}; tp=2 doubles for sequence parallel;
-    # pp=2 has gpipe, 1f1b and interleaved v=2 (4 % (2*2) == 0): 1 + 2 + 3 shapes
-    assert _count(2, 4, zero=[0], micro_batch=[1], recompute=["none"]) == 6
+    # pp=2 has gpipe, 1f1b, interleaved v=2 (4 % (2*2) == 0), zb_h1, zb_v and dualpipe_v (v=2:
+    # 2*2 <= 4 layers) and dualpipe: 1 + 2 + 7 shapes
+    assert _count(2, 4, zero=[0], micro_batch=[1], recompute=["none"]) == 10
+    assert _count(2, 4, zero=[0], micro_batch=[1], recompute=["none"], schedule=["gpipe", "1f1b", "interleaved"]) == 6
     # every other axis multiplies: 4 ZeRO stages x 4 micro-batches x 3 recompute policies
-    assert _count(2, 4) == 6 * 4 * 4 * 3
+    assert _count(2, 4) == 10 * 4 * 4 * 3
     # 8 GPUs, 8 layers: pp in 1,2,4,8 with interleaved v such that pp*v divides 8
     mixes = list(enumerate_mixes(8, 8, SpaceOptions(zero=[0], micro_batch=[1], recompute=["none"],
                                                     sequence_parallel=[False])))
@@ -39,6 +41,9 @@ def test_enumeration_counts_small_case():
     assert all(m.dp * m.tp * m.pp * m.ep * m.cp == 8 for m in mixes)
     inter = sorted((m.pp, m.virtual_stages) for m in mixes if m.schedule == "interleaved")
     assert inter == [(2, 2), (2, 2), (2, 2), (2, 4), (2, 4), (2, 4), (4, 2), (4, 2)]
+    # the V schedules hold two chunks per rank, where the layers allow (2 pp <= 8)
+    vee = sorted({(m.schedule, m.pp, m.virtual_stages) for m in mixes if m.schedule in ("zb_v", "dualpipe_v")})
+    assert vee == [("dualpipe_v", 2, 2), ("dualpipe_v", 4, 2), ("zb_v", 2, 2), ("zb_v", 4, 2)]
     # canonical: pp = 1 only as plain 1F1B with one virtual stage, tp = 1 never sequence parallel
     assert all(m.schedule == "1f1b" and m.virtual_stages == 1 for m in mixes if m.pp == 1)
     assert not any(m.sequence_parallel for m in enumerate_mixes(8, 8) if m.tp == 1)
@@ -98,7 +103,7 @@ def small_report():
 def test_report_counts_and_ranking(small_report):
     rep = small_report
     rows = {r["constraint"]: r for r in rep.constraints}
-    assert rep.evaluated == 480
+    assert rep.evaluated == 672  # 480 before the zero-bubble and DualPipe schedules joined the space
     dropped = sum(r["removed"] for r in rows.values())
     assert rep.feasible + dropped == rep.evaluated
     assert rows["zero3-with-pipeline"]["removed"] > 0 and rows["zero3-with-pipeline"]["example"]
@@ -135,7 +140,7 @@ def test_cli_json_schema_and_write_best(tmp_path):
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     assert {"evaluated", "feasible", "wall_s", "plans"} <= set(d)
-    assert d["evaluated"] == 480 and 0 < d["feasible"] <= d["evaluated"] and len(d["plans"]) == 3
+    assert d["evaluated"] == 672 and 0 < d["feasible"] <= d["evaluated"] and len(d["plans"]) == 3
     keys = {"dp", "tp", "pp", "virtual_stages", "ep", "cp", "sequence_parallel", "zero", "schedule", "micro_batch",
             "recompute", "step_time_s", "mfu", "tokens_per_s", "peak_bytes_per_gpu", "fits"}
     for p in d["plans"]:
