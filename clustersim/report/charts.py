@@ -153,7 +153,11 @@ def lines_svg(cid: str, series: list[tuple[str, list[tuple[float, float]]]], *, 
     def Y(v: float) -> float:
         return top + ph * (1 - (ty(v) - ty(y0)) / (ty(y1) - ty(y0)))
 
-    for t in _ticks(x0, x1, log2_x):
+    x_ticks = _ticks(x0, x1, log2_x)
+    if all(float(x).is_integer() for x in xs):  # counts (GPUs, micro-batches): no 1.5 GPUs on the axis
+        whole = [t for t in x_ticks if float(t).is_integer()]
+        x_ticks = whole if len(whole) >= 2 else sorted(set(xs))
+    for t in x_ticks:
         if x0 - 1e-12 <= t <= x1 + 1e-12:
             out.append(f'<line class="grid" x1="{svg_number(X(t))}" y1="{top}" x2="{svg_number(X(t))}" y2="{top + ph}"/>')
             out.append(f'<text class="tick" x="{svg_number(X(t))}" y="{top + ph + 14}">{escape_html(_fmt(t))}</text>')

@@ -25,6 +25,8 @@ from clustersim.report.kinds import BREAKDOWN_KIND
 from clustersim.report.svg import escape_html
 from clustersim.units import format_bytes, format_time
 
+#: stacked bars drawn per page at most (22 px each: 200 bars are a 4,400 px chart); the table lists every point
+MAX_BAR_ROWS = 200
 #: breakdown parts in the order the simulator reports them (clustersim.simulate.run.BREAKDOWN_KEYS)
 PARTS = tuple(BREAKDOWN_KIND)
 
@@ -368,12 +370,15 @@ def sweep_page(data: dict, images: list[tuple[str, bytes]] | None = None, *, sou
         parts += _scaling_section(ok, varied)
         used = [k for k in PARTS if any((_num(r.get(f"breakdown_{k}_s")) or 0) > 0 for r in ok)]
         if used:
+            drawn = ok[:MAX_BAR_ROWS]
+            more = f" The first {MAX_BAR_ROWS:,} of {len(ok):,} points are drawn." if len(ok) > MAX_BAR_ROWS else ""
             parts.append("<h2>Where the step goes, per point</h2>")
-            parts.append('<p class="note">Per rank, averaged; hover a segment for its time.</p>')
+            parts.append(f'<p class="note">Per rank, averaged; hover a segment for its time.{escape_html(more)}</p>')
             parts.append(_legend(used))
             parts.append('<div class="scroll">' + stacked_bars_svg(
                 "sweep-breakdown", [(_point_label(r, varied), {k: _num(r.get(f"breakdown_{k}_s")) or 0.0 for k in used},
-                                     f"point {r.get('point')}") for r in ok], aria="step breakdown per point") + "</div>")
+                                     f"point {r.get('point')}") for r in drawn], aria="step breakdown per point")
+                + "</div>")
         parts += _sensitivity_section(ok, varied)
     else:
         parts.append('<p class="note" id="no-points">No point could be simulated: nothing to plot.</p>')

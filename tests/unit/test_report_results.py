@@ -173,3 +173,20 @@ def test_report_pages_load_no_simulator():
     mods = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert "clustersim.report.pages" in mods
     assert not [m for m in mods if m.split(".")[1:2] and m.split(".")[1] in ("simulate", "plan", "workload", "engine")], mods
+
+
+def test_sweep_page_sensitivity_and_bar_cap():
+    cols = ["point", "id", "topology.node.nic_speed_Gbps", "run_args", "n_gpus", "step_time_s",
+            "breakdown_compute_s", "breakdown_comm_dp_s", "status"]
+    rows = [{"point": i, "id": str(i), "topology.node.nic_speed_Gbps": g, "run_args": "", "n_gpus": 1024,
+             "step_time_s": 7.0 + 100 / g, "breakdown_compute_s": 7.0, "breakdown_comm_dp_s": 100 / g, "status": "ok"}
+            for i, g in enumerate((200, 400, 800))]
+    text = sweep_page({"study": "nic", "columns": cols, "rows": rows})
+    assert 'id="sensitivity-topology-node-nic-speed-Gbps"' in text and 'id="scaling-speedup"' not in text
+    assert text.count("<circle") == 3  # one marker per point
+    many = [{**rows[0], "point": i, "id": str(i)} for i in range(250)]
+    text = sweep_page({"study": "many", "columns": cols, "rows": many})
+    bars = text[text.index('id="sweep-breakdown"'):]
+    bars = bars[:bars.index("</svg>")]
+    assert bars.count('class="k-compute"') == 200 and "The first 200 of 250 points are drawn." in text
+    assert text.count("<tr>") >= 250  # the table lists every point
