@@ -36,9 +36,9 @@ def register(root: typer.Typer) -> None:
 
         Examples:
 
-          clustersim run scenarios/gpt-1b-ddp.yaml --json --trace trace.json > run.json
+          clustersim run scenarios/gpt-1b-ddp.yaml --json --trace t.json > run.json
 
-          clustersim report run.json --trace trace.json -o run.html
+          clustersim report run.json --trace t.json -o run.html
 
           clustersim plan scenarios/ref-tp2.yaml --json > plan.json
 
