@@ -91,6 +91,73 @@ def _plan_label(i: int, p: dict) -> str:
     return f"#{i} tp{p['tp']} pp{p['pp']} dp{p['dp']} mb{p['micro_batch']}"
 
 
+def _plans_section(plans: list[dict]) -> list[str]:
+    """The best plans: their table and their step-time breakdown as stacked bars."""
+    parts = ["<h2>Best plans</h2>"]
+    if not plans:
+        parts.append('<p class="note" id="plans">No feasible plan: every mix broke a rule (see below).</p>')
+    else:
+        rows = []
+        for i, p in enumerate(plans, 1):
+            flow = p.get("fidelity") == "flow"
+            fits = bool(p.get("fits"))
+            rows.append([str(i), escape_html(_mix(p)), str(p.get("ep", 1)), str(p.get("cp", 1)),
+                         "yes" if p.get("sequence_parallel") else "no", str(p.get("zero")), escape_html(p.get("schedule")),
+                         str(p.get("micro_batch")), escape_html(p.get("recompute")),
+                         escape_html(format_time(p["step_time_s"]) + (" *" if flow else "")),
+                         escape_html(format_time(p["analytical_step_time_s"])) if p.get("analytical_step_time_s") else "",
+                         escape_html(f"{100 * p['mfu']:.1f} %") if p.get("mfu") is not None else "",
+                         escape_html(f"{p['tokens_per_s']:,.0f}") if p.get("tokens_per_s") is not None else "",
+                         escape_html(format_bytes(float(p.get("peak_bytes_per_gpu") or 0))),
+                         f'<span class="{"fits-yes" if fits else "fits-no"}">{"yes" if fits else "NO"}</span>'])
+        parts.append('<div class="scroll">' + html_table(
+            "plans", [("#", True), ("tp/pp/dp/v", False), ("ep", True), ("cp", True), ("seq. par.", False),
+                      ("ZeRO", True), ("schedule", False), ("micro-batch", True), ("recompute", False),
+                      ("step", True), ("analytical", True), ("MFU", True), ("tokens/s", True),
+                      ("peak per GPU", True), ("fits", False)], rows) + "</div>")
+        parts.append('<p class="note">v: virtual pipeline stages; *: step time at flow fidelity (the others '
+                     "analytical, which ranked every feasible mix).</p>")
+        with_bd = [(i, p) for i, p in enumerate(plans, 1) if p.get("breakdown")]
+        if with_bd:
+            used = [k for k in PARTS if any((p["breakdown"].get(k) or 0) > 0 for _, p in with_bd)]
+            parts.append("<h2>Where the best plans spend their step</h2>")
+            parts.append('<p class="note">Per rank, averaged (the breakdown of the step report); hover a segment '
+                         "for its time.</p>")
+            parts.append(_legend(used))
+            parts.append('<div class="scroll">' + stacked_bars_svg(
+                "plan-breakdown", [(_plan_label(i, p), {k: float(p["breakdown"].get(k) or 0) for k in used},
+                                    f"plan {i} ({_mix(p)})") for i, p in with_bd], aria="step breakdown per plan")
+                + "</div>")
+    return parts
+
+
+def _dropped_section(d: dict, cons: list[dict], removed: int) -> list[str]:
+    """Why the other mixes fell out: per constraint its count (bar and table), rule and example."""
+    parts = ["<h2>Why the other mixes fell out</h2>",
+             f'<p class="note" id="dropped-note">{removed:,} of {d["evaluated"]:,} mixes broke a rule '
+             f"(each counted once, against the first rule it breaks, in this order); "
+             f"{int(d.get('pruned_by_bound') or 0):,} feasible mixes were not simulated because their "
+             "step-time lower bound was already slower than the plans kept.</p>"]
+    hit = [c for c in cons if int(c.get("removed") or 0) > 0]
+    if hit:
+        parts.append('<div class="scroll">' + bars_svg(
+            "constraints-bar", [(c["constraint"], float(c["removed"]), f"{c['constraint']}: {c['removed']:,} mixes; "
+                                f"{c.get('description', '')}") for c in hit], cls="drop",
+            aria="mixes removed per constraint") + "</div>")
+    rows = []
+    for c in cons:
+        ex = f"{c['example']}: {c['reason']}" if c.get("example") else ""
+        rows.append([escape_html(c["constraint"]), escape_html(c.get("description", "")),
+                     escape_html(f"{int(c.get('removed') or 0):,}"), escape_html(ex)])
+    parts.append(html_table("constraints", [("constraint", False), ("rule", False), ("removed", True),
+                                            ("example and reason", False)], rows))
+    if d.get("why"):
+        w = d["why"]
+        verdict = f"dropped by {w['constraint']}: {w['reason']}" if w.get("dropped") else "feasible"
+        parts.append(f'<p id="why"><b>{escape_html(w.get("label", ""))}</b>: {escape_html(verdict)}</p>')
+    return parts
+
+
 def plan_page(d: dict, *, source: str = "", version: str = "") -> str:
     """The report of a ``clustersim plan --json`` document: the funnel from every mix to the
     best, the best plans with their breakdown, and which constraint removed how many mixes.
@@ -139,64 +206,8 @@ def plan_page(d: dict, *, source: str = "", version: str = "") -> str:
     parts.append('<div class="scroll">' + bars_svg("funnel", [(k, float(v), f"{k}: {v:,} ({why})") for k, v, why in funnel],
                                                   aria="search funnel") + "</div>")
 
-    parts.append("<h2>Best plans</h2>")
-    if not plans:
-        parts.append('<p class="note" id="plans">No feasible plan: every mix broke a rule (see below).</p>')
-    else:
-        rows = []
-        for i, p in enumerate(plans, 1):
-            flow = p.get("fidelity") == "flow"
-            fits = bool(p.get("fits"))
-            rows.append([str(i), escape_html(_mix(p)), str(p.get("ep", 1)), str(p.get("cp", 1)),
-                         "yes" if p.get("sequence_parallel") else "no", str(p.get("zero")), escape_html(p.get("schedule")),
-                         str(p.get("micro_batch")), escape_html(p.get("recompute")),
-                         escape_html(format_time(p["step_time_s"]) + (" *" if flow else "")),
-                         escape_html(format_time(p["analytical_step_time_s"])) if p.get("analytical_step_time_s") else "",
-                         escape_html(f"{100 * p['mfu']:.1f} %") if p.get("mfu") is not None else "",
-                         escape_html(f"{p['tokens_per_s']:,.0f}") if p.get("tokens_per_s") is not None else "",
-                         escape_html(format_bytes(float(p.get("peak_bytes_per_gpu") or 0))),
-                         f'<span class="{"fits-yes" if fits else "fits-no"}">{"yes" if fits else "NO"}</span>'])
-        parts.append('<div class="scroll">' + html_table(
-            "plans", [("#", True), ("tp/pp/dp/v", False), ("ep", True), ("cp", True), ("seq. par.", False),
-                      ("ZeRO", True), ("schedule", False), ("micro-batch", True), ("recompute", False),
-                      ("step", True), ("analytical", True), ("MFU", True), ("tokens/s", True),
-                      ("peak per GPU", True), ("fits", False)], rows) + "</div>")
-        parts.append('<p class="note">v: virtual pipeline stages; *: step time at flow fidelity (the others '
-                     "analytical, which ranked every feasible mix).</p>")
-        with_bd = [(i, p) for i, p in enumerate(plans, 1) if p.get("breakdown")]
-        if with_bd:
-            used = [k for k in PARTS if any((p["breakdown"].get(k) or 0) > 0 for _, p in with_bd)]
-            parts.append("<h2>Where the best plans spend their step</h2>")
-            parts.append('<p class="note">Per rank, averaged (the breakdown of the step report); hover a segment '
-                         "for its time.</p>")
-            parts.append(_legend(used))
-            parts.append('<div class="scroll">' + stacked_bars_svg(
-                "plan-breakdown", [(_plan_label(i, p), {k: float(p["breakdown"].get(k) or 0) for k in used},
-                                    f"plan {i} ({_mix(p)})") for i, p in with_bd], aria="step breakdown per plan")
-                + "</div>")
-
-    parts.append("<h2>Why the other mixes fell out</h2>")
-    parts.append(f'<p class="note" id="dropped-note">{removed:,} of {d["evaluated"]:,} mixes broke a rule '
-                 f"(each counted once, against the first rule it breaks, in this order); "
-                 f"{int(d.get('pruned_by_bound') or 0):,} feasible mixes were not simulated because their "
-                 "step-time lower bound was already slower than the plans kept.</p>")
-    hit = [c for c in cons if int(c.get("removed") or 0) > 0]
-    if hit:
-        parts.append('<div class="scroll">' + bars_svg(
-            "constraints-bar", [(c["constraint"], float(c["removed"]), f"{c['constraint']}: {c['removed']:,} mixes; "
-                                f"{c.get('description', '')}") for c in hit], cls="drop",
-            aria="mixes removed per constraint") + "</div>")
-    rows = []
-    for c in cons:
-        ex = f"{c['example']}: {c['reason']}" if c.get("example") else ""
-        rows.append([escape_html(c["constraint"]), escape_html(c.get("description", "")),
-                     escape_html(f"{int(c.get('removed') or 0):,}"), escape_html(ex)])
-    parts.append(html_table("constraints", [("constraint", False), ("rule", False), ("removed", True),
-                                            ("example and reason", False)], rows))
-    if d.get("why"):
-        w = d["why"]
-        verdict = f"dropped by {w['constraint']}: {w['reason']}" if w.get("dropped") else "feasible"
-        parts.append(f'<p id="why"><b>{escape_html(w.get("label", ""))}</b>: {escape_html(verdict)}</p>')
+    parts += _plans_section(plans)
+    parts += _dropped_section(d, cons, removed)
     return page(title, parts, version=version, css=PAGE_CSS)
 
 
