@@ -14,6 +14,7 @@ from clustersim.cli import calibrate as _calibrate
 from clustersim.cli import collective as _collective
 from clustersim.cli import goodput as _goodput
 from clustersim.cli import plan as _plan
+from clustersim.cli import report as _report
 from clustersim.cli import run as _run
 from clustersim.cli import scenario as _scenario
 from clustersim.cli import sweep as _sweep
@@ -29,7 +30,8 @@ app = typer.Typer(
     "  clustersim collective all_reduce --topology hgx-h200 --gpus 2 --sizes 1MiB:4GiB\n\n"
     "  clustersim run scenarios/gpt-1b-ddp.yaml --json\n\n"
     "  clustersim sweep scenarios/study-pi-scaling.yaml -o out/pi\n\n"
-    "  clustersim plan scenarios/gpt3-175b.yaml --top 5",
+    "  clustersim plan scenarios/gpt3-175b.yaml --top 5\n\n"
+    "  clustersim report out/pi -o pi.html",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -56,6 +58,7 @@ _run.register(app)
 _sweep.register(app)
 _goodput.register(app)
 _plan.register(app)
+_report.register(app)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -12,6 +12,11 @@ small: ops narrower than a pixel are merged with their neighbours of the same ki
 most ``max_bars`` bars are drawn. The output is deterministic (same input, same bytes): no
 clocks, no wall times, no absolute paths of the machine it ran on.
 
+The page shell (:func:`page`: head, inline style sheet, title, footer) and the small pieces
+(:func:`header_table`, :func:`metric_html`, :func:`html_table`) are shared with the pages of
+``clustersim report`` (:mod:`clustersim.report.pages`). Without trace events (a report drawn
+from a ``clustersim run --json`` document alone) the timeline section says how to add one.
+
 This module lays out the page; the timeline's rows and bars come from
 :mod:`clustersim.report.timeline`, the SVG from :mod:`clustersim.report.svg`. The report renders
 what it is given: ``clustersim run --html`` (:func:`clustersim.cli.run.run_and_write`) runs the
@@ -29,6 +34,8 @@ from clustersim.report.svg import breakdown_svg, escape_html, svg_number, timeli
 from clustersim.report.timeline import MAX_BARS, MAX_RANKS, layout_bars, select_ranks, trace_rows
 from clustersim.units import format_bytes, format_time
 
+NO_TRACE = ("No trace events given, so no timeline: write one with clustersim run SCENARIO --json --trace "
+            "trace.json and pass it with clustersim report RESULTS --trace trace.json.")
 PALE_NOTE = " Pale bars are aggregates, their opacity is the busy share of the span they cover."
 
 CSS = """
@@ -62,7 +69,8 @@ def _css() -> str:
     return CSS + "\n".join(rules) + "\n"
 
 
-def _metric(mid: str, label: str, value: str, raw=None) -> str:
+def metric_html(mid: str, label: str, value: str, raw=None) -> str:
+    """One key-metric box; ``raw`` (the exact number) goes to ``data-value`` for readers and tests."""
     data = f' data-value="{escape_html(repr(float(raw)))}"' if raw is not None else ""
     return (f'<div class="metric" id="{escape_html(mid)}"{data}><div class="v">{escape_html(value)}</div>'
             f'<div class="l">{escape_html(label)}</div></div>')
@@ -70,30 +78,34 @@ def _metric(mid: str, label: str, value: str, raw=None) -> str:
 
 def _metrics(d: dict) -> str:
     n = d.get("n_gpus") or 1
-    out = [_metric("metric-step-time", "step time" if d.get("tokens_per_s") is not None else "time per iteration",
+    out = [metric_html("metric-step-time", "step time" if d.get("tokens_per_s") is not None else "time per iteration",
                    format_time(d["step_time_s"]), d["step_time_s"])]
     if d.get("tokens_per_s") is not None:
-        out.append(_metric("metric-tokens", "tokens/s", f"{d['tokens_per_s']:,.0f}", d["tokens_per_s"]))
-        out.append(_metric("metric-tokens-gpu", "tokens/s/GPU", f"{d['tokens_per_s'] / n:,.1f}", d["tokens_per_s"] / n))
+        out.append(metric_html("metric-tokens", "tokens/s", f"{d['tokens_per_s']:,.0f}", d["tokens_per_s"]))
+        out.append(metric_html("metric-tokens-gpu", "tokens/s/GPU", f"{d['tokens_per_s'] / n:,.1f}", d["tokens_per_s"] / n))
     if d.get("samples_per_s") is not None:
-        out.append(_metric("metric-samples", "samples/s", f"{d['samples_per_s']:,.2f}", d["samples_per_s"]))
+        out.append(metric_html("metric-samples", "samples/s", f"{d['samples_per_s']:,.2f}", d["samples_per_s"]))
     if d.get("mfu") is not None:
-        out.append(_metric("metric-mfu", "MFU (model FLOPs / bf16 peak)", f"{100 * d['mfu']:.1f} %", d["mfu"]))
+        out.append(metric_html("metric-mfu", "MFU (model FLOPs / bf16 peak)", f"{100 * d['mfu']:.1f} %", d["mfu"]))
     if d.get("tflops_per_gpu") is not None:
-        out.append(_metric("metric-tflops", "model TFLOP/s/GPU", f"{d['tflops_per_gpu']:.1f}", d["tflops_per_gpu"]))
+        out.append(metric_html("metric-tflops", "model TFLOP/s/GPU", f"{d['tflops_per_gpu']:.1f}", d["tflops_per_gpu"]))
     if d.get("total_time_s") is not None:
-        out.append(_metric("metric-total", "total time", format_time(d["total_time_s"]), d["total_time_s"]))
-    out.append(_metric("metric-gpus", "GPUs", str(d.get("n_gpus")), d.get("n_gpus")))
+        out.append(metric_html("metric-total", "total time", format_time(d["total_time_s"]), d["total_time_s"]))
+    out.append(metric_html("metric-gpus", "GPUs", str(d.get("n_gpus")), d.get("n_gpus")))
     if d.get("params") is not None:
-        out.append(_metric("metric-params", "parameters", f"{d['params'] / 1e9:.3g} B", d["params"]))
+        out.append(metric_html("metric-params", "parameters", f"{d['params'] / 1e9:.3g} B", d["params"]))
     if d.get("micro_batches") is not None:
-        out.append(_metric("metric-mb", "micro-batches", str(d["micro_batches"]), d["micro_batches"]))
-    out.append(_metric("metric-ops", "simulated ops", f"{d.get('ops', 0):,}", d.get("ops", 0)))
+        out.append(metric_html("metric-mb", "micro-batches", str(d["micro_batches"]), d["micro_batches"]))
+    out.append(metric_html("metric-ops", "simulated ops", f"{d.get('ops', 0):,}", d.get("ops", 0)))
     return '<div class="metrics" id="metrics">' + "".join(out) + "</div>"
 
 
-def _table(tid: str, head: list[tuple[str, bool]], rows: list[list[str]]) -> str:
-    """``head``: (title, numeric); cells are already-escaped HTML."""
+def html_table(tid: str, head: list[tuple[str, bool]], rows: list[list[str]]) -> str:
+    """A table with id ``tid``; ``head``: (title, numeric) per column; cells are already-escaped HTML.
+
+    >>> html_table("t", [("a", False), ("n", True)], [["x", "1"]])
+    '<table id="t"><thead><tr><th>a</th><th class="num">n</th></tr></thead><tbody><tr><td>x</td><td class="num">1</td></tr></tbody></table>'
+    """
     h = "".join(f'<th class="num">{escape_html(t)}</th>' if num else f"<th>{escape_html(t)}</th>" for t, num in head)
     body = []
     for r in rows:
@@ -125,7 +137,7 @@ def _memory(d: dict) -> str:
     rows.append(["fits", f'<span class="{"fits-yes" if fits else "fits-no"}">{"yes" if fits else "NO"}</span>', "", ""])
     stage = m.get("stage")
     title = "Memory per GPU" + (f" (fullest pipeline stage {escape_html(stage)})" if stage is not None else "")
-    return f"<h2>{title}</h2>" + _table("memory", [("kind", False), ("bytes", True), ("of capacity", True),
+    return f"<h2>{title}</h2>" + html_table("memory", [("kind", False), ("bytes", True), ("of capacity", True),
                                                      ("", False)], rows)
 
 
@@ -139,7 +151,7 @@ def _links(d: dict) -> str:
         bar = f'<span class="barbox"><span class="bar" style="width:{svg_number(100 * min(max(fr, 0.0), 1.0))}%"></span></span>'
         rows.append([escape_html(row.get("link", "")), escape_html(row.get("kind", "")), escape_html(format_time(float(row.get("busy_s", 0.0)))),
                      bar + escape_html(f"{100 * fr:.1f} %")])
-    return ("<h2>Busiest links</h2>" + _table("links", [("link", False), ("kind", False), ("busy", True),
+    return ("<h2>Busiest links</h2>" + html_table("links", [("link", False), ("kind", False), ("busy", True),
                                                           ("busy share of the step", True)], rows))
 
 
@@ -153,12 +165,39 @@ def _breakdown(d: dict) -> str:
     return ('<h2>Where the step goes</h2><p class="note">Compute stream of the executor ranks, averaged: busy time '
             "by kind; idle time charged to the collective that released it (exposed communication) or to the "
             'pipeline bubble.</p><div class="scroll">' + breakdown_svg(d) + "</div>"
-            + _table("breakdown", [("part", False), ("time", True), ("share", True)], rows))
+            + html_table("breakdown", [("part", False), ("time", True), ("share", True)], rows))
 
 
 def _legend(kinds: list[str]) -> str:
     return '<div class="legend">' + "".join(
         f'<span><span class="sw k-{k}"></span>{escape_html(KIND_LABELS.get(k, k))}</span>' for k in kinds) + "</div>"
+
+
+def header_table(rows) -> str:
+    """The ``(label, value)`` facts under a page's title, as the ``header`` table."""
+    return '<table class="meta" id="header">' + "".join(
+        f"<tr><td>{escape_html(k)}</td><td>{escape_html(v)}</td></tr>" for k, v in rows) + "</table>"
+
+
+def page(title: str, body: list[str], *, description: str | None = None, version: str = "", css: str = "") -> str:
+    """A whole self-contained page: head with the inline style sheet (plus ``css``), the title,
+    the description, the ``body`` parts (HTML) and the footer.
+
+    >>> text = page("t <1>", ["<p>x</p>"])
+    >>> text.startswith("<!DOCTYPE html>"), "<title>t &lt;1&gt;</title>" in text
+    (True, True)
+    """
+    parts = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+             '<meta name="viewport" content="width=device-width, initial-scale=1">',
+             f"<title>{escape_html(title)}</title>", f"<style>{_css()}{css}</style>", "</head>", "<body>",
+             '<div id="report">', f'<h1 id="title">{escape_html(title)}</h1>']
+    if description:
+        parts.append(f'<p class="desc">{escape_html(description)}</p>')
+    parts += body
+    parts.append(f'<p class="note" id="footer">Generated by clustersim {escape_html(version)}. '
+                 "Self-contained: no scripts, no external resources.</p>")
+    parts += ["</div>", "</body>", "</html>", ""]
+    return "\n".join(parts)
 
 
 def render_html(result: dict, events: list[dict], meta: dict | None = None, *, max_ranks: int = MAX_RANKS,
@@ -180,15 +219,9 @@ def render_html(result: dict, events: list[dict], meta: dict | None = None, *, m
                         key=lambda k: list(KIND_COLORS).index(k) if k in KIND_COLORS else 99)
 
     title = f"clustersim step report: {d.get('scenario', '')}"
-    parts = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-             f"<title>{escape_html(title)}</title>", f"<style>{_css()}</style>", "</head>", "<body>",
-             '<div id="report">', f'<h1 id="title">{escape_html(title)}</h1>']
-    if meta.get("description"):
-        parts.append(f'<p class="desc">{escape_html(meta["description"])}</p>')
+    parts = []
     head_rows = [("scenario", d.get("scenario", "")), ("fidelity", d.get("fidelity", ""))] + list(meta.get("rows", []))
-    parts.append('<table class="meta" id="header">' + "".join(
-        f"<tr><td>{escape_html(k)}</td><td>{escape_html(v)}</td></tr>" for k, v in head_rows) + "</table>")
+    parts.append(header_table(head_rows))
     parts.append("<h2>Key metrics</h2>" + _metrics(d))
 
     iters = meta.get("iterations") or 1
@@ -199,26 +232,30 @@ def render_html(result: dict, events: list[dict], meta: dict | None = None, *, m
            f"{' of the same kind' if stats['by_kind'] else ''} ({stats['ops']:,} ops drawn as {stats['bars']:,} bars)."
            if stats["ops"] > 0 else "")
     parts.append("<h2>Timeline</h2>")
-    parts.append(f'<p class="note" id="timeline-note">Timeline of {escape_html(span_txt)}; one row per rank and stream; '
-                 f"ranks shown: {escape_html(', '.join(str(r) for r in ranks))}"
-                 f"{escape_html(f' ({dropped} more traced ranks not drawn)') if dropped else ''}. "
-                 f"Hover a bar for its name, duration, bytes and group.{escape_html(agg)}"
-                 f"{PALE_NOTE if stats['bars'] < stats['ops'] else ''}</p>")
-    parts.append(_legend(kinds_used))
-    parts.append('<div class="scroll">' + timeline_svg(rows, makespan) + "</div>")
+    if not events:
+        parts.append(f'<p class="note" id="timeline-note">{escape_html(NO_TRACE)}</p>')
+    else:
+        parts.append(f'<p class="note" id="timeline-note">Timeline of {escape_html(span_txt)}; one row per rank and stream; '
+                     f"ranks shown: {escape_html(', '.join(str(r) for r in ranks))}"
+                     f"{escape_html(f' ({dropped} more traced ranks not drawn)') if dropped else ''}. "
+                     f"Hover a bar for its name, duration, bytes and group.{escape_html(agg)}"
+                     f"{PALE_NOTE if stats['bars'] < stats['ops'] else ''}</p>")
+        parts.append(_legend(kinds_used))
+        parts.append('<div class="scroll">' + timeline_svg(rows, makespan) + "</div>")
     parts.append(_breakdown(d))
     parts.append(_memory(d))
     parts.append(_links(d))
-    parts.append(f'<p class="note" id="footer">Generated by clustersim {escape_html(meta.get("version", ""))}. '
-                 "Self-contained: no scripts, no external resources.</p>")
-    parts += ["</div>", "</body>", "</html>", ""]
-    return "\n".join(parts)
+    return page(title, parts, description=meta.get("description"), version=meta.get("version", ""))
 
 
 def write_html(path, result: dict, events: list[dict], meta: dict | None = None, **kw) -> Path:
     """Render and write the report (UTF-8, ``\\n`` line ends)."""
+    return write_page(path, render_html(result, events, meta, **kw))
+
+
+def write_page(path, text: str) -> Path:
+    """Write a rendered page (UTF-8); an unwritable path is a :class:`ClusterSimError`."""
     p = Path(path)
-    text = render_html(result, events, meta, **kw)
     try:
         p.write_bytes(text.encode("utf-8"))
     except OSError as exc:

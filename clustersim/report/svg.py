@@ -28,7 +28,12 @@ def svg_number(x: float) -> str:
     return s[:-3] if s.endswith(".00") else s
 
 
-def _nice_step(span: float, target: int = 10) -> float:
+def nice_step(span: float, target: int = 10) -> float:
+    """A round axis step (1, 2, 2.5 or 5 times a power of ten) giving about ``target`` ticks over ``span``.
+
+    >>> nice_step(1.0), nice_step(7.3, 5)
+    (0.1, 2)
+    """
     if span <= 0:
         return 1.0
     raw = span / target
@@ -66,7 +71,7 @@ def timeline_svg(rows: list[Row], makespan: float, plot_w: int = PLOT_W) -> str:
         band += 1
         i = j
     # time axis
-    step = _nice_step(makespan)
+    step = nice_step(makespan)
     t = 0.0
     k = 0
     while makespan > 0 and t <= makespan * 1.0001:

@@ -1,25 +1,23 @@
 """``clustersim run --html``: the standalone HTML step report, parsed and opened in headless Chromium.
 
-The Chromium tests need Debian's ``chromium`` (``/usr/bin/chromium``; ``.ci/browser-setup.sh``
-installs it; ``CLUSTERSIM_CHROMIUM`` names another binary). Without it they skip with the reason,
-except under ``CI=true``, where they fail.
+The parser, the browser and the PNG decoder are shared with the ``clustersim report`` tests
+(tests/integration/htmlcheck.py, which says what the Chromium tests need).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import struct
 import subprocess
 import sys
 import zlib
-from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from htmlcheck import EXTERNAL_TAGS, browser, decode_png, find_chromium, hex_rgb, parse
 
 from clustersim.cli.run import run_and_write
 from clustersim.report.html import render_html
@@ -30,94 +28,6 @@ from clustersim.units import format_bytes, format_time
 ROOT = Path(__file__).resolve().parents[2]
 HYBRID = "scenarios/hybrid-tp2-pp2-dp2.yaml"
 JOB = "scenarios/ddp-mlp.yaml"
-VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
-EXTERNAL_TAGS = {"script", "link", "img", "iframe", "object", "embed", "audio", "video", "source", "base"}
-
-
-# ------------------------------------------------------------------------------------ parsing
-class Doc(HTMLParser):
-    """Checks nesting (every non-void element closed, in order) and collects ids, texts and bars."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.stack: list[tuple[str, str | None]] = []
-        self.errors: list[str] = []
-        self.ids: dict[str, dict] = {}
-        self.text: dict[str, str] = {}  # id -> text content
-        self.tags: dict[str, int] = {}
-        self.rects: list[dict] = []  # timeline rects: class, title
-        self.stream_labels: list[str] = []
-        self.resource_attrs: list[str] = []
-        self.in_timeline = 0
-        self._cur_rect: dict | None = None
-        self._in_title = False
-        self._cls_stack: list[str] = []
-
-    def handle_starttag(self, tag, attrs):
-        a = dict(attrs)
-        self.tags[tag] = self.tags.get(tag, 0) + 1
-        for k, v in attrs:
-            if k in ("src", "href", "xlink:href", "srcset") or (k != "xmlns" and v and re.search(r"url\(|https?://", v)):
-                self.resource_attrs.append(f"{tag} {k}={v}")
-        if "id" in a:
-            if a["id"] in self.ids:
-                self.errors.append(f"duplicate id {a['id']}")
-            self.ids[a["id"]] = a
-            self.text.setdefault(a["id"], "")
-        if a.get("id") == "timeline":
-            self.in_timeline += 1
-        if self.in_timeline and tag == "rect" and (a.get("class") or "").startswith("k-"):
-            self._cur_rect = {"class": a["class"], "title": "", "width": float(a["width"])}
-            self.rects.append(self._cur_rect)
-        if tag == "title" and self._cur_rect is not None:
-            self._in_title = True
-        self._cls_stack.append(a.get("class") or "")
-        if tag not in VOID:
-            self.stack.append((tag, a.get("id")))
-        else:
-            self._cls_stack.pop()
-
-    def handle_startendtag(self, tag, attrs):
-        a = dict(attrs)
-        self.tags[tag] = self.tags.get(tag, 0) + 1
-        for k, v in attrs:
-            if k in ("src", "href", "xlink:href", "srcset"):
-                self.resource_attrs.append(f"{tag} {k}={v}")
-
-    def handle_endtag(self, tag):
-        if tag in VOID:
-            return
-        if not self.stack:
-            self.errors.append(f"stray </{tag}>")
-            return
-        top, tid = self.stack.pop()
-        self._cls_stack.pop()
-        if top != tag:
-            self.errors.append(f"</{tag}> closes <{top}>")
-        if tid == "timeline":
-            self.in_timeline -= 1
-        if tag == "title":
-            self._in_title = False
-        if tag == "rect":
-            self._cur_rect = None
-
-    def handle_data(self, data):
-        for _, tid in self.stack:
-            if tid is not None:
-                self.text[tid] += data
-        if self._in_title and self._cur_rect is not None:
-            self._cur_rect["title"] += data
-        if self.in_timeline and self._cls_stack and self._cls_stack[-1] == "stream":
-            self.stream_labels.append(data)
-
-
-def parse(text: str) -> Doc:
-    d = Doc()
-    d.feed(text)
-    d.close()
-    assert not d.errors, d.errors[:5]
-    assert not d.stack, f"unclosed elements: {d.stack[:5]}"
-    return d
 
 
 def _cli(*args):
@@ -284,82 +194,9 @@ def test_rank_choice_prefers_stage_leaders():
 
 
 # --------------------------------------------------------------------------------- Chromium
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--hide-scrollbars"]
-
-
 @pytest.fixture(scope="module")
 def chromium():
-    want = os.environ.get("CLUSTERSIM_CHROMIUM")  # another binary; a missing one counts as absent
-    if want:
-        exe = want if os.access(want, os.X_OK) else None
-    else:
-        exe = "/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK) else shutil.which("chromium")
-    if not exe:
-        reason = f"headless Chromium not installed: {want or '/usr/bin/chromium'} (apt-get install -y chromium, " \
-                 "or .ci/browser-setup.sh)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"Chromium required under CI=true: {reason}")
-        pytest.skip(reason)
-    return exe
-
-
-def _browser(exe, tmp_path, *args):
-    r = subprocess.run([exe, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", *args],
-                       capture_output=True, text=True, timeout=180, cwd=tmp_path)
-    assert r.returncode == 0, r.stderr[-2000:]
-    return r
-
-
-def decode_png(data: bytes) -> np.ndarray:
-    """8-bit RGB/RGBA/grey PNG (non-interlaced) -> array (height, width, channels)."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-    pos, idat, hdr = 8, [], None
-    while pos < len(data):
-        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + n]
-        pos += 12 + n
-        if kind == b"IHDR":
-            hdr = struct.unpack(">IIBBBBB", body)
-        elif kind == b"IDAT":
-            idat.append(body)
-        elif kind == b"IEND":
-            break
-    w, h, depth, ctype, _, _, interlace = hdr
-    assert depth == 8 and interlace == 0, hdr
-    ch = {0: 1, 2: 3, 4: 2, 6: 4}[ctype]
-    raw = np.frombuffer(zlib.decompress(b"".join(idat)), dtype=np.uint8).reshape(h, 1 + w * ch)
-    out = np.zeros((h, w * ch), dtype=np.uint8)
-    prev = np.zeros(w * ch, dtype=np.int32)
-    for y in range(h):
-        f, line = raw[y, 0], raw[y, 1:].astype(np.int32)
-        if f == 0:
-            cur = line
-        elif f == 1:
-            cur = (np.cumsum(line.reshape(w, ch), axis=0) & 255).reshape(-1)
-        elif f == 2:
-            cur = (line + prev) & 255
-        else:
-            cur = np.zeros_like(line)
-            lst, pv = line.tolist(), prev.tolist()
-            c = [0] * len(lst)
-            for i in range(len(lst)):
-                a = c[i - ch] if i >= ch else 0
-                b = pv[i]
-                if f == 1:
-                    p = a
-                elif f == 3:
-                    p = (a + b) >> 1
-                else:
-                    cc = pv[i - ch] if i >= ch else 0
-                    pa, pb, pc = abs(b - cc), abs(a - cc), abs(a + b - 2 * cc)
-                    p = a if pa <= pb and pa <= pc else (b if pb <= pc else cc)
-                c[i] = (lst[i] + p) & 255
-            cur = np.asarray(c, dtype=np.int32)
-        out[y] = cur
-        prev = cur
-    return out.reshape(h, w, ch)
+    return find_chromium()
 
 
 def test_png_decoder_roundtrip():
@@ -395,15 +232,11 @@ def test_png_decoder_roundtrip():
     assert np.array_equal(decode_png(png), img)
 
 
-def _hex(c: str) -> np.ndarray:
-    return np.array([int(c[i:i + 2], 16) for i in (1, 3, 5)])
-
-
 def test_chromium_renders_report(chromium, hybrid, tmp_path):
     d, path, text = hybrid
     src = parse(text)
     url = path.resolve().as_uri()
-    dom = _browser(chromium, tmp_path, "--dump-dom", url).stdout
+    dom = browser(chromium, tmp_path, "--dump-dom", url).stdout
     assert 'id="timeline"' in dom and 'id="metric-step-time"' in dom
     rendered = parse(dom)
     assert format_time(d["step_time_s"]) in rendered.text["metric-step-time"]
@@ -411,7 +244,7 @@ def test_chromium_renders_report(chromium, hybrid, tmp_path):
     assert len(rendered.rects) == len(src.rects) > 0
 
     shot = tmp_path / "shot.png"
-    _browser(chromium, tmp_path, f"--screenshot={shot}", "--window-size=1400,1000", url)
+    browser(chromium, tmp_path, f"--screenshot={shot}", "--window-size=1400,1000", url)
     img = decode_png(shot.read_bytes())
     assert img.shape[:2] == (1000, 1400), img.shape
     rgb = img[:, :, :3].astype(np.int32)
@@ -421,5 +254,5 @@ def test_chromium_renders_report(chromium, hybrid, tmp_path):
     assert white < 0.95, f"{100 * white:.1f} % white"
     # the timeline and the breakdown bar are painted: filled areas in the compute and TP colours
     for kind in ("compute", "comm_tp"):
-        near = np.all(np.abs(rgb - _hex(KIND_COLORS[kind])) <= 6, axis=2).sum()
+        near = np.all(np.abs(rgb - hex_rgb(KIND_COLORS[kind])) <= 6, axis=2).sum()
         assert near > 2000, f"{kind}: {near} pixels of {KIND_COLORS[kind]}"

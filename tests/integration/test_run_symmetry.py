@@ -32,7 +32,10 @@ def _case(topology: str = "dgx-h100-superpod", **par) -> Scenario:
     # NVLink and NICs, which the reduced run leaves out; the full run shows ~0.5% more time
     {"topology": "dgx-a100-superpod", "tp": 4, "pp": 8, "order": "tp-cp-ep-pp-dp"},
     {"tp": 2, "pp": 16, "order": "tp-cp-ep-pp-dp"},
-], ids=["h100-tp8pp4", "h100-ddp", "a100-tp4pp8-shared-nodes", "h100-tp2pp16-shared-nodes"])
+    # the 100k-GPU preset's fabric (400 GbE, radix 128, three tiers) with scenarios/llama3-405b-100k.yaml's
+    # placement (TP8 inside the node, stages and replicas on their own nodes): docs/scale.md
+    {"topology": "colossus-h100"},
+], ids=["h100-tp8pp4", "h100-ddp", "a100-tp4pp8-shared-nodes", "h100-tp2pp16-shared-nodes", "colossus-tp8pp4"])
 def test_reduced_matches_full_on_256_gpus(par):
     rs = resolve_scenario(_case(**par))
     assert rs.cluster.n_gpus == 256
