@@ -338,6 +338,30 @@ def with_compute(text: str, compute: dict) -> str:
     return head + body
 
 
+#: profiles written by hand (published link values, no measurements of their own)
+HAND_WRITTEN = ("cannon-4xh100", "h100-pcie")
+#: profiles whose collective entries are fitted from a bench of that hardware
+MEASURED_COLLECTIVES = ("hgx-h200",)
+
+
+def with_uncertainty(text: str, section: dict) -> str:
+    """A profile file's text with its ``uncertainty:`` section (calibrate/collective_band.py) replaced.
+
+    The section goes last, after ``compute:``; :func:`with_compute` drops it and this puts it back.
+    """
+    lines, out, skip = text.rstrip("\n").split("\n"), [], False
+    for line in lines:
+        if line.startswith("uncertainty:"):
+            skip = True
+            continue
+        if skip and line and not line.startswith((" ", "#")):
+            skip = False
+        if not skip:
+            out.append(line)
+    body = yaml.safe_dump({"uncertainty": section}, sort_keys=False, width=120)
+    return "\n".join(out) + "\n" + body
+
+
 HEADERS = {
     "hgx-h200": [
         "# NVIDIA HGX H200 8-GPU default profile. GENERATED -- do not edit; regenerate with:",
@@ -412,7 +436,15 @@ def main(argv: list[str] | None = None) -> int:
         text = with_compute(shipped, transferred_compute(measured[src_name], src_gpu, target))
         validate(Profile, yaml.safe_load(text), file=name)
         outputs.append((name, text))
+    for name in HAND_WRITTEN:   # links and compute by hand; only the uncertainty section is generated
+        outputs.append((name, (HERE / "profiles" / f"{name}.yaml").read_text(encoding="utf-8")))
+    from collective_band import uncertainty_sections
+
+    bands = uncertainty_sections()
+    outputs = [(name, with_uncertainty(text, bands["measured" if name in MEASURED_COLLECTIVES else "published"]))
+               for name, text in outputs]
     for name, text in outputs:
+        validate(Profile, yaml.safe_load(text), file=name)
         path = Path(args.out) / f"{name}.yaml"
         if args.check:
             same = path.is_file() and path.read_text(encoding="utf-8") == text

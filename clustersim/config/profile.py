@@ -285,6 +285,28 @@ class ComputeParams(StrictModel):
         "empty: no slowdown.")
 
 
+class CollectiveUncertainty(StrictModel):
+    """How far the profile's collective predictions were off on measurements it was not built from.
+
+    ``time_factor`` is the 95% quantile of ``|log(predicted / measured)|`` over held-out
+    collective measurements, as a factor: a prediction ``t`` is expected within
+    ``[t / time_factor, t x time_factor]`` for that share of calls. `clustersim run --band`
+    moves every link class and collective entry by this factor (latency up, efficiency down,
+    and the reverse), at both fidelities.
+
+    >>> CollectiveUncertainty(time_factor=1.67, held_out_points=138).coverage
+    0.95
+    """
+
+    time_factor: float = Field(ge=1.0, description="Factor f of the band [t / f, t x f] around a predicted "
+                               "collective time t (a ratio, >= 1).")
+    coverage: float = Field(0.95, gt=0.0, lt=1.0, description="Share of the held-out points the factor covers "
+                            "(fraction, 0-1): the quantile it was taken at.")
+    held_out_points: int = Field(ge=1, description="Number of held-out collective measurements (count) "
+                                 "behind the factor.")
+    method: str | None = Field(None, description="Which measurements were held out and how they were predicted.")
+
+
 class Profile(StrictModel):
     """A calibration profile file."""
 
@@ -302,6 +324,9 @@ class Profile(StrictModel):
                              "communicator start-up).")
     compute: ComputeParams = Field(default_factory=ComputeParams, description="GPU compute model (GEMM, attention, "
                                    "memory-bound kernels, launch gap, sustained clock).")
+    uncertainty: CollectiveUncertainty | None = Field(
+        None, description="Held-out error of the collective predictions (run --band); none: only the "
+        "confidence intervals of the fitted entries.")
 
     def with_line_rates(self, line_rates_GBps: dict[str, float | None]) -> "Profile":
         """A copy whose link classes given as a bare ``bandwidth_GBps`` record the line rate they were measured on.

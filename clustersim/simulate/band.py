@@ -1,10 +1,16 @@
 """Carry a profile's uncertainty into a step-time band.
 
-The profile's collective segments and link classes carry 95% confidence intervals from
-the calibration fit. The band is the step time simulated twice more: once with every
-calibrated quantity at its optimistic bound (alpha low, bandwidth high) and once at its
-pessimistic bound. Both runs use the same schedule, so the band shows how much the
-calibration's uncertainty can move the answer (not run-to-run noise of real hardware).
+The band is the step time simulated twice more: once with every collective quantity at its
+optimistic bound (latency low, bandwidth high) and once at its pessimistic bound. Both runs use
+the same schedule, so the band shows how much the collectives' uncertainty can move the answer
+(not run-to-run noise of real hardware).
+
+Where the profile states its held-out error (``uncertainty.time_factor`` f: the 95% quantile of
+``|log(predicted/measured)|`` on collective measurements the profile was not built from), every
+link class and collective entry moves by f: latencies x f and bandwidths / f on the slow side,
+the reverse on the fast side (a bandwidth never above the line rate). That band is meant to hold
+95% of real calls. A profile without it falls back to the 95% confidence intervals of its fitted
+parameters, which only say how well the fitted lines are pinned down (docs/calibration.md).
 """
 
 from __future__ import annotations
@@ -21,9 +27,35 @@ def _at(value: float, ci: Any, side: int, floor: float) -> float:
     return max(float(ci[side]), floor)
 
 
+def _scaled(data: dict, factor: float, optimistic: bool) -> dict:
+    """Every latency and bandwidth of the profile's collectives moved by ``factor``."""
+    lat, bw = (1.0 / factor, factor) if optimistic else (factor, 1.0 / factor)
+    for entry in data.get("collectives", []):
+        for s in entry["segments"]:
+            s["alpha_us"] *= lat
+            s["algbw_GBps"] *= bw
+    for link in data.get("links", {}).values():
+        link["latency_us"] *= lat
+        if link.get("efficiency") is not None:   # a fraction of line rate: at most 1
+            link["efficiency"] = min(1.0, link["efficiency"] * bw)
+        if link.get("bandwidth_GBps") is not None:
+            b = link["bandwidth_GBps"] * bw
+            link["bandwidth_GBps"] = min(b, link["line_rate_GBps"]) if link.get("line_rate_GBps") else b
+    return data
+
+
 def profile_at_bound(profile: Profile, optimistic: bool) -> Profile:
-    """A copy of ``profile`` with every CI-carrying parameter at one end of its interval."""
+    """A copy of ``profile`` with its collective quantities at one end of their band.
+
+    >>> p = Profile(name="x", links={"nvlink": {"latency_us": 3.0, "bandwidth_GBps": 300.0,
+    ...             "line_rate_GBps": 450.0}}, uncertainty={"time_factor": 1.2, "held_out_points": 10})
+    >>> slow = profile_at_bound(p, optimistic=False).links["nvlink"]
+    >>> round(slow.latency_us, 3), round(slow.bandwidth_GBps, 1)
+    (3.6, 250.0)
+    """
     data = profile.model_dump(mode="python")
+    if profile.uncertainty is not None:
+        return Profile.model_validate(_scaled(data, profile.uncertainty.time_factor, optimistic))
     lat_side, bw_side = (0, 1) if optimistic else (1, 0)
     for entry in data.get("collectives", []):
         for s in entry["segments"]:

@@ -1,0 +1,138 @@
+"""Held-out error of the shipped collective model: the factor behind ``clustersim run --band``.
+
+A band is honest only when it is measured on calls the model did not see. Two such sets exist
+in ``calibrate/raw`` and ``tests/data``, one for each way a shipped profile is made:
+
+* **measured** (``hgx-h200``: collective entries fitted from the bench): the profile is fitted
+  again from the 2-rank H200 bench alone (the same :func:`make_profiles.make_h200` recipe) and
+  predicts every call of the 4-rank bench, all six operations, 1 KiB-4 GiB: the error of a
+  calibrated profile at a rank count it was not measured at.
+* **published** (every other profile: NCCL-model link classes, no collective measured): the
+  shipped ``dgx-a100`` profile on ``dgx-a100`` (one node) / ``dgx-a100-superpod`` predicts the
+  real nccl-tests all_reduce logs of Azure NDv4 A100 nodes (8 A100 on NVLink3, 8 x HDR 200 Gb/s:
+  the same link classes and line rates), 8, 16 and 32 GPUs.
+
+The factor is the 95% quantile of ``|log(predicted / measured)|`` over the held-out points;
+:func:`make_profiles.main` writes it into each profile's ``uncertainty`` section. Run this file
+to see the numbers and how well a factor learned on part of the points covers the rest::
+
+    python calibrate/collective_band.py
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+COVERAGE = 0.95
+A100_LOGS = {n: ROOT / "tests" / "data" / "a100-azure-ndv4" / f"all_reduce_{n}.log" for n in (8, 16, 32)}
+H200_FIT = HERE / "raw" / "h200x2" / "bench-graph.jsonl"
+H200_HELD = HERE / "raw" / "h200x4" / "bench-graph.jsonl"
+
+
+def _plain_rows(path: Path) -> list[dict]:
+    """NCCL-level collective rows (auto algorithm and protocol, no NVLS) of one file."""
+    from clustersim.calibration.fit import read_measurements
+
+    rows = read_measurements([str(path)]).rows
+    return [r for r in rows if r["kind"] == "collective" and r.get("mode", "nccl") == "nccl"
+            and not r.get("nvls") and r.get("algorithm") is None and r.get("protocol") is None]
+
+
+def _log_errors(model, rows: list[dict], ranks: int) -> np.ndarray:
+    pred = np.array([model.estimate(r["op"], ranks, r["size_bytes"]).time_s * 1e6 for r in rows])
+    return np.log(pred / np.array([r["time_us"] for r in rows]))
+
+
+def factor(log_errors: np.ndarray, coverage: float = COVERAGE) -> float:
+    """The band factor f: ``coverage`` quantile of ``|log error|``, as ``exp``.
+
+    >>> round(factor(np.log([1.1, 1 / 1.2, 1.05, 1.0])), 3)
+    1.197
+    """
+    return float(np.exp(np.quantile(np.abs(log_errors), coverage)))
+
+
+def published_errors() -> dict[int, np.ndarray]:
+    """Log errors of the shipped ``dgx-a100`` profile on the A100 all_reduce logs, per GPU count."""
+    from clustersim.collectives import CollectiveModel, load_profile_for
+    from clustersim.topology import load_cluster
+
+    out = {}
+    for n, path in A100_LOGS.items():
+        cluster = load_cluster("dgx-a100") if n == 8 else load_cluster("dgx-a100-superpod", nodes=n // 8)
+        out[n] = _log_errors(CollectiveModel(cluster, load_profile_for(cluster, "dgx-a100")), _plain_rows(path), n)
+    return out
+
+
+def measured_errors() -> dict[str, np.ndarray]:
+    """Log errors, per operation, of an ``hgx-h200`` profile fitted on 2 ranks predicting 4 ranks."""
+    sys.path.insert(0, str(HERE))
+    import make_profiles as mp
+    from clustersim.calibration.fit import fit_profile
+    from clustersim.collectives import CollectiveModel
+    from clustersim.config.base import validate
+    from clustersim.config.profile import Profile
+    from clustersim.topology import load_cluster
+
+    meas = mp._read(str(H200_FIT.relative_to(HERE)))
+    base = validate(Profile, copy.deepcopy(mp.BASE_H200), file=None)
+    prof = fit_profile(meas, name="hgx-h200", base=base, files=meas.files,
+                       switches=mp.nccl_switches("hgx-h200", base)).profile
+    data = prof.model_dump(mode="json")
+    data["links"], data["nvls"] = copy.deepcopy(mp.LINKS_PUBLISHED), False   # as make_h200 does
+    model = CollectiveModel(load_cluster("hgx-h200", gpus=4), validate(Profile, data, file=None))
+    held = _plain_rows(H200_HELD)
+    err = _log_errors(model, held, 4)
+    return {op: err[[r["op"] == op for r in held]] for op in sorted({r["op"] for r in held})}
+
+
+def uncertainty_sections() -> dict[str, dict]:
+    """The ``uncertainty`` section for measured and for published profiles."""
+    meas = np.concatenate(list(measured_errors().values()))
+    pub = np.concatenate(list(published_errors().values()))
+    return {
+        "measured": {"time_factor": round(factor(meas), 3), "coverage": COVERAGE, "held_out_points": int(meas.size),
+                     "method": "hgx-h200 profile fitted again from the 2-rank H200 bench alone, predicting every "
+                               "call of the 4-rank bench (six ops, 1 KiB-4 GiB): 95% quantile of "
+                               "|log(predicted/measured)|. Written by `python calibrate/make_profiles.py` "
+                               "(calibrate/collective_band.py)."},
+        "published": {"time_factor": round(factor(pub), 3), "coverage": COVERAGE, "held_out_points": int(pub.size),
+                      "method": "No collective of this hardware measured: the error of the published NCCL-model "
+                                "link classes on real nccl-tests all_reduce logs of A100 nodes (dgx-a100 profile, "
+                                "8/16/32 GPUs, 8 x HDR per node): 95% quantile of |log(predicted/measured)|. "
+                                "Written by `python calibrate/make_profiles.py` (calibrate/collective_band.py)."},
+    }
+
+
+def main() -> int:
+    meas, pub = measured_errors(), published_errors()
+    print("held-out collective error of the shipped model (95% quantile of |log(pred/meas)| as a factor)")
+    print(f"{'set':<34}{'points':>7}{'factor':>8}{'median':>8}{'bias':>8}")
+    for name, err in [*((f"H200 2->4 ranks, {op}", e) for op, e in meas.items()),
+                      ("H200 2->4 ranks, all ops", np.concatenate(list(meas.values()))),
+                      *((f"A100 published, {n} GPUs", e) for n, e in pub.items()),
+                      ("A100 published, all", np.concatenate(list(pub.values())))]:
+        print(f"{name:<34}{err.size:>7}{factor(err):>8.3f}{np.exp(np.median(np.abs(err))):>8.3f}"
+              f"{np.exp(err.mean()):>8.3f}")
+    # out of sample: a factor learned on some points, the share of the others inside it
+    print("\ncoverage of a factor learned on one part, on the other part")
+    ops = list(meas)
+    first = np.concatenate([meas[o] for o in ops[::2]])
+    second = np.concatenate([meas[o] for o in ops[1::2]])
+    for name, learn, check in [("H200: ops " + "/".join(ops[::2]) + " -> the others", first, second),
+                               ("H200: the others -> ops " + "/".join(ops[::2]), second, first),
+                               ("A100: 8+16 GPUs -> 32", np.concatenate([pub[8], pub[16]]), pub[32]),
+                               ("A100: 16+32 GPUs -> 8", np.concatenate([pub[16], pub[32]]), pub[8])]:
+        f = factor(learn)
+        print(f"{name:<60} f {f:6.3f}  covers {100 * np.mean(np.abs(check) <= np.log(f)):5.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
