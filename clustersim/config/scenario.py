@@ -145,6 +145,10 @@ class ParallelismSection(StrictModel):
     expert_tp: GPUs = Field(1, description="Tensor-parallel degree inside each expert (splits expert_ffn_hidden).")
     ep_dispatcher: Literal["alltoall", "allgather"] = Field(
         "alltoall", description="Token dispatch/combine: all-to-all over the EP group, or all-gather then reduce-scatter.")
+    ep_transport: Literal["nccl", "nvshmem"] = Field(
+        "nccl", description="Transport of the EP dispatch/combine: nccl (an all-to-all collective, launched per call) "
+        "or nvshmem (one-sided GPU-initiated puts as DeepEP sends them: a few us per message, no collective launch, "
+        "the same bandwidth; needs ep_dispatcher: alltoall).")
     ep_comm_overlap: bool = Field(False, description="MoE batch-level overlap (Megatron-Core >= 0.14 --overlap-moe-expert-parallel-comm): "
                                   "each layer's EP dispatch/combine runs beside the attention and shared-expert compute of "
                                   "another micro-batch; modelled as hidden behind the same amount of the layer's own dense compute.")
@@ -411,6 +415,8 @@ def _moe_rules(m: ModelSection, par: ParallelismSection) -> None:
         raise ValueError("model.moe with tp > 1 needs parallelism.sequence_parallel (as Megatron-Core)")
     if par.ep > 1 and par.order.split("-").index("tp") > par.order.split("-").index("dp"):
         raise ValueError("model.moe with ep > 1 needs tp inside dp in parallelism.order (expert groups tile dp*tp)")
+    if par.ep_transport == "nvshmem" and par.ep_dispatcher != "alltoall":
+        raise ValueError("parallelism.ep_transport: nvshmem needs ep_dispatcher: alltoall (one-sided puts replace the all-to-all)")
     if par.zero == 3:
         raise ValueError("model.moe with zero: 3 is not supported; use zero <= 2")
     if moe.first_dense_layers >= m.layers:

@@ -339,6 +339,8 @@ def _step_metrics(sc: Scenario, step: Any, spec: Any, *, n: int, step_time: floa
                             "expert_tp": step.experts.expert_tp, "expert_dp": step.expert_dp,
                             "dispatcher": step.experts.dispatcher, "moe_layers": step.model.moe_layers,
                             "active_params": step.model.active_params}
+            if step.experts.transport != "nccl":  # one-sided EP puts (parallelism.ep_transport)
+                extra["moe"]["transport"] = step.experts.transport
         if sc.training.steps > 1:
             extra["total_time_s"] = step_time * sc.training.steps
     else:
