@@ -43,12 +43,18 @@ def main() -> int:
         shm = [m.estimate("all_to_all", ep, s, "nvshmem").time_s for s in SIZES]
         rows[ep] = (nccl, shm)
         small = [(s, a / b) for s, a, b in zip(SIZES, nccl, shm) if s < 10**6]
+        fine = [int(x) for x in __import__("numpy").geomspace(2**12, 10**6, 400)]
+        ratio = [m.estimate("all_to_all", ep, s).time_s / m.estimate("all_to_all", ep, s, "nvshmem").time_s
+                 for s in fine]
+        inband = [s for s, r in zip(fine, ratio) if 10 <= r <= 15]
         ge10 = [s for s, r in small if r >= 10]
         band = [s for s, r in small if 10 <= r <= 15]
+        where = (f"from {inband[0] / 1e3:.0f} kB to {inband[-1] / 1e3:.0f} kB" if inband else "nowhere")
         notes.append(f"EP{ep} ({max(1, ep // 8)} node(s)): ratio {small[0][1]:.1f}x at {_fmt(small[0][0])} .. "
                      f"{small[-1][1]:.1f}x at {_fmt(small[-1][0])}; >= 10x up to "
-                     f"{_fmt(max(ge10)) if ge10 else 'none'}; in 10-15x: "
-                     f"{', '.join(_fmt(s) for s in band) if band else 'none'}")
+                     f"{_fmt(max(ge10)) if ge10 else 'none'}; in 10-15x on the table's sizes: "
+                     f"{', '.join(_fmt(s) for s in band) if band else 'none'}; on a 400-point grid of sizes "
+                     f"below 1 MB: 10-15x {where}")
     head = "| size/rank | " + " | ".join(f"EP{ep} NCCL us | NVSHMEM us | x" for ep in args.ep) + " |"
     print(head)
     print("|" + "---|" * (1 + 3 * len(args.ep)))
