@@ -29,7 +29,7 @@ from typing import Sequence
 from pydantic import ValidationError
 
 from clustersim.config.base import validation_error
-from clustersim.config.scenario import JobEntry, Scenario, estimate_events
+from clustersim.config.scenario import JobEntry, ParallelismSection, Scenario, TrainingSection, estimate_events
 from clustersim.errors import ClusterSimError
 
 
@@ -68,10 +68,12 @@ def job_scenario(parent: Scenario, index: int) -> Scenario:
 
 def check_jobs_section(sc: Scenario) -> None:
     """The rules of a ``jobs:`` scenario that need only the file (see the module docstring)."""
-    for key in ("training", "parallelism", "faults"):
-        if key in sc.model_fields_set:
-            raise ClusterSimError(f"with jobs:, give {key} inside each job (faults are not simulated for several "
-                                  "jobs)" if key == "faults" else f"with jobs:, give {key} inside each job", field=key)
+    # compared with the defaults, not by presence: a dumped scenario (clustersim validate) loads again
+    if sc.training != TrainingSection() or sc.parallelism != ParallelismSection():
+        key = "training" if sc.training != TrainingSection() else "parallelism"
+        raise ClusterSimError(f"with jobs:, give {key} inside each job", field=key)
+    if sc.faults is not None:
+        raise ClusterSimError("faults are not simulated with jobs: (run each job as a one-job scenario)", field="faults")
     seen: dict[str, int] = {}
     taken: dict[int, str] = {}
     for i, e in enumerate(sc.jobs):
@@ -85,6 +87,8 @@ def check_jobs_section(sc: Scenario) -> None:
             raise ClusterSimError("a generic job needs job.ranks (its size) or an explicit placement list",
                                   field=f"jobs.{i}.job.ranks")
         if isinstance(e.placement, list):
+            if not e.placement:
+                raise ClusterSimError("an explicit placement lists at least one GPU", field=f"jobs.{i}.placement")
             if len(e.placement) != n:
                 raise ClusterSimError(f"lists {len(e.placement)} GPUs but the job has {n} ranks", field=f"jobs.{i}.placement")
             dup = sorted({r for r in e.placement if e.placement.count(r) > 1})
