@@ -118,3 +118,16 @@ def test_cli_analytical_and_overlap_exit_2(tmp_path):
 def test_shipped_file_loads():
     sc = load_model(Scenario, SHIPPED)
     assert len(sc.jobs) == 2 and sc.model is None and sc.job is None
+
+
+def test_trace_groups_each_jobs_ranks():
+    from clustersim.trace.chrome import trace_events
+
+    res = run_scenario(two_jobs(dp_job("a", 4, "spread"), dp_job("b", 4, "spread")), keep_timeline=True)
+    st = res.step
+    ev = trace_events(st.graph, st.timeline, st.cluster, st.comm_time, rank_labels=st.rank_labels)
+    names = {e["pid"]: e["args"]["name"] for e in ev if e.get("name") == "process_name"}
+    order = sorted(names, key=lambda p: next(e["args"]["sort_index"] for e in ev
+                                             if e.get("name") == "process_sort_index" and e["pid"] == p))
+    assert [names[p].split(" rank ")[0] for p in order] == ["a"] * 4 + ["b"] * 4
+    assert names[0] == "a rank 0 (h0.gpu0)" and names[4] == "a rank 1 (h1.gpu0)"
