@@ -23,8 +23,7 @@ def _render_jobs(d: dict) -> None:
 
     from clustersim.units import format_time
 
-    t = Table(title=f"{d['scenario']} ({d['fidelity']}): {len(d['jobs'])} jobs on one fabric, "
-                    f"{d['placed_gpus']} of {d['n_gpus']} GPUs")
+    t = Table(title=f"{len(d['jobs'])} jobs on one fabric ({d['placed_gpus']} of {d['n_gpus']} GPUs)")
     for col, just in (("job", "left"), ("GPUs", "right"), ("nodes", "right"), ("step", "right"),
                       ("alone", "right"), ("slowdown", "right"), ("tokens/s", "right")):
         t.add_column(col, justify=just)
