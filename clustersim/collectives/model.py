@@ -443,14 +443,15 @@ class CollectiveModel:
         Each rank writes its slices straight into the receivers' buffers from the kernel that
         produced them: no collective kernel of its own to launch (no ``kernel_launch_us`` gap, no
         NCCL base latency of 6.6-14 us) and no per-step rendezvous. What remains is one message's
-        flight on the slowest link class it crosses: NCCL's Low-Latency (flag-in-data) per-hop cost,
-        the same one-message path (tuning.cc hwLat LL column: NVLink 0.6 us, PCIe 1.0 us, network
-        2.7 us: NCCL src/graph/tuning.cc:147-176, :data:`~clustersim.collectives.formulas.HW_LAT_US`), scaled like the other columns where the profile
-        calibrates the class. That is the "few us" per message that DeepEP's low-latency kernels
-        are built on; its published H800 table (DeepEP README: EP8 dispatch of 128 tokens x 7168 x
-        top-8 in FP8, about 7.5 MB, 77 us at 98 GB/s) is bandwidth bound, and this latency is
-        under 4 % of it. The bandwidth term is the direct all-to-all's: the same bytes on the same
-        links at the topology's line rate times the learned efficiency.
+        flight on the slowest link class it crosses, costed as NCCL's Low-Latency (flag-in-data)
+        per-hop latency, the same one-message path: NVLink 0.6 us, PCIe 1.0 us, network 2.7 us
+        (NCCL src/graph/tuning.cc:147-176 hwLat, LL column;
+        :data:`~clustersim.collectives.formulas.HW_LAT_US`), scaled like the other columns where the
+        profile calibrates the class. That is the "few us" per message that DeepEP's low-latency
+        kernels rely on. DeepEP's published H800 table (README of deepseek-ai/DeepEP: EP8 dispatch of
+        128 tokens x 7168 x top-8 in FP8, about 7.5 MB per rank, 77 us at 98 GB/s) is bandwidth
+        bound; this latency is under 4 % of it. The bandwidth term is the direct all-to-all's: the
+        same bytes on the same links at the topology's line rate times the learned efficiency.
         """
         n, nc = len(ctx.ranks), ctx.nccl
         ppn, nodes = nc.ppn, nc.nodes
