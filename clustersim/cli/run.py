@@ -17,10 +17,30 @@ from clustersim.cli.common import budget, console, max_events_option, max_memory
 app = typer.Typer(help="run commands.", no_args_is_help=True, add_completion=False)
 
 
+def _render_jobs(d: dict) -> None:
+    """The per-job table of a ``jobs:`` scenario: step time together and alone, slowdown."""
+    from rich.table import Table
+
+    from clustersim.units import format_time
+
+    t = Table(title=f"{len(d['jobs'])} jobs on one fabric ({d['placed_gpus']} of {d['n_gpus']} GPUs)")
+    for col, just in (("job", "left"), ("GPUs", "right"), ("nodes", "right"), ("step", "right"),
+                      ("alone", "right"), ("slowdown", "right"), ("tokens/s", "right")):
+        t.add_column(col, justify=just)
+    for j in d["jobs"]:
+        nodes = ",".join(map(str, j["nodes"][:4])) + (",..." if len(j["nodes"]) > 4 else "")
+        t.add_row(j["name"], str(j["gpus"]), nodes, format_time(j["step_time_s"]), format_time(j["alone_step_time_s"]),
+                  f"x{j['slowdown']:.3f}", f"{j['tokens_per_s']:,.0f}" if j.get("tokens_per_s") else "-")
+    console.print(t)
+
+
 def _render(d: dict) -> None:
     from rich.table import Table
 
     from clustersim.units import format_bytes, format_time
+
+    if d.get("jobs"):
+        _render_jobs(d)
 
     t = Table(title=f"{d['scenario']} ({d['fidelity']}, {d['n_gpus']} GPUs)", show_header=True)
     t.add_column("metric")
@@ -119,13 +139,13 @@ def run_and_write(scenario, *, fidelity: str | None = None, overrides: list[str]
         from clustersim.trace.chrome import write_trace
 
         write_trace(trace_path, step.graph, step.timeline, cluster=step.cluster, title=res.scenario,
-                    comm_time=step.comm_time)
+                    comm_time=step.comm_time, rank_labels=step.rank_labels)
     if html_path is not None:
         from clustersim.report.html import write_html
         from clustersim.simulate.describe import run_description
         from clustersim.trace.chrome import trace_events
 
-        events = trace_events(step.graph, step.timeline, step.cluster, step.comm_time)
+        events = trace_events(step.graph, step.timeline, step.cluster, step.comm_time, rank_labels=step.rank_labels)
         label = str(scenario) if isinstance(scenario, (str, Path)) else None
         write_html(html_path, res.to_dict(), events, run_description(rs, label, reduced))
     lo_hi = None
@@ -165,6 +185,8 @@ def register(root: typer.Typer) -> None:
           clustersim run scenarios/hybrid-tp2-pp2-dp2.yaml --html step.html
 
           clustersim run scenarios/gpt-1b-ddp.yaml --band --json
+
+          clustersim run scenarios/two-jobs-shared-fabric.yaml --trace jobs.json
         """
         from clustersim.errors import ClusterSimError
 

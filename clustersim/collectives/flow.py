@@ -20,7 +20,8 @@ Patterns (``S`` bytes, nccl-tests conventions):
   inter all-reduce on each rail, intra AG, as three phases.
 - direct / pairwise all_to_all, scatter, gather: intra-node pairs directly; inter-node data
   aggregated per (GPU, destination node) on the GPU's rail (``n x nodes`` flows, never
-  ``n^2``). Pairwise runs as one phase (its steps share no bottleneck uncontended).
+  ``n^2``). Pairwise runs as one phase (its steps share no bottleneck uncontended); nvshmem
+  (one-sided puts) moves the same bytes on the same paths.
 - p2p (send_recv): rank ``i`` sends ``S`` to ``i+1`` (nccl-tests' sendrecv pattern).
 
 The engine knows flows only; :class:`FlowCollectives` is what a
@@ -210,7 +211,7 @@ def plan(model, res: CollectiveResult, ranks: tuple[int, ...]) -> list[tuple[flo
             phases.append((w_ar, inter_paths, np.full(len(inter_paths), 2 * (N - 1) / N * S / g)))
         if intra_paths:
             phases.append((w_rs, intra_paths, np.full(len(intra_paths), (g - 1) / g * S)))
-    elif algo in ("direct", "pairwise"):
+    elif algo in ("direct", "pairwise", "nvshmem"):  # nvshmem: the same puts, one-sided
         paths, nb = [], []
         roots = [ranks[0]] if op in ("scatter", "gather") else None
         for hi, Lh in enumerate(hosts):

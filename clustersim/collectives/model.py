@@ -18,7 +18,8 @@ framework overhead). Order of precedence:
 
 ``algorithm="auto"`` picks the lowest predicted time among NCCL's algorithms (ring, tree,
 NVLS, NVLSTree) as NCCL's tuner does; textbook algorithms (``halving_doubling``,
-``hierarchical``, ``pairwise``) are used only when asked for.
+``hierarchical``, ``pairwise``) and the one-sided ``nvshmem`` all-to-all (GPU-initiated puts,
+the MoE dispatch/combine of ``parallelism.ep_transport: nvshmem``) are used only when asked for.
 
 >>> from clustersim.topology import load_cluster
 >>> m = CollectiveModel(load_cluster("hgx-h200", gpus=2), None)
@@ -49,7 +50,7 @@ OP_ALGOS = {
     "reduce_scatter": ("ring", "nvls", "halving_doubling"),
     "broadcast": ("ring",),
     "reduce": ("ring",),
-    "all_to_all": ("direct", "pairwise"),
+    "all_to_all": ("direct", "pairwise", "nvshmem"),
     "scatter": ("direct",),
     "gather": ("direct",),
     "send_recv": ("p2p",),
@@ -416,6 +417,8 @@ class CollectiveModel:
                 lat = (ppn - 1) * ai + (n - ppn) * ao
                 bwt = (intra_b / Bi if ppn > 1 else 0.0) + (inter_b / Bo if nodes > 1 else 0.0)
                 add("pairwise", "simple", lat, bwt)
+        if op == "all_to_all" and algo == "nvshmem" and proto == "auto":
+            out.append(self._nvshmem_all_to_all(ctx, S))
         if op == "send_recv" and algo in ("auto", "p2p"):
             inter = nodes > 1
             B = Bo if inter else Bi
@@ -431,6 +434,32 @@ class CollectiveModel:
                 lat = F.BASE_LAT_US["ring"][pi] * 1e-6 + hop
                 out.append(("p2p", p, launch + lat, S / Bp, 1, launch + lat + S / Bp))
         return out
+
+
+    @staticmethod
+    def _nvshmem_all_to_all(ctx, S):
+        """All-to-all as one-sided GPU-initiated puts (NVSHMEM; DeepEP's dispatch and combine).
+
+        Each rank writes its slices straight into the receivers' buffers from the kernel that
+        produced them: no collective kernel of its own to launch (no ``kernel_launch_us`` gap, no
+        NCCL base latency of 6.6-14 us) and no per-step rendezvous. What remains is one message's
+        flight on the slowest link class it crosses, costed as NCCL's Low-Latency (flag-in-data)
+        per-hop latency, the same one-message path: NVLink 0.6 us, PCIe 1.0 us, network 2.7 us
+        (NCCL src/graph/tuning.cc:147-176 hwLat, LL column;
+        :data:`~clustersim.collectives.formulas.HW_LAT_US`), scaled like the other columns where the
+        profile calibrates the class. That is the "few us" per message that DeepEP's low-latency
+        kernels rely on. DeepEP's published H800 table (README of deepseek-ai/DeepEP: EP8 dispatch of
+        128 tokens x 7168 x top-8 in FP8, about 7.5 MB per rank, 77 us at 98 GB/s) is bandwidth
+        bound; this latency is under 4 % of it. The bandwidth term is the direct all-to-all's: the
+        same bytes on the same links at the topology's line rate times the learned efficiency.
+        """
+        n, nc = len(ctx.ranks), ctx.nccl
+        ppn, nodes = nc.ppn, nc.nodes
+        Bi = ctx.intra_bw * GB if ctx.intra_bw and math.isfinite(ctx.intra_bw) else math.inf
+        Bo = ctx.nic_gpu_bw * GB if nodes > 1 else math.inf
+        lat = max(ctx.hop_intra[0] * 1e-6 if ppn > 1 else 0.0, ctx.hop_inter[0] * 1e-6 if nodes > 1 else 0.0)
+        bwt = max(S * (ppn - 1) / n / Bi if ppn > 1 else 0.0, S * (n - ppn) / n / Bo if nodes > 1 else 0.0)
+        return ("nvshmem", "put", lat, bwt, 1, lat + bwt)
 
 
 #: Operations whose algorithm/protocol NCCL's tuner picks by its cost table (``ncclTopoGetAlgoTime``);

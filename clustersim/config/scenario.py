@@ -145,6 +145,10 @@ class ParallelismSection(StrictModel):
     expert_tp: GPUs = Field(1, description="Tensor-parallel degree inside each expert (splits expert_ffn_hidden).")
     ep_dispatcher: Literal["alltoall", "allgather"] = Field(
         "alltoall", description="Token dispatch/combine: all-to-all over the EP group, or all-gather then reduce-scatter.")
+    ep_transport: Literal["nccl", "nvshmem"] = Field(
+        "nccl", description="Transport of the EP dispatch/combine: nccl (an all-to-all collective, launched per call) "
+        "or nvshmem (one-sided GPU-initiated puts as DeepEP sends them: a few us per message, no collective launch, "
+        "the same bandwidth; needs ep_dispatcher: alltoall).")
     ep_comm_overlap: bool = Field(False, description="MoE batch-level overlap (Megatron-Core >= 0.14 --overlap-moe-expert-parallel-comm): "
                                   "each layer's EP dispatch/combine runs beside the attention and shared-expert compute of "
                                   "another micro-batch; modelled as hidden behind the same amount of the layer's own dense compute.")
@@ -249,6 +253,24 @@ class JobSection(StrictModel):
     phases: list[Phase] = Field(min_length=1)
 
 
+class JobEntry(StrictModel):
+    """One job of a ``jobs:`` scenario: the sections of a one-job scenario plus where it runs.
+
+    The cross-field rules of a one-job scenario apply to each entry, and the placement rules
+    (sizes, overlaps, the cluster's GPU count) to all of them together: :mod:`clustersim.config.jobs`.
+    """
+
+    name: str = Field(description="Short unique name of the job (tables, traces).")
+    model: ModelSection | None = Field(None, description="A transformer, as in a one-job scenario.")
+    job: JobSection | None = Field(None, description="Generic phases, as in a one-job scenario (job.ranks: its size).")
+    training: TrainingSection = Field(default_factory=TrainingSection)
+    parallelism: ParallelismSection = Field(default_factory=ParallelismSection)
+    placement: Literal["packed", "spread"] | list[Annotated[int, Field(ge=0)]] = Field(
+        "packed", description="Cluster GPUs the job's ranks 0..n-1 run on: an explicit list of GPU ranks; packed: the "
+        "lowest free GPUs (fewest nodes); spread: as evenly as it can over every node with free GPUs, each "
+        "node's share contiguous. Explicit lists are placed first, then packed/spread jobs in file order.")
+
+
 class SimulationSection(StrictModel):
     """How to simulate."""
 
@@ -322,11 +344,18 @@ class Scenario(StrictModel):
     parallelism: ParallelismSection = Field(default_factory=ParallelismSection)
     simulation: SimulationSection = Field(default_factory=SimulationSection)
     faults: FaultsSection | None = Field(None, description="Injected faults (docs/goodput-and-faults.md).")
+    jobs: list[JobEntry] | None = Field(None, min_length=1, description="Several jobs on one cluster, sharing its "
+                                        "fabric (flow fidelity); instead of model/job (clustersim.config.jobs).")
 
     @model_validator(mode="after")
     def _rules(self) -> "Scenario":
-        if (self.model is None) == (self.job is None):
-            raise ValueError("give exactly one of model (a transformer) or job (generic phases)")
+        if sum(x is not None for x in (self.model, self.job, self.jobs)) != 1:
+            raise ValueError("give exactly one of model (a transformer), job (generic phases) or jobs (several jobs)")
+        if self.jobs is not None:
+            from clustersim.config.jobs import check_jobs_section
+
+            check_jobs_section(self)
+            return self
         par, tr = self.parallelism, self.training
         if par.ep > 1 and (self.model is None or self.model.moe is None):
             raise ValueError("parallelism.ep > 1 needs model.moe (expert parallelism splits the experts)")
@@ -433,6 +462,8 @@ def _moe_rules(m: ModelSection, par: ParallelismSection) -> None:
         raise ValueError("model.moe with tp > 1 needs parallelism.sequence_parallel (as Megatron-Core)")
     if par.ep > 1 and par.order.split("-").index("tp") > par.order.split("-").index("dp"):
         raise ValueError("model.moe with ep > 1 needs tp inside dp in parallelism.order (expert groups tile dp*tp)")
+    if par.ep_transport == "nvshmem" and par.ep_dispatcher != "alltoall":
+        raise ValueError("parallelism.ep_transport: nvshmem needs ep_dispatcher: alltoall (one-sided puts replace the all-to-all)")
     if par.zero == 3:
         raise ValueError("model.moe with zero: 3 is not supported; use zero <= 2")
     if moe.first_dense_layers >= m.layers:
@@ -469,6 +500,10 @@ def check_world_size(scenario: Scenario, n_gpus: int, file: str | None = None) -
             file=file, field="parallelism")
     if scenario.job is not None and scenario.job.ranks is not None and scenario.job.ranks > n_gpus:
         raise ClusterSimError(f"job.ranks ({scenario.job.ranks}) exceeds the GPU count ({n_gpus})", file=file, field="job.ranks")
+    if scenario.jobs is not None:
+        from clustersim.config.jobs import check_jobs_fit
+
+        check_jobs_fit(scenario, n_gpus, file=file)
 
 
 def estimate_events(scenario: Scenario, n_gpus: int, *, reduced: bool = True) -> float:
@@ -477,6 +512,10 @@ def estimate_events(scenario: Scenario, n_gpus: int, *, reduced: bool = True) ->
     ``reduced``: the symmetry reduction (one data-parallel replica simulated); ZeRO-3 always uses it.
     See :func:`clustersim.budget.transformer_events` and :func:`clustersim.budget.job_events`.
     """
+    if scenario.jobs is not None:
+        from clustersim.config.jobs import jobs_events
+
+        return jobs_events(scenario, n_gpus, reduced=reduced)
     if scenario.model is not None:
         par = scenario.parallelism
         # context parallelism: ring, cp - 1 K/V steps forward and cp backward; all-gather, 3 collectives
@@ -495,7 +534,8 @@ def check_work(scenario: Scenario, n_gpus: int, *, reduced: bool = True, file: s
     """Refuse, before any workload is built, a scenario over the event or memory budget (:mod:`clustersim.budget`)."""
     events = estimate_events(scenario, n_gpus, reduced=reduced)
     what = (f"{scenario.micro_batches:,} micro-batches of {scenario.model.layers:,} layers"
-            if scenario.model is not None else f"{scenario.job.iterations:,} iterations of the job's phases")
-    field = "training.global_batch" if scenario.model is not None else "job"
+            if scenario.model is not None else f"{scenario.job.iterations:,} iterations of the job's phases"
+            if scenario.job is not None else f"{len(scenario.jobs)} jobs on one cluster")
+    field = "training.global_batch" if scenario.model is not None else "job" if scenario.job is not None else "jobs"
     check_events(events, what, field=field, file=file)
     check_memory(events_bytes(events), what, field=field, file=file)

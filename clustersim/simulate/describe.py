@@ -35,6 +35,8 @@ def run_description(rs: ResolvedScenario, source_label: str | None = None, reduc
                                     f"schedule {par.schedule}; ZeRO {par.zero}; order {par.order}"))
         rows.append(("simulated replicas", "one data-parallel replica (identical replicas)" if reduced
                      else "every data-parallel replica"))
+    elif sc.jobs is not None:
+        rows.append(("workload", f"{len(sc.jobs)} jobs on one fabric: " + ", ".join(j.name for j in sc.jobs)))
     else:
         rows.append(("workload", f"generic job, {sc.job.iterations} iteration"
                                  f"{'s' if sc.job.iterations != 1 else ''}"))

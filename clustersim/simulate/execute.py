@@ -205,8 +205,9 @@ def breakdown(graph: Graph, tl: Timeline, ranks: list[int], step: float) -> dict
 class CommCache:
     """Memoised closed-form collective times: ``CommCache(model)(coll) -> seconds``.
 
-    ``model`` has ``estimate(op, ranks, size_bytes)`` returning an object with ``time_s``
-    (Contract 2's :class:`clustersim.collectives.CollectiveModel`).
+    ``model`` has ``estimate(op, ranks, size_bytes, algorithm="auto", protocol="auto")`` returning an
+    object with ``time_s`` (Contract 2's :class:`clustersim.collectives.CollectiveModel`); a
+    collective's forced ``algorithm``/``protocol`` is passed on and is part of the memo key.
     """
 
     def __init__(self, model):
@@ -214,12 +215,15 @@ class CommCache:
         self.cache: dict[tuple, float] = {}
 
     def __call__(self, coll: Coll) -> float:
-        key = (coll.op, tuple(coll.ranks), float(coll.size_bytes))
+        algo, proto = coll.algorithm, coll.protocol
+        key = (coll.op, tuple(coll.ranks), float(coll.size_bytes), algo, proto)
         t = self.cache.get(key)
         if t is None:
             if coll.size_bytes <= 0 and coll.op != "barrier":
                 t = 0.0
-            else:
+            elif algo == "auto" and proto == "auto":
                 t = float(self.model.estimate(coll.op, list(coll.ranks), int(coll.size_bytes)).time_s)
+            else:  # a forced algorithm or protocol (a job phase's, or the nvshmem EP transport)
+                t = float(self.model.estimate(coll.op, list(coll.ranks), int(coll.size_bytes), algo, proto).time_s)
             self.cache[key] = t
         return t

@@ -78,8 +78,8 @@ def execute_flow(sim, graph: Graph, comm_time, private_tp: bool = True) -> Timel
     done = [env.event() for _ in range(n)]
 
     def coll_events(coll, name):
-        return [sim.collective(coll.op, list(g), int(coll.size_bytes),
-                               tag={"group": coll.axis, "name": name, "bytes": coll.size_bytes})
+        return [sim.collective(coll.op, list(g), int(coll.size_bytes), algorithm=coll.algorithm,
+                               protocol=coll.protocol, tag={"group": coll.axis, "name": name, "bytes": coll.size_bytes})
                 for g in coll.groups]
 
     def run(op):

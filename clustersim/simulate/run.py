@@ -46,6 +46,8 @@ class StepTimeline:
     timeline: Timeline
     cluster: object
     comm_time: CommCache
+    #: trace label of each rank where it is more than its number (several jobs: ``"<job> rank <r>"``)
+    rank_labels: dict[int, str] | None = None
 
 
 @dataclass
@@ -248,8 +250,12 @@ def _faulted_cluster(rs: ResolvedScenario, fidelity: str) -> tuple[Any, list]:
     return cluster, fault_causes
 
 
-def _build_step_graph(rs: ResolvedScenario, cluster: Any, *, reduced: bool, fault_causes: list) -> tuple:
-    """Build the op graph (transformer step or job), slowing stragglers' compute; return (graph, exec_ranks, step)."""
+def _build_step_graph(rs: ResolvedScenario, cluster: Any, *, reduced: bool, fault_causes: list,
+                      comm: CommCache | None = None) -> tuple:
+    """Build the op graph (transformer step or job), slowing stragglers' compute; return (graph, exec_ranks, step).
+
+    ``comm`` prices a job phase's forced algorithm/protocol while it is built (see
+    :func:`clustersim.workload.job.build_job`); errors name the scenario file."""
     sc, profile = rs.scenario, rs.profile
     spec = cluster.gpu_spec
 
@@ -263,7 +269,11 @@ def _build_step_graph(rs: ResolvedScenario, cluster: Any, *, reduced: bool, faul
     else:
         from clustersim.workload.job import build_job
 
-        graph, exec_ranks = build_job(sc, cluster, cm_for, profile.compute.gemm_efficiency, cluster.host_of)
+        try:
+            graph, exec_ranks = build_job(sc, cluster, cm_for, profile.compute.gemm_efficiency, cluster.host_of,
+                                          comm_time=comm)
+        except ClusterSimError as exc:
+            raise exc.with_file(str(rs.file)) if rs.file is not None else exc from None
         step = None
     if sc.faults is not None:
         from clustersim.reliability import faults as flt
@@ -330,6 +340,8 @@ def _step_metrics(sc: Scenario, step: Any, spec: Any, *, n: int, step_time: floa
                             "expert_tp": step.experts.expert_tp, "expert_dp": step.expert_dp,
                             "dispatcher": step.experts.dispatcher, "moe_layers": step.model.moe_layers,
                             "active_params": step.model.active_params}
+            if step.experts.transport != "nccl":  # one-sided EP puts (parallelism.ep_transport)
+                extra["moe"]["transport"] = step.experts.transport
         if step.context is not None:  # the K/V exchange the step assumed (workload.context_parallel)
             from clustersim.workload.context_parallel import cp_report
 
@@ -383,12 +395,16 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
     """
     t_wall = time.perf_counter()
     rs, fidelity = _resolve_for_run(source, fidelity, overrides, reduced)
+    if rs.scenario.jobs is not None:  # several jobs on one fabric: clustersim.simulate.multijob
+        from clustersim.simulate.multijob import run_jobs
+
+        return run_jobs(rs, fidelity, top_links=top_links, keep_timeline=keep_timeline)
     sc, profile = rs.scenario, rs.profile
     cluster, fault_causes = _faulted_cluster(rs, fidelity)
     spec = cluster.gpu_spec
     if comm is None or fault_causes:  # link faults change the closed forms' routes: no reuse
         comm = CommCache(_collective_model(cluster, profile, sc))
-    graph, exec_ranks, step = _build_step_graph(rs, cluster, reduced=reduced, fault_causes=fault_causes)
+    graph, exec_ranks, step = _build_step_graph(rs, cluster, reduced=reduced, fault_causes=fault_causes, comm=comm)
 
     extra: dict = {}
     tl, sim, private = _execute_graph(rs, cluster, graph, comm, fidelity=fidelity, extra=extra)

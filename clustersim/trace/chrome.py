@@ -47,11 +47,13 @@ def _tp_events(graph, tl, comm_time, streams) -> list[dict]:
     return out
 
 
-def trace_events(graph, tl, cluster=None, comm_time=None) -> list[dict]:
+def trace_events(graph, tl, cluster=None, comm_time=None, rank_labels=None) -> list[dict]:
     """Trace events of a simulated timeline (metadata first, then ops by start time).
 
     With ``comm_time`` (closed-form collective time), the TP collectives inside layers are drawn
-    on a ``tp`` track of each rank.
+    on a ``tp`` track of each rank. ``rank_labels`` (rank -> label, e.g. ``"dp-a rank 3"`` when
+    several jobs share the cluster) names a rank's process and sorts the processes by label, so
+    each job's ranks sit together.
     """
     events: list[dict] = []
     streams: dict[int, set[str]] = {}
@@ -65,12 +67,16 @@ def trace_events(graph, tl, cluster=None, comm_time=None) -> list[dict]:
             streams.setdefault(r, set()).add(s)
             ops_by_track.append((r, s, op))
     tp_body = _tp_events(graph, tl, comm_time, streams) if comm_time is not None else []
-    for r in sorted(streams):
-        label = f"rank {r}"
+    labels = rank_labels or {}
+    # a job's ranks together (sorted by label, then rank), else rank order
+    order = sorted(streams, key=lambda r: (labels.get(r, "").split(" rank ")[0], r)) if labels else sorted(streams)
+    for pos, r in enumerate(order):
+        label = labels.get(r, f"rank {r}")
         if cluster is not None and r < len(cluster.gpus):
             label += f" ({cluster.gpus[r]})"
         events.append({"ph": "M", "name": "process_name", "pid": r, "tid": 0, "args": {"name": label}})
-        events.append({"ph": "M", "name": "process_sort_index", "pid": r, "tid": 0, "args": {"sort_index": r}})
+        events.append({"ph": "M", "name": "process_sort_index", "pid": r, "tid": 0,
+                       "args": {"sort_index": pos if labels else r}})
         for s in sorted(streams[r], key=lambda x: STREAM_TID.get(x, 99)):
             tid = STREAM_TID.get(s, 10 + len(s))
             events.append({"ph": "M", "name": "thread_name", "pid": r, "tid": tid, "args": {"name": s}})
@@ -95,10 +101,11 @@ def trace_events(graph, tl, cluster=None, comm_time=None) -> list[dict]:
     return events + body
 
 
-def write_trace(path, graph, tl, cluster=None, title: str | None = None, comm_time=None) -> Path:
-    """Write the trace JSON object (``traceEvents`` + ``displayTimeUnit``) to ``path``."""
+def write_trace(path, graph, tl, cluster=None, title: str | None = None, comm_time=None, rank_labels=None) -> Path:
+    """Write the trace JSON object (``traceEvents`` + ``displayTimeUnit``) to ``path`` (``rank_labels``:
+    see :func:`trace_events`)."""
     p = Path(path)
-    doc = {"traceEvents": trace_events(graph, tl, cluster, comm_time), "displayTimeUnit": "ms",
+    doc = {"traceEvents": trace_events(graph, tl, cluster, comm_time, rank_labels), "displayTimeUnit": "ms",
            "otherData": {"generator": "clustersim", "scenario": title}}
     try:
         p.write_text(json.dumps(doc))

@@ -5,12 +5,16 @@ the ranks it names (default all). Compute takes ``seconds`` when given, else the
 ``max(flops / (peak(dtype) * efficiency), bytes / HBM bandwidth)`` plus one kernel launch
 (``divide_among_ranks`` splits job totals evenly over the phase's ranks). A collective is a
 blocking call on the rank's stream (like ``ncclAllReduce`` followed by a synchronise in simple
-programs): it starts when every member has reached it and the next phase waits for it.
-``host_seconds`` keeps the GPU idle (initialisation, I/O, Python).
+programs): it starts when every member has reached it and the next phase waits for it; its
+``algorithm``/``protocol`` (``NCCL_ALGO``/``NCCL_PROTO``) are checked here against what the
+collective model knows for the op (:func:`check_collective_choice`) and honoured by both
+fidelities. ``host_seconds`` keeps the GPU idle (initialisation, I/O, Python).
 """
 
 from __future__ import annotations
 
+from clustersim.collectives.formulas import PROTOCOLS
+from clustersim.collectives.model import OP_ALGOS, normalise_algorithm
 from clustersim.errors import ClusterSimError
 from clustersim.units import parse_size
 from clustersim.workload.layout import Layout
@@ -48,10 +52,39 @@ def job_groups(group, ranks: list[int], host_of, layout=None) -> list[list[int]]
     return out
 
 
-def build_job(scenario, cluster, compute_for_dtype, efficiency_default: float, host_of) -> tuple[Graph, list[int]]:
+def check_collective_choice(op: str, algorithm: str, protocol: str, field: str) -> tuple[str, str]:
+    """The canonical (algorithm, protocol) of a job phase's collective, or a :class:`ClusterSimError`
+    naming ``field`` when the name is unknown for ``op``.
+
+    Aliases resolve as ``clustersim collective`` resolves them (``NVLSTree`` -> ``nvls_tree``).
+
+    >>> check_collective_choice("all_reduce", "Ring", "LL", "job.phases.0.collective")
+    ('ring', 'll')
+    >>> check_collective_choice("all_reduce", "no_such_algo", "auto", "job.phases.0.collective")
+    Traceback (most recent call last):
+    ...
+    clustersim.errors.ClusterSimError: job.phases.0.collective.algorithm: all_reduce has no algorithm 'no_such_algo' (choose auto, ring, tree, nvls, nvls_tree, halving_doubling, hierarchical)
+    """
+    algo = normalise_algorithm(algorithm)
+    if algo != "auto" and algo not in OP_ALGOS[op]:
+        raise ClusterSimError(f"{op} has no algorithm {algorithm!r} (choose auto, {', '.join(OP_ALGOS[op])})",
+                              field=f"{field}.algorithm")
+    proto = (protocol or "auto").strip().lower()
+    if proto not in ("auto",) + tuple(PROTOCOLS):
+        raise ClusterSimError(f"unknown protocol {protocol!r} (choose auto, {', '.join(PROTOCOLS)})",
+                              field=f"{field}.protocol")
+    return algo, proto
+
+
+def build_job(scenario, cluster, compute_for_dtype, efficiency_default: float, host_of,
+              comm_time=None) -> tuple[Graph, list[int]]:
     """The op DAG of a generic job; returns the graph and its ranks.
 
     ``compute_for_dtype(dtype)`` returns a :class:`clustersim.workload.compute.ComputeModel`.
+    ``comm_time`` (a :class:`~clustersim.simulate.execute.CommCache`-like callable), when given,
+    prices each phase's collective once while the graph is built, so that an algorithm or protocol
+    the topology cannot run (``nvls`` without NVSwitch, ``tree`` on one rank pair...) is reported
+    with the phase's field path instead of failing in the middle of a simulation.
     """
     job = scenario.job
     n = job.ranks or cluster.n_gpus
@@ -87,16 +120,23 @@ def build_job(scenario, cluster, compute_for_dtype, efficiency_default: float, h
                         g.add(r, "compute", ph.name, "host", duration=ph.host_seconds, iteration=it)
                 else:
                     c = ph.collective
+                    where = f"job.phases.{pi}.collective"
                     try:
                         size = parse_size(c.size)
                     except ClusterSimError as exc:
-                        raise ClusterSimError(exc.reason, field=f"job.phases.{pi}.collective.size") from None
+                        raise ClusterSimError(exc.reason, field=f"{where}.size") from None
+                    algo, proto = check_collective_choice(c.op, c.algorithm, c.protocol, where)
                     groups = job_groups(c.group, pr, host_of, layout)
                     axis = c.group if c.group in ("dp", "tp", "pp") else "dp"
                     for grp in groups:
                         if len(grp) < 2 and c.op != "barrier":
                             continue
-                        g.add(grp[0], "compute", f"{ph.name} {c.op}", "comm_" + axis,
-                              coll=Coll(c.op, [grp], size, axis),
+                        coll = Coll(c.op, [grp], size, axis, algo, proto)
+                        if comm_time is not None and (algo, proto) != ("auto", "auto") and (it, grp) == (0, groups[0]):
+                            try:  # the forced choice must exist on this group (NVLS needs NVSwitch, ...)
+                                comm_time(coll)
+                            except ClusterSimError as exc:
+                                raise ClusterSimError(exc.reason, field=where) from None
+                        g.add(grp[0], "compute", f"{ph.name} {c.op}", "comm_" + axis, coll=coll,
                               extra_streams=[(r, "compute") for r in grp[1:]], iteration=it)
     return g, ranks

@@ -7,7 +7,8 @@ Forward, in order (Megatron-Core's MoE layer; backward is the conjugate, reverse
 * router GEMM ``tokens_routed x experts x hidden`` and the fp32 softmax / top-k over its logits;
 * permutation: each token copied once per chosen expert (read and write ``tokens x top_k x h``);
 * dispatch: ``all_to_all`` of ``tokens_routed x top_k x hidden x 2`` bytes per rank over the EP
-  group (``ep_dispatcher: allgather``: all-gather of every EP rank's tokens instead); with
+  group (``ep_dispatcher: allgather``: all-gather of every EP rank's tokens instead;
+  ``ep_transport: nvshmem``: the same bytes as one-sided puts, algorithm ``nvshmem``); with
   ``expert_tp > 1`` the received tokens are all-gathered over the expert-TP group;
 * grouped GEMMs on the most loaded EP rank: each local expert at its own token count ``M``
   (:class:`~clustersim.workload.moe.Routing`), with the efficiency the compute model gives that
@@ -38,11 +39,18 @@ class ExpertParallel:
     dispatcher: str  # alltoall | allgather
     routing: Routing
     comm_overlap: bool = False  # batch-level overlap of the EP collectives with dense compute
+    transport: str = "nccl"  # nccl | nvshmem (parallelism.ep_transport)
+
+    @property
+    def algorithm(self) -> str:
+        """Collective algorithm of the dispatch/combine: ``nvshmem`` puts, or NCCL's own choice."""
+        return "nvshmem" if self.transport == "nvshmem" else "auto"
 
 
-def dispatch_pair(op_fwd: str, op_bwd: str, size_bytes: float, axis: str) -> tuple[list, list]:
+def dispatch_pair(op_fwd: str, op_bwd: str, size_bytes: float, axis: str, algorithm: str = "auto") -> tuple[list, list]:
     """(forward, backward) collective items of one dispatch or combine step."""
-    return [TPCommSegment(op_fwd, size_bytes, axis=axis)], [TPCommSegment(op_bwd, size_bytes, axis=axis)]
+    return ([TPCommSegment(op_fwd, size_bytes, axis=axis, algorithm=algorithm)],
+            [TPCommSegment(op_bwd, size_bytes, axis=axis, algorithm=algorithm)])
 
 
 def _grouped_linear(passes, tokens: tuple[int, ...], out_features: int, in_features: int) -> None:
@@ -73,7 +81,7 @@ def overlap_ep(segments: list, dense_end: int) -> list:
     for i in dense:
         out[i] = ComputeSegment(0.0, segments[i].kernels)
     for i in ep:
-        out[i] = TPCommSegment(segments[i].op, segments[i].size_bytes, share, axis="ep")
+        out[i] = TPCommSegment(segments[i].op, segments[i].size_bytes, share, axis="ep", algorithm=segments[i].algorithm)
     return out
 
 
@@ -103,7 +111,7 @@ def moe_mlp_segments(costs, passes) -> None:
     passes.dense_marks = (len(passes.forward), len(passes.backward))
     if xp.ep > 1:
         if xp.dispatcher == "alltoall":
-            passes.extend(dispatch_pair("all_to_all", "all_to_all", slot_bytes, "ep"))
+            passes.extend(dispatch_pair("all_to_all", "all_to_all", slot_bytes, "ep", xp.algorithm))
         else:  # every EP rank's tokens to every EP rank (nccl-tests size: the gathered buffer)
             passes.extend(dispatch_pair("all_gather", "reduce_scatter", xp.ep * tokens * h * ACT_BYTES, "ep"))
     routed = xp.routing.local_tokens
@@ -124,7 +132,7 @@ def moe_mlp_segments(costs, passes) -> None:
         passes.extend(dispatch_pair("reduce_scatter", "all_gather", expert_tokens * h * ACT_BYTES, "etp"))
     if xp.ep > 1:
         if xp.dispatcher == "alltoall":
-            passes.extend(dispatch_pair("all_to_all", "all_to_all", slot_bytes, "ep"))
+            passes.extend(dispatch_pair("all_to_all", "all_to_all", slot_bytes, "ep", xp.algorithm))
         else:
             passes.extend(dispatch_pair("reduce_scatter", "all_gather", xp.ep * tokens * h * ACT_BYTES, "ep"))
     passes.memory(2 * slot_bytes + tokens * h * ACT_BYTES)  # un-permute and the weighted sum over top_k

@@ -16,12 +16,18 @@ from dataclasses import dataclass, field
 
 @dataclass
 class Coll:
-    """One collective call: nccl-tests size convention, one or several identical groups at once."""
+    """One collective call: nccl-tests size convention, one or several identical groups at once.
+
+    ``algorithm`` and ``protocol`` force NCCL's choice (``NCCL_ALGO``/``NCCL_PROTO``, a generic job's
+    phase, or ``nvshmem`` for one-sided expert-parallel puts); ``"auto"`` lets the tuner model pick.
+    """
 
     op: str
     groups: list[list[int]]
     size_bytes: float
-    axis: str  # dp | tp | pp | job
+    axis: str  # dp | tp | pp | ep | etp
+    algorithm: str = "auto"
+    protocol: str = "auto"
 
     @property
     def ranks(self) -> list[int]:

@@ -51,10 +51,12 @@ class TPCommSegment:
     size_bytes: float
     overlapped_gemm_s: float = 0.0
     axis: str = "tp"  # tp, or ep: the MoE token dispatch/combine over the expert-parallel group
+    algorithm: str = "auto"  # nvshmem: the EP dispatch/combine as one-sided puts (parallelism.ep_transport)
 
     def bind(self, groups: list[list[int]]) -> TPCollectiveSegment:
         """The op-level segment of this collective on the group(s) ``groups`` of its axis."""
-        return TPCollectiveSegment(Coll(self.op, groups, self.size_bytes, self.axis), self.overlapped_gemm_s)
+        return TPCollectiveSegment(Coll(self.op, groups, self.size_bytes, self.axis, self.algorithm),
+                                   self.overlapped_gemm_s)
 
 
 @dataclass(frozen=True, slots=True)

@@ -102,6 +102,7 @@ class TransformerStep:
             tokens_routed = self.micro_batch * self.model.seq_len // (self.tp if self.sequence_parallel else 1)
             self.experts = ExpertParallel(
                 ep=par.ep, expert_tp=par.expert_tp, dispatcher=par.ep_dispatcher, comm_overlap=par.ep_comm_overlap,
+                transport=par.ep_transport,
                 routing=routing(self.model.moe, tokens_routed, par.ep, par.expert_tp, scenario.simulation.seed))
         # expert-data-parallel degree: the ranks holding the same experts (Megatron-Core)
         self.expert_dp = self.dp * self.tp // (par.ep * par.expert_tp) if self.experts else self.dp
