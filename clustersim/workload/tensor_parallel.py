@@ -56,7 +56,7 @@ def overlap_tp(segments: list[UnitSegment]) -> list[UnitSegment]:
 
     >>> segs = [ComputeSegment(1.0), TPCommSegment("all_gather", 8.0), ComputeSegment(2.0)]
     >>> overlap_tp(segs)[1:]
-    [TPCommSegment(op='all_gather', size_bytes=8.0, overlapped_gemm_s=2.0, axis='tp'), ComputeSegment(seconds=0.0, kernels=1)]
+    [TPCommSegment(op='all_gather', size_bytes=8.0, overlapped_gemm_s=2.0, axis='tp', algorithm='auto'), ComputeSegment(seconds=0.0, kernels=1)]
     """
     out = list(segments)
     for i, seg in enumerate(out):
