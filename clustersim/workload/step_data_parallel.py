@@ -103,6 +103,42 @@ def add_tied_embedding_reduce(graph: Graph, step) -> dict[tuple[int, int], int]:
     return tied_ops
 
 
+def add_dualpipe_mirror_reduce(graph: Graph, step, reduction_ops: dict[int, list[int]],
+                               tied_ops: dict[tuple[int, int], int]) -> dict[tuple[int, int], int]:
+    """DualPipe's gradient exchange between the two copies of every stage.
+
+    With ``schedule: dualpipe`` pipeline ranks ``r`` and ``p-1-r`` hold the same two model chunks
+    (stages ``r`` and ``p-1-r``: DeepSeek-V3 §3.2.1, "2x" parameters in its Table 2), fed from
+    opposite ends, so each copy's gradients are half of the stage's: the pair all-reduces them
+    (per TP rank, the rank's whole gradient, its ZeRO shard after a reduce-scatter) once both
+    ranks' backward and data-parallel reductions are done. Returns ``tied_ops`` with the exchange
+    in place of each rank's entry (the exchange waits for the tied-embedding reduce it replaces).
+
+    >>> from clustersim.workload.ops import Graph
+    >>> class S: schedule = "1f1b"
+    >>> add_dualpipe_mirror_reduce(Graph(), S(), {}, {"kept": 1})
+    {'kept': 1}
+    """
+    if step.schedule != "dualpipe":
+        return tied_ops
+    layout, pp = step.layout, step.pp
+    out = dict(tied_ops)
+    for replica in step.replicas:
+        for r in range(pp // 2):
+            a, b = layout.rank(dp=replica, pp=r), layout.rank(dp=replica, pp=pp - 1 - r)
+            shard = step.grad_dp if (step.parallelism.zero >= 1 and step.grad_dp > 1) else 1
+            nbytes = step.stage_params(r) / shard * step.grad_dtype_bytes
+            groups = [[x, y] for x, y in zip(layout.group("tp", dp=replica, pp=r),
+                                              layout.group("tp", dp=replica, pp=pp - 1 - r))]
+            deps = [graph.last(a, "compute"), graph.last(b, "compute"), *reduction_ops[r],
+                    *reduction_ops[pp - 1 - r]]
+            deps += [tied_ops[k] for k in ((replica, r), (replica, pp - 1 - r)) if k in tied_ops]
+            oid = graph.add(a, "dp", "dualpipe mirror all_reduce", "comm_dp",
+                            coll=Coll("all_reduce", groups, nbytes, "dp"), deps=deps, extra_streams=[(b, "dp")])
+            out[(replica, r)] = out[(replica, pp - 1 - r)] = oid
+    return out
+
+
 def add_grad_norm(graph: Graph, step, reduction_ops: dict[int, list[int]],
                   tied_ops: dict[tuple[int, int], int]) -> dict[int, int]:
     """Global gradient norm for clipping: one fp32 all-reduce over the model-parallel group

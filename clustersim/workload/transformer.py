@@ -37,8 +37,9 @@ from clustersim.workload.ops import Graph
 from clustersim.workload.schedule import (SPLIT_SCHEDULES, Chunk, Slot, chunks_per_rank, model_stages,
                                           pipeline_slots, virtual_stage)
 from clustersim.workload.segments import ComputeSegment
-from clustersim.workload.step_data_parallel import (add_grad_norm, add_grad_reductions, add_optimizer_steps,
-                                                    add_param_gathers, add_tied_embedding_reduce)
+from clustersim.workload.step_data_parallel import (add_dualpipe_mirror_reduce, add_grad_norm, add_grad_reductions,
+                                                    add_optimizer_steps, add_param_gathers,
+                                                    add_tied_embedding_reduce)
 from clustersim.workload.step_fsdp import build_fsdp
 from clustersim.workload.step_pipeline import add_chunk_compute, add_pipeline_transfers
 
@@ -400,7 +401,7 @@ class TransformerStep:
         if param_gather:
             add_param_gathers(graph, self, chunks)
         reductions = add_grad_reductions(graph, self, chunks)
-        tied = add_tied_embedding_reduce(graph, self)
+        tied = add_dualpipe_mirror_reduce(graph, self, reductions, add_tied_embedding_reduce(graph, self))
         norms = add_grad_norm(graph, self, reductions, tied)
         add_optimizer_steps(graph, self, reductions, tied, norms)
         return graph

@@ -295,3 +295,24 @@ def test_flow_bubble_equals_analytical_with_the_network(sched, v, tmp_path):
     assert bubbles[1] == pytest.approx(bubbles[0], rel=0.01)
     form = closed_form_bubble(sched, 4, *_fbw(step, 1))
     assert form < bubbles[0] < form * 1.3
+
+
+@pytest.mark.parametrize("p", [4, 8])
+def test_dualpipe_mirror_ranks_exchange_their_gradients(p):
+    """DualPipe's two copies of each stage (ranks r and p-1-r) all-reduce the rank's whole gradient,
+    once per step, after both backwards; the other schedules have no such exchange."""
+    step = TransformerStep(_scenario(p, 2 * p, "dualpipe", 1), _cm(0.5))
+    g = step.build()
+    mirror = [op for op in g.ops if op.name == "dualpipe mirror all_reduce"]
+    assert len(mirror) == p // 2
+    for op in mirror:
+        (a, b), = op.coll.groups
+        assert a + b == p - 1                          # rank r with rank p-1-r
+        assert op.coll.size_bytes == pytest.approx(step.stage_params(a) * step.grad_dtype_bytes)
+        for rank in (a, b):                            # after each rank's last compute
+            assert g.last(rank, "compute") in op.deps or any(
+                g.ops[d].rank == rank for d in op.deps)
+    optimizer = [op for op in g.ops if op.name == "optimizer"]
+    assert all(any(g.ops[d].name == "dualpipe mirror all_reduce" for d in op.deps) for op in optimizer)
+    assert not [op for op in TransformerStep(_scenario(p, 2 * p, "dualpipe_v", 2), _cm(0.5)).build().ops
+                if op.name == "dualpipe mirror all_reduce"]
