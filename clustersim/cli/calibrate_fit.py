@@ -197,6 +197,8 @@ def report_cmd(
                                     "per direction (18 NVLink4 x 25 = 450)."),
     net_GBps: float = typer.Option(0.0, "--net-GBps", help="Transfer checks: one NIC's line rate, GB/s (400 Gb/s = 50)."),
     nics_per_node: int = typer.Option(0, "--nics-per-node", help="Transfer checks: NICs per node."),
+    sm: int = typer.Option(90, "--sm", help="Transfer checks: the GPU's compute capability x 10 (90 Hopper, 80 "
+                           "Ampere); NCCL's protocol table depends on it."),
 ) -> None:
     """Compare a fitted profile with held-out measurements (table, plots, Markdown).
 
@@ -233,7 +235,7 @@ def report_cmd(
     checks = None
     if transfer:
         checks = _transfer(meas.rows, fit_ranks, output, intra_line_GBps=line_GBps, net_line_GBps=net_GBps,
-                           nics_per_node=nics_per_node)
+                           nics_per_node=nics_per_node, sm=sm)
         if checks is None:
             return
     if json_out:
