@@ -82,9 +82,13 @@ _TREE_INTRA, _TREE_INTER = np.array(TREE_RATIO_INTRA), np.array(TREE_RATIO_INTER
 PRIOR_LOCAL_GBPS = 2000.0
 #: weight of the pull towards NCCL's constants relative to one row's log residual
 PRIOR_WEIGHT = 0.05
-#: the local rate's pull is 10x weaker: NCCL's model gives no value for it, so the data set it
-#: wherever two rank counts separate it from the link's rate
-LOCAL_PRIOR_SCALE = 0.1
+#: NCCL's model moves every ring op's bus bytes at one bus bandwidth per link and protocol (its
+#: table has no per-op efficiency), so an op's own efficiency is pulled 100x harder to 1 than the
+#: other parameters to NCCL's values, and the own-chunk rate, for which NCCL has no value, 100x
+#: less: at one rank count the wire and the own chunk both scale as S/2 and cannot be told apart
+#: by the rows, and this puts the op's excess time on its own chunk (where NCCL's structure has it)
+OP_EFF_PRIOR_SCALE = 100.0
+LOCAL_PRIOR_SCALE = 0.01
 
 
 def _bus_factor(op: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -320,6 +324,7 @@ def fit_link_model(rows: Sequence[dict[str, Any]], *, intra_line_GBps: float, ne
     floors = np.array([float(np.exp(y[d.op_index == i].min())) * 0.3 for i in range(len(ops))])
     prior = _prior(len(ops), floors)
     w = np.full(len(prior), PRIOR_WEIGHT * math.sqrt(len(rows) / max(len(prior), 1)) / 10)
+    w[len(ops):2 * len(ops)] *= OP_EFF_PRIOR_SCALE
     w[2 * len(ops):3 * len(ops)] *= LOCAL_PRIOR_SCALE
     # rows of one (op, ranks, nodes, size) cell share a prediction: least squares on the cells' mean
     # log-time weighted by sqrt(count) has the same minimum and is ~7x cheaper on 10,000 rows
