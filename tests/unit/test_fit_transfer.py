@@ -188,10 +188,13 @@ def test_cli_report_transfer_tables_plots_and_json(tmp_path):
     r = CliRunner().invoke(make_app(), [*args, "-o", str(tmp_path)])
     assert r.exit_code == 0, r.output
     assert "size check" in r.stdout and "scale check: fit on ranks 2, predict 4" in r.stdout
+    assert "intra.simple" in r.stdout and "own chunk GB/s" in r.stdout
     assert (tmp_path / "transfer_size.png").is_file() and (tmp_path / "transfer_scale.png").is_file()
     doc = json.loads(CliRunner().invoke(make_app(), [*args, "--json"]).stdout)
     size = {row["op"]: row for row in doc["transfer"]["size"]["table"]}
     assert set(size) == {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send_recv"}
     assert all(row["mean_large_pct"] <= 6.0 for row in size.values())
+    link = doc["link_model"]
+    assert set(link["floor_us"]) == set(size) and 0 < link["intra.simple"]["efficiency"] < 1
     bad = CliRunner().invoke(make_app(), [*args, "--fit-ranks", "two"])
     assert bad.exit_code == 2 and "--fit-ranks" in bad.output
