@@ -89,6 +89,7 @@ PRIOR_WEIGHT = 0.05
 #: by the rows, and this puts the op's excess time on its own chunk (where NCCL's structure has it)
 OP_EFF_PRIOR_SCALE = 100.0
 LOCAL_PRIOR_SCALE = 0.01
+NODE_FACTOR = True
 
 
 def _bus_factor(op: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -127,16 +128,55 @@ def nccl_choice(op: str, ranks: int, nodes: int, sizes: np.ndarray, *, sm: int, 
     sizes = np.asarray(sizes, dtype=float)
     if op in P2P_OPS:
         return np.full(len(sizes), -1)
-    per_link = F.NVLINK_LINE_RATE[5] if sm >= 100 else F.NVLINK_LINE_RATE[4]
-    ctx = F.NcclContext(n=ranks, nodes=nodes, ppn=max(1, ranks // max(nodes, 1)), sm=sm, intra_hw="nvlink",
-                        intra_bw=intra_line_GBps * F.nvlink_bw_per_link(sm) / per_link,
-                        nic_bw=net_line_GBps if nodes > 1 else 0.0, nics=nics_per_node if nodes > 1 else 0)
+    ctx = _nccl_context(ranks, nodes, sm, intra_line_GBps, net_line_GBps, nics_per_node)
     cells = [c for c in F.nccl_table(op, ctx) if c.algorithm in ALGOS]
     if not cells:
         return np.full(len(sizes), 2)
     times = np.array([[c.time_us(float(S), op, ctx) for c in cells] for S in sizes])
     col = np.array([3 * ALGOS.index(c.algorithm) + PROTOS.index(c.protocol) for c in cells])
     return col[times.argmin(axis=1)]
+
+
+def _nccl_context(ranks: int, nodes: int, sm: int, intra_line_GBps: float, net_line_GBps: float,
+                  nics_per_node: int) -> F.NcclContext:
+    """What NCCL's tuner knows of a communicator, from the topology's line rates (NVLink only)."""
+    per_link = F.NVLINK_LINE_RATE[5] if sm >= 100 else F.NVLINK_LINE_RATE[4]
+    return F.NcclContext(n=ranks, nodes=nodes, ppn=max(1, ranks // max(nodes, 1)), sm=sm, intra_hw="nvlink",
+                         intra_bw=intra_line_GBps * F.nvlink_bw_per_link(sm) / per_link,
+                         nic_bw=net_line_GBps if nodes > 1 else 0.0, nics=nics_per_node if nodes > 1 else 0)
+
+
+def node_bandwidth_factor(op: str, ranks: int, nodes: int, *, sm: int, intra_line_GBps: float,
+                          net_line_GBps: float = 0.0, nics_per_node: int = 0) -> np.ndarray:
+    """NCCL's own change of a cell's bus bandwidth from two nodes to ``nodes``: rows (ring, tree) x protocols.
+
+    NCCL's table caps some cells harder at three nodes and more than at two (``llMaxBws``
+    39 -> 20.4 GB/s, Ampere ``perChMaxTreeBws`` 23.6 -> 17.8 per channel, ``tuning.cc``;
+    nccl-model.md §1.3): in a double binary tree over three or more nodes a node forwards to two
+    children. The learned network efficiencies are what two nodes reach; a prediction for more
+    nodes follows NCCL's ratio. One node, two nodes and point-to-point ops: 1.
+
+    >>> f = node_bandwidth_factor("all_reduce", 32, 4, sm=80, intra_line_GBps=300.0, net_line_GBps=25.0,
+    ...                           nics_per_node=8)
+    >>> [round(float(x), 3) for x in f[1]]          # tree LL, LL128, Simple
+    [0.523, 1.0, 0.806]
+    """
+    out = np.ones((2, 3))
+    if nodes <= 2 or op in P2P_OPS:
+        return out
+    ppn = max(1, ranks // nodes)
+
+    def bus(n: int, nn: int) -> dict[tuple[str, str], float]:
+        ctx = _nccl_context(n, nn, sm, intra_line_GBps, net_line_GBps, nics_per_node)
+        steps = {"all_reduce": 2 * (n - 1), "all_gather": n - 1, "reduce_scatter": n - 1}.get(op, n)
+        return {(c.algorithm, c.protocol): c.algbw_GBps * (2.0 if c.algorithm == "tree" else steps / n)
+                for c in F.nccl_table(op, ctx) if c.algorithm in ALGOS}
+
+    here, two = bus(ranks, nodes), bus(2 * ppn, 2)
+    for (a, p), b in here.items():
+        if two.get((a, p), 0) > 0:
+            out[ALGOS.index(a), PROTOS.index(p)] = b / two[(a, p)]
+    return out
 
 
 @dataclass(frozen=True)
@@ -155,6 +195,7 @@ class Design:
     tree_intra: np.ndarray
     tree_inter: np.ndarray
     choice: np.ndarray
+    node_factor: np.ndarray
 
 
 def design(rows: Sequence[dict[str, Any]], *, ops: Sequence[str], intra_line_GBps: float,
@@ -177,12 +218,18 @@ def design(rows: Sequence[dict[str, Any]], *, ops: Sequence[str], intra_line_GBp
         raise ClusterSimError(f"no model parameters for {', '.join(unknown)}")
     si, sx = _steps(op, n, nodes)
     choice = np.zeros(len(rows), dtype=int)
+    node_factor = np.ones((len(rows), 3))
     ctx = np.array([f"{o}|{int(a)}|{int(b)}" for o, a, b in zip(op, n, nodes)])
     for key in np.unique(ctx):
         m = ctx == key
         o, a, b = key.split("|")
         choice[m] = nccl_choice(o, int(a), int(b), size[m], sm=sm, intra_line_GBps=intra_line_GBps,
                                 net_line_GBps=net_line_GBps, nics_per_node=nics_per_node)
+        if NODE_FACTOR:
+            f = node_bandwidth_factor(o, int(a), int(b), sm=sm, intra_line_GBps=intra_line_GBps,
+                                      net_line_GBps=net_line_GBps, nics_per_node=nics_per_node)
+            algo = np.maximum(choice[m], 0) // 3
+            node_factor[m] = f[algo]
     return Design(
         op_index=np.array([index[o] for o in op], dtype=int), size=size, bus_bytes=size * _bus_factor(op, n),
         local_bytes=np.where(np.isin(op, LOCAL_OPS), size / n, 0.0),
@@ -191,7 +238,7 @@ def design(rows: Sequence[dict[str, Any]], *, ops: Sequence[str], intra_line_GBp
         multi_node=nodes > 1,
         # tree all_reduce: up and down the tree (nccl-model.md §1.6)
         tree_intra=2.0 * (n / nodes - 1), tree_inter=2.0 * np.log2(np.maximum(nodes, 1.0)),
-        choice=choice,
+        choice=choice, node_factor=node_factor,
     )
 
 
@@ -281,7 +328,7 @@ def _log_time(theta: np.ndarray, d: Design, n_ops: int) -> np.ndarray:
     local_us = 1e6 * d.local_bytes / (local[d.op_index] * 1e9)
     # every row under each protocol (rows x 3), then the protocol NCCL runs
     bw = np.minimum(d.intra_line[:, None] * eff_i[None, :],
-                    np.where(d.multi_node[:, None], d.net_line[:, None] * eff_x[None, :], np.inf))
+                    np.where(d.multi_node[:, None], d.net_line[:, None] * eff_x[None, :] * d.node_factor, np.inf))
     hop_i = lat_i[None, :] * np.where(tree, _TREE_INTRA[None, :], 1.0)
     hop_x = lat_x[None, :] * np.where(tree, _TREE_INTER[None, :], 1.0)
     cells = (base[None, :] + steps_i * hop_i + steps_x * hop_x
