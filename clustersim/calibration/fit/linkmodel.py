@@ -27,8 +27,10 @@ takes the faster of the two fitted cells (a smooth minimum); point-to-point ops
 
 The learned quantities: per link class and protocol an efficiency of the topology's
 line rate and a per-step latency, per protocol NCCL's base latency, and per operation
-a launch floor (microseconds), a relative efficiency (NCCL's pull is to 1) and the rate of
-its local chunk work (GB/s). Fitted by least squares in log-time (relative error) over all
+a launch floor (microseconds) and the rate of its local chunk work (GB/s); point-to-point ops
+also a relative efficiency (the collectives of NCCL's table have none: one bus bandwidth per
+link and protocol for all of them, ``op_eff = 1``). Across three or more nodes a cell's
+bandwidth follows NCCL's own table from two nodes (:func:`node_bandwidth_factor`). Fitted by least squares in log-time (relative error) over all
 rows at once, with a weak pull towards NCCL's own constants so that a parameter the rows do
 not determine (the network on a one-node data set, LL128 where no row ran it) stays at
 NCCL's value.
@@ -82,14 +84,13 @@ _TREE_INTRA, _TREE_INTER = np.array(TREE_RATIO_INTRA), np.array(TREE_RATIO_INTER
 PRIOR_LOCAL_GBPS = 2000.0
 #: weight of the pull towards NCCL's constants relative to one row's log residual
 PRIOR_WEIGHT = 0.05
-#: NCCL's model moves every ring op's bus bytes at one bus bandwidth per link and protocol (its
-#: table has no per-op efficiency), so an op's own efficiency is pulled 100x harder to 1 than the
-#: other parameters to NCCL's values, and the own-chunk rate, for which NCCL has no value, 100x
-#: less: at one rank count the wire and the own chunk both scale as S/2 and cannot be told apart
-#: by the rows, and this puts the op's excess time on its own chunk (where NCCL's structure has it)
-OP_EFF_PRIOR_SCALE = 100.0
-LOCAL_PRIOR_SCALE = 0.01
-NODE_FACTOR = True
+#: the collectives of NCCL's table: its model moves their bus bytes at one bus bandwidth per link
+#: and protocol (nCh x bw, tuning.cc), with no per-op efficiency, so theirs is fixed at 1 and what an
+#: op takes beyond the wire is its own chunk's time; point-to-point ops (all_to_all, send_recv) are
+#: not in that table and keep a fitted efficiency relative to the link
+TABLE_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
+#: the own-chunk rate's pull is 10x weaker: NCCL's model gives no value for it
+LOCAL_PRIOR_SCALE = 0.1
 
 
 def _bus_factor(op: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -196,6 +197,7 @@ class Design:
     tree_inter: np.ndarray
     choice: np.ndarray
     node_factor: np.ndarray
+    fixed_eff: np.ndarray
 
 
 def design(rows: Sequence[dict[str, Any]], *, ops: Sequence[str], intra_line_GBps: float,
@@ -225,11 +227,9 @@ def design(rows: Sequence[dict[str, Any]], *, ops: Sequence[str], intra_line_GBp
         o, a, b = key.split("|")
         choice[m] = nccl_choice(o, int(a), int(b), size[m], sm=sm, intra_line_GBps=intra_line_GBps,
                                 net_line_GBps=net_line_GBps, nics_per_node=nics_per_node)
-        if NODE_FACTOR:
-            f = node_bandwidth_factor(o, int(a), int(b), sm=sm, intra_line_GBps=intra_line_GBps,
-                                      net_line_GBps=net_line_GBps, nics_per_node=nics_per_node)
-            algo = np.maximum(choice[m], 0) // 3
-            node_factor[m] = f[algo]
+        f = node_bandwidth_factor(o, int(a), int(b), sm=sm, intra_line_GBps=intra_line_GBps,
+                                  net_line_GBps=net_line_GBps, nics_per_node=nics_per_node)
+        node_factor[m] = f[np.maximum(choice[m], 0) // 3]
     return Design(
         op_index=np.array([index[o] for o in op], dtype=int), size=size, bus_bytes=size * _bus_factor(op, n),
         local_bytes=np.where(np.isin(op, LOCAL_OPS), size / n, 0.0),
@@ -238,7 +238,7 @@ def design(rows: Sequence[dict[str, Any]], *, ops: Sequence[str], intra_line_GBp
         multi_node=nodes > 1,
         # tree all_reduce: up and down the tree (nccl-model.md §1.6)
         tree_intra=2.0 * (n / nodes - 1), tree_inter=2.0 * np.log2(np.maximum(nodes, 1.0)),
-        choice=choice, node_factor=node_factor,
+        choice=choice, node_factor=node_factor, fixed_eff=np.isin(op, TABLE_OPS),
     )
 
 
@@ -247,7 +247,7 @@ class LinkModel:
     """Learned parameters (microseconds, dimensionless efficiencies) and their fit's residuals.
 
     ``eff_*`` and ``lat_*`` are indexed by :data:`PROTOS`; ``floor_us``, ``op_eff`` and
-    ``local_GBps`` by ``ops``. ``residuals`` are the log-time residuals (model / measured - 1,
+    ``local_GBps`` by ``ops`` (``op_eff`` is 1 for the ops of NCCL's table, :data:`TABLE_OPS`). ``residuals`` are the log-time residuals (model / measured - 1,
     approximately) at the fit rows.
     """
 
@@ -332,7 +332,7 @@ def _log_time(theta: np.ndarray, d: Design, n_ops: int) -> np.ndarray:
     hop_i = lat_i[None, :] * np.where(tree, _TREE_INTRA[None, :], 1.0)
     hop_x = lat_x[None, :] * np.where(tree, _TREE_INTER[None, :], 1.0)
     cells = (base[None, :] + steps_i * hop_i + steps_x * hop_x
-             + 1e6 * wire / (bw * op_eff[d.op_index][:, None]))          # us
+             + 1e6 * wire / (bw * np.where(d.fixed_eff, 1.0, op_eff[d.op_index])[:, None]))   # us
     lt = np.log(cells)
     # where NCCL's table leaves LL, LL128 or Simple runs: which of the two is version- and topology-
     # dependent (LL128 enablement and its 0.92 / 7/9 factors changed between 2.18 and 2.28,
@@ -371,7 +371,6 @@ def fit_link_model(rows: Sequence[dict[str, Any]], *, intra_line_GBps: float, ne
     floors = np.array([float(np.exp(y[d.op_index == i].min())) * 0.3 for i in range(len(ops))])
     prior = _prior(len(ops), floors)
     w = np.full(len(prior), PRIOR_WEIGHT * math.sqrt(len(rows) / max(len(prior), 1)) / 10)
-    w[len(ops):2 * len(ops)] *= OP_EFF_PRIOR_SCALE
     w[2 * len(ops):3 * len(ops)] *= LOCAL_PRIOR_SCALE
     # rows of one (op, ranks, nodes, size) cell share a prediction: least squares on the cells' mean
     # log-time weighted by sqrt(count) has the same minimum and is ~7x cheaper on 10,000 rows
