@@ -18,7 +18,7 @@ nccl-tests bus factor; the last term is the rank's own chunk (an out-of-place co
 reduction of its chunk, through memory rather than a link).
 
 Which ``(a, p)`` runs is NCCL's decision, taken from *NCCL's own* cost table
-(:func:`nccl_choice`, the topology's line rates and NCCL's constants), not from the fitted
+(:func:`~clustersim.calibration.fit.ncclchoice.nccl_choice`, the topology's line rates and NCCL's constants), not from the fitted
 times: NCCL switches where its table says, and the measured time jumps there (2x H200
 all_reduce: LL up to ~1.6 MiB, Simple from 2 MiB, 16.6 -> 30.5 us). Where the table leaves
 LL, whether LL128 or Simple runs depends on the NCCL version and topology, so the model
@@ -30,8 +30,9 @@ line rate and a per-step latency, per protocol NCCL's base latency, and per oper
 a launch floor (microseconds) and the rate of its local chunk work (GB/s); point-to-point ops
 also a relative efficiency (the collectives of NCCL's table have none: one bus bandwidth per
 link and protocol for all of them, ``op_eff = 1``). Across three or more nodes a cell's
-bandwidth follows NCCL's own table from two nodes (:func:`node_bandwidth_factor`). Fitted by least squares in log-time (relative error) over all
-rows at once, with a weak pull towards NCCL's own constants so that a parameter the rows do
+bandwidth follows NCCL's own table from two nodes
+(:func:`~clustersim.calibration.fit.ncclchoice.node_bandwidth_factor`). Fitted by least squares
+in log-time (relative error) over all rows at once, with a weak pull towards NCCL's own constants so that a parameter the rows do
 not determine (the network on a one-node data set, LL128 where no row ran it) stays at
 NCCL's value.
 
@@ -55,16 +56,17 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from clustersim.calibration.fit.ncclchoice import ALGOS, PROTOS, nccl_choice, node_bandwidth_factor
 from clustersim.collectives import formulas as F
 from clustersim.errors import ClusterSimError
 
-PROTOS = ("ll", "ll128", "simple")
-ALGOS = ("ring", "tree")
+__all__ = ["ALGOS", "PROTOS", "Design", "LinkModel", "design", "fit_link_model", "nccl_choice",
+           "node_bandwidth_factor", "refine"]
+
 MODEL_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "send_recv")
 #: ops whose rank also handles its own 1/n chunk locally (out-of-place copy into the output, or the
 #: reduction of its own chunk): bytes ``size / n`` through the GPU's memory, not over a link
 LOCAL_OPS = ("all_reduce", "all_gather", "reduce_scatter", "reduce", "all_to_all")
-P2P_OPS = ("all_to_all", "send_recv")
 #: smooth-minimum sharpness over the protocols of a point-to-point op: 1/k-norm of times; k=12 is
 #: within 6% of the minimum where two protocols tie and within 0.1% one factor of 2 away
 SOFTMIN_K = 12.0
@@ -108,76 +110,6 @@ def _steps(op: np.ndarray, n: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray
     inter = np.where(ar, 2.0 * (nodes - 1), nodes - 1.0)
     inter = np.where(op == "send_recv", np.minimum(nodes - 1.0, 1.0), inter)
     return total - inter, inter
-
-
-def nccl_choice(op: str, ranks: int, nodes: int, sizes: np.ndarray, *, sm: int, intra_line_GBps: float,
-                net_line_GBps: float = 0.0, nics_per_node: int = 0) -> np.ndarray:
-    """The (algorithm, protocol) NCCL runs for each size: index ``3 * ALGOS.index(a) + PROTOS.index(p)``.
-
-    NCCL picks the cheapest cell of *its own* cost table (``tuning.cc``, built here by
-    :func:`clustersim.collectives.formulas.nccl_table` from the topology's line rates and
-    NCCL's constants), not the cell that is really fastest; where its table switches, the
-    measured time jumps (2x H200 all_reduce: LL up to ~1.6 MiB, Simple above). The choice does
-    not depend on the fitted parameters. Point-to-point ops (all_to_all, send_recv) are not in
-    NCCL's table: they get ``-1``, the faster of LL and Simple in the fitted model (:func:`_log_time`).
-    NVLS is not modelled here.
-
-    >>> [PROTOS[i % 3] for i in nccl_choice("all_reduce", 2, 1, np.array([2.0 ** 20, 2.0 ** 21]),
-    ...                                     sm=90, intra_line_GBps=450.0)]
-    ['ll', 'simple']
-    """
-    sizes = np.asarray(sizes, dtype=float)
-    if op in P2P_OPS:
-        return np.full(len(sizes), -1)
-    ctx = _nccl_context(ranks, nodes, sm, intra_line_GBps, net_line_GBps, nics_per_node)
-    cells = [c for c in F.nccl_table(op, ctx) if c.algorithm in ALGOS]
-    if not cells:
-        return np.full(len(sizes), 2)
-    times = np.array([[c.time_us(float(S), op, ctx) for c in cells] for S in sizes])
-    col = np.array([3 * ALGOS.index(c.algorithm) + PROTOS.index(c.protocol) for c in cells])
-    return col[times.argmin(axis=1)]
-
-
-def _nccl_context(ranks: int, nodes: int, sm: int, intra_line_GBps: float, net_line_GBps: float,
-                  nics_per_node: int) -> F.NcclContext:
-    """What NCCL's tuner knows of a communicator, from the topology's line rates (NVLink only)."""
-    per_link = F.NVLINK_LINE_RATE[5] if sm >= 100 else F.NVLINK_LINE_RATE[4]
-    return F.NcclContext(n=ranks, nodes=nodes, ppn=max(1, ranks // max(nodes, 1)), sm=sm, intra_hw="nvlink",
-                         intra_bw=intra_line_GBps * F.nvlink_bw_per_link(sm) / per_link,
-                         nic_bw=net_line_GBps if nodes > 1 else 0.0, nics=nics_per_node if nodes > 1 else 0)
-
-
-def node_bandwidth_factor(op: str, ranks: int, nodes: int, *, sm: int, intra_line_GBps: float,
-                          net_line_GBps: float = 0.0, nics_per_node: int = 0) -> np.ndarray:
-    """NCCL's own change of a cell's bus bandwidth from two nodes to ``nodes``: rows (ring, tree) x protocols.
-
-    NCCL's table caps some cells harder at three nodes and more than at two (``llMaxBws``
-    39 -> 20.4 GB/s, Ampere ``perChMaxTreeBws`` 23.6 -> 17.8 per channel, ``tuning.cc``;
-    nccl-model.md §1.3): in a double binary tree over three or more nodes a node forwards to two
-    children. The learned network efficiencies are what two nodes reach; a prediction for more
-    nodes follows NCCL's ratio. One node, two nodes and point-to-point ops: 1.
-
-    >>> f = node_bandwidth_factor("all_reduce", 32, 4, sm=80, intra_line_GBps=300.0, net_line_GBps=25.0,
-    ...                           nics_per_node=8)
-    >>> [round(float(x), 3) for x in f[1]]          # tree LL, LL128, Simple
-    [0.523, 1.0, 0.806]
-    """
-    out = np.ones((2, 3))
-    if nodes <= 2 or op in P2P_OPS:
-        return out
-    ppn = max(1, ranks // nodes)
-
-    def bus(n: int, nn: int) -> dict[tuple[str, str], float]:
-        ctx = _nccl_context(n, nn, sm, intra_line_GBps, net_line_GBps, nics_per_node)
-        steps = {"all_reduce": 2 * (n - 1), "all_gather": n - 1, "reduce_scatter": n - 1}.get(op, n)
-        return {(c.algorithm, c.protocol): c.algbw_GBps * (2.0 if c.algorithm == "tree" else steps / n)
-                for c in F.nccl_table(op, ctx) if c.algorithm in ALGOS}
-
-    here, two = bus(ranks, nodes), bus(2 * ppn, 2)
-    for (a, p), b in here.items():
-        if two.get((a, p), 0) > 0:
-            out[ALGOS.index(a), PROTOS.index(p)] = b / two[(a, p)]
-    return out
 
 
 @dataclass(frozen=True)
