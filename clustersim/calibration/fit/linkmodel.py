@@ -103,12 +103,17 @@ def _bus_factor(op: np.ndarray, n: np.ndarray) -> np.ndarray:
 
 
 def _steps(op: np.ndarray, n: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Ring steps of one call: (intra-node steps, inter-node steps) (``nccl-model.md`` §1.6)."""
+    """Sequential steps of one call: (intra-node steps, inter-node steps) (``nccl-model.md`` §1.6).
+
+    Ring collectives step around the ring. Point-to-point ops take one step: all_to_all is a
+    group of sends and receives to every peer that NCCL runs at once, not one after another.
+    """
     ar = op == "all_reduce"
+    p2p = np.isin(op, ("send_recv", "all_to_all"))
     total = np.where(ar, 2.0 * (n - 1), n - 1.0)
-    total = np.where(op == "send_recv", 1.0, total)
+    total = np.where(p2p, 1.0, total)
     inter = np.where(ar, 2.0 * (nodes - 1), nodes - 1.0)
-    inter = np.where(op == "send_recv", np.minimum(nodes - 1.0, 1.0), inter)
+    inter = np.where(p2p, np.minimum(nodes - 1.0, 1.0), inter)
     return total - inter, inter
 
 
