@@ -11,7 +11,8 @@ small set of physical parameters, and the prediction those parameters make for a
         + (size / n) / local[op]
 
 ``steps`` are the ring's step counts (all_reduce ``2(n-1)``, of which ``2(N-1)`` cross
-nodes; all_gather / reduce_scatter / all_to_all ``n-1``, ``N-1`` crossing) or the tree's
+nodes; all_gather / reduce_scatter / broadcast ``n-1``, ``N-1`` crossing; all_to_all and
+send_recv one step, their peers served at once) or the tree's
 (``2(g-1)`` intra, ``2 log2(N)`` inter, hop latencies times NCCL's tree/ring ratio, twice
 the size over the link: §1.6, §1.5 step 5); ``bus_bytes`` is the size times the
 nccl-tests bus factor; the last term is the rank's own chunk (an out-of-place copy or the
