@@ -54,6 +54,36 @@ def transfer_checks(rows: Sequence[dict[str, Any]], *, fit_ranks: Sequence[int] 
     return out
 
 
+def link_parameters(rows: Sequence[dict[str, Any]], **lines: Any) -> dict[str, Any]:
+    """The link model fitted on every model row (see :func:`model_rows`): its learned parameters.
+
+    Returns :meth:`LinkModel.as_dict` plus ``fit_residual_median_pct`` (the model alone at its rows).
+    """
+    rows = model_rows(rows)
+    if not rows:
+        raise ClusterSimError("no NCCL-mode collective rows (without forced algorithm/protocol) to fit")
+    model = fit_link_model(rows, **lines)
+    return {**model.as_dict(), "fit_residual_median_pct": float(100 * np.median(np.abs(np.expm1(model.residuals))))}
+
+
+def parameter_rows(params: dict[str, Any]) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str, str]]]:
+    """The parameters as two text tables: (link class.protocol, efficiency, us per step) with the
+    protocols' base latency as a third column, and (op, floor us, op efficiency, own-chunk GB/s).
+
+    >>> links, ops = parameter_rows({"base_us": {"ll": 6.6}, "intra.ll": {"efficiency": 0.4, "latency_us": 0.6},
+    ...                              "floor_us": {"all_reduce": 9.0}, "op_efficiency": {"all_reduce": 1.0},
+    ...                              "local_GBps": {}})
+    >>> links, ops
+    ([('intra.ll', '0.400', '0.60', '6.60')], [('all_reduce', '9.00', '1.000', '-')])
+    """
+    links = [(k, f"{v['efficiency']:.3f}", f"{v['latency_us']:.2f}", f"{params['base_us'][k.split('.')[1]]:.2f}")
+             for k, v in params.items() if "." in k and isinstance(v, dict)]
+    ops = [(op, f"{floor:.2f}", f"{params['op_efficiency'][op]:.3f}",
+            f"{params['local_GBps'][op]:.0f}" if op in params["local_GBps"] else "-")
+           for op, floor in params["floor_us"].items()]
+    return links, ops
+
+
 def _check(title: str, model, rows: Sequence[dict[str, Any]], pred: np.ndarray) -> dict[str, Any]:
     return {"title": title,
             "fit_residual_median_pct": float(100 * np.median(np.abs(np.expm1(model.residuals)))),

@@ -197,6 +197,8 @@ def report_cmd(
                                     "per direction (18 NVLink4 x 25 = 450)."),
     net_GBps: float = typer.Option(0.0, "--net-GBps", help="Transfer checks: one NIC's line rate, GB/s (400 Gb/s = 50)."),
     nics_per_node: int = typer.Option(0, "--nics-per-node", help="Transfer checks: NICs per node."),
+    sm: int = typer.Option(90, "--sm", help="Transfer checks: the GPU's compute capability x 10 (90 Hopper, 80 "
+                           "Ampere); NCCL's protocol table depends on it."),
 ) -> None:
     """Compare a fitted profile with held-out measurements (table, plots, Markdown).
 
@@ -205,6 +207,9 @@ def report_cmd(
       clustersim calibrate report m.jsonl --profile p.yaml -o report/
 
       clustersim calibrate fit m.jsonl -o p.yaml --holdout odd; clustersim calibrate report m.jsonl --profile p.yaml
+
+      clustersim calibrate report tests/data/h200x2/bench-graph.jsonl tests/data/h200x4/bench-graph.jsonl
+      -p hgx-h200 --holdout none --transfer   (size and scale checks, and the link model's learned parameters)
     """
     from clustersim.calibration.fit import load_profile, read_measurements
     from clustersim.calibration.report import evaluate, write_outputs
@@ -230,14 +235,15 @@ def report_cmd(
         return
     for m in rep.missing:
         _warn(f"no profile entry for {m}")
-    checks = None
+    checks = params = None
     if transfer:
-        checks = _transfer(meas.rows, fit_ranks, output, intra_line_GBps=line_GBps, net_line_GBps=net_GBps,
-                           nics_per_node=nics_per_node)
-        if checks is None:
+        got = _transfer(meas.rows, fit_ranks, output, intra_line_GBps=line_GBps, net_line_GBps=net_GBps,
+                        nics_per_node=nics_per_node, sm=sm)
+        if got is None:
             return
+        checks, params = got
     if json_out:
-        print_json({**rep.to_dict(), **({"transfer": _strip_points(checks)} if checks else {})})
+        print_json({**rep.to_dict(), **({"transfer": _strip_points(checks), "link_model": params} if checks else {})})
         return
     from rich.table import Table
 
@@ -277,15 +283,40 @@ def report_cmd(
             tt.add_row(row["op"], str(row["points"]), f"{row['mean_large_pct']:.1f}", f"{row['mean_small_pct']:.1f}",
                        f"{row['worst_pct']:.1f}")
         console.print(tt)
+    if params:
+        _print_parameters(params)
+
+
+def _print_parameters(params: dict) -> None:
+    """The link model's learned parameters (fit on every row) as two tables."""
+    from rich.table import Table
+
+    from clustersim.calibration.transfer_report import parameter_rows
+
+    links, ops = parameter_rows(params)
+    t = Table(title=f"link model fitted on every row (residual median {params['fit_residual_median_pct']:.1f}%): "
+                    "per link class and protocol")
+    for col in ("class.protocol", "efficiency of line rate", "us per step", "protocol base us"):
+        t.add_column(col, justify="left" if col == "class.protocol" else "right")
+    for row in links:
+        t.add_row(*row)
+    console.print(t)
+    o = Table(title="per operation")
+    for col in ("op", "floor us", "op efficiency", "own chunk GB/s"):
+        o.add_column(col, justify="left" if col == "op" else "right")
+    for row in ops:
+        o.add_row(*row)
+    console.print(o)
 
 
 def _strip_points(checks: dict) -> dict:
     return {k: (None if c is None else {kk: v for kk, v in c.items() if kk != "points"}) for k, c in checks.items()}
 
 
-def _transfer(rows: list, fit_ranks: Optional[str], output: Optional[Path], **lines) -> Optional[dict]:
-    """Run the transfer checks (and write their plots into ``output``); None after reporting a user error."""
-    from clustersim.calibration.transfer_report import plot_transfer, transfer_checks
+def _transfer(rows: list, fit_ranks: Optional[str], output: Optional[Path], **lines) -> Optional[tuple[dict, dict]]:
+    """Run the transfer checks (and write their plots into ``output``) and fit the link model on every row:
+    (checks, learned parameters); None after reporting a user error."""
+    from clustersim.calibration.transfer_report import link_parameters, plot_transfer, transfer_checks
 
     try:
         ranks = [int(x) for x in fit_ranks.split(",")] if fit_ranks else None
@@ -294,12 +325,13 @@ def _transfer(rows: list, fit_ranks: Optional[str], output: Optional[Path], **li
         return None
     try:
         checks = transfer_checks(rows, fit_ranks=ranks, **lines)
+        params = link_parameters(rows, **lines)
         if output is not None:
             plot_transfer(checks, output)
     except ClusterSimError as exc:
         fail(exc)
         return None
-    return checks
+    return checks, params
 
 
 def register(app: typer.Typer) -> None:

@@ -19,9 +19,9 @@ from clustersim.calibration.fit.linkmodel import LinkModel, fit_link_model, refi
 from clustersim.calibration.fit.transfer import band_factor, scale_check, size_check, split_sizes
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-H200 = {"intra_line_GBps": 450.0}                    # 18 NVLink4 x 25 GB/s per direction
-#: Azure NDv4: 12 NVLink3 x 25 GB/s per GPU; 8 HDR 200 Gb/s NICs per node (25 GB/s each)
-A100 = {"intra_line_GBps": 300.0, "net_line_GBps": 25.0, "nics_per_node": 8}
+H200 = {"intra_line_GBps": 450.0, "sm": 90}         # 18 NVLink4 x 25 GB/s per direction; Hopper
+#: Azure NDv4: 12 NVLink3 x 25 GB/s per GPU; 8 HDR 200 Gb/s NICs per node (25 GB/s each); Ampere
+A100 = {"intra_line_GBps": 300.0, "net_line_GBps": 25.0, "nics_per_node": 8, "sm": 80}
 
 
 def _rows(*files: Path) -> list[dict]:
@@ -45,43 +45,96 @@ def a100():
     return {n: _rows(DATA / "a100-azure-ndv4" / f"all_reduce_{n}.log") for n in (8, 16, 32)}
 
 
-def test_h200x2_size_check_meets_mean_and_residual_thresholds(h200x2):
+@pytest.fixture(scope="module")
+def h200x2_size(h200x2):
+    return size_check(h200x2, parity=1, **H200)
+
+
+@pytest.fixture(scope="module")
+def a100_size(a100):
+    return size_check(a100[8] + a100[16], parity=1, **A100)
+
+
+@pytest.fixture(scope="module")
+def a100_scale(a100):
+    (row,) = scale_check(a100[8] + a100[16], a100[32], **A100)
+    return row
+
+
+def test_h200x2_size_check_meets_mean_thresholds(h200x2, h200x2_size):
     assert {r["op"] for r in h200x2} == {"all_reduce", "all_gather", "reduce_scatter", "broadcast",
                                          "all_to_all", "send_recv"}
-    sc = size_check(h200x2, parity=1, **H200)
-    assert sc["fit_residual_median"] <= 0.03
-    for row in sc["table"]:
+    for row in h200x2_size["table"]:
         assert row.mean_large <= 0.05, row
         assert row.mean_small <= 0.15, row
 
 
-def test_a100_size_check_meets_mean_and_residual_thresholds(a100):
-    sc = size_check(a100[8] + a100[16], parity=1, **A100)
+def test_a100_size_check_meets_mean_and_residual_thresholds(a100_size):
+    sc = a100_size
     assert sc["fit_residual_median"] <= 0.03
     (row,) = sc["table"]
     assert row.mean_large <= 0.05 and row.mean_small <= 0.15, row
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13 target not met yet: worst held-out size 20% (h200x2 "
-                   "all_reduce at 2 MiB, a protocol switch) and 13% (A100)")
-def test_size_check_worst_point_within_12_percent(h200x2, a100):
-    worst = max(r.worst for r in size_check(h200x2, parity=1, **H200)["table"])
-    worst = max(worst, *(r.worst for r in size_check(a100[8] + a100[16], parity=1, **A100)["table"]))
+@pytest.mark.xfail(strict=True, reason="issue 13 target not met: the link model's median residual at its own "
+                   "fit points on 2x H200 is 3.5% (2.9% with the earlier free minimum over protocols, which missed "
+                   "the protocol switch by 20%): with NCCL's choice and one bus bandwidth per link for every op, one "
+                   "line per protocol cannot follow the 16 MiB-4 GiB drift of the marginal bus bandwidth "
+                   "(all_reduce 270 -> 354 GB/s), and all_to_all / send_recv share the collectives' latencies")
+def test_h200x2_link_model_residual_at_fit_points_within_3_percent(h200x2_size):
+    assert h200x2_size["fit_residual_median"] <= 0.03
+
+
+def test_nccl_choice_follows_nccls_own_table():
+    """The protocol switch comes from NCCL's table, not from the fitted times: 2 ranks switch LL -> Simple
+    between 1 and 2 MiB (the measured 16.6 -> 30.5 us jump), 4 ranks later; across nodes the tree runs small sizes."""
+    from clustersim.calibration.fit.linkmodel import PROTOS, nccl_choice
+
+    sizes = 2.0 ** np.arange(10, 33)
+    two = nccl_choice("all_reduce", 2, 1, sizes, sm=90, intra_line_GBps=450.0)
+    assert [PROTOS[i % 3] for i in two[10:12]] == ["ll", "simple"] and (two < 3).all()
+    four = nccl_choice("all_reduce", 4, 1, sizes, sm=90, intra_line_GBps=450.0)
+    assert four[11] % 3 == 0 and four[-1] == 2          # still LL at 2 MiB; ring Simple at 4 GiB
+    multi = nccl_choice("all_reduce", 32, 4, sizes, sm=80, **{k: v for k, v in A100.items() if k != "sm"})
+    assert multi[0] // 3 == 1 and multi[-1] == 2        # tree at 1 KiB, ring Simple at 4 GiB
+    assert (nccl_choice("send_recv", 2, 1, sizes, sm=90, intra_line_GBps=450.0) == -1).all()
+
+
+def test_size_check_worst_point_within_12_percent(h200x2_size, a100_size):
+    worst = max(r.worst for r in h200x2_size["table"])
+    worst = max(worst, *(r.worst for r in a100_size["table"]))
     assert worst <= 0.12
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13 target not met yet: 8+16 -> 32 A100 GPUs is 12% / 29% "
-                   "(>= 1 MiB / below): two node counts do not separate per-hop network latency from the base")
-def test_a100_scale_check_8_16_to_32(a100):
-    (row,) = scale_check(a100[8] + a100[16], a100[32], **A100)
-    assert row.mean_large <= 0.10 and row.mean_small <= 0.20
+def test_a100_scale_check_8_16_to_32_at_1_MiB_and_above(a100_scale):
+    assert a100_scale.mean_large <= 0.10
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13 target not met yet: 2 -> 4 H200 ranks is 7-21% at >= 1 MiB, "
-                   "7-23% below: per-step and base latency are not separable from one rank count")
-def test_h200_scale_check_2_to_4(h200x2, h200x4):
-    for row in scale_check(h200x2, h200x4, **H200):
-        assert row.mean_large <= 0.10 and row.mean_small <= 0.20, row
+@pytest.mark.xfail(strict=True, reason="issue 13 target not met: 8+16 -> 32 A100 GPUs below 1 MiB is 21.9% "
+                   "(>= 1 MiB: 7.0%): the 32-GPU log's small sizes are 53-131 us, 20-60 us above what NCCL's tree "
+                   "structure adds for a third and fourth node from the 16-GPU fit; its 1-2 KiB rows disagree "
+                   "between out-of-place and in-place by 1.5-2.7x (noise no fit follows)")
+def test_a100_scale_check_8_16_to_32_below_1_MiB(a100_scale):
+    assert a100_scale.mean_small <= 0.20
+
+
+@pytest.fixture(scope="module")
+def h200_scale(h200x2, h200x4):
+    return {row.op: row for row in scale_check(h200x2, h200x4, **H200)}
+
+
+@pytest.mark.parametrize("op", ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all"])
+def test_h200_scale_check_2_to_4(h200_scale, op):
+    row = h200_scale[op]
+    assert row.mean_large <= 0.10 and row.mean_small <= 0.20, row
+
+
+@pytest.mark.xfail(strict=True, reason="issue 13 target not met for send_recv, 2 -> 4 H200 ranks: 21.8% at "
+                   ">= 1 MiB: the 4-rank log runs 4-128 MiB at 161 GB/s and 256 MiB and above at 302 GB/s "
+                   "(2 ranks: 302 throughout), a per-peer channel behaviour the link model lacks")
+def test_h200_scale_check_2_to_4_send_recv(h200_scale):
+    row = h200_scale["send_recv"]
+    assert row.mean_large <= 0.10 and row.mean_small <= 0.20, row
 
 
 def test_refine_passes_through_fit_points_and_leaves_other_rank_counts_to_the_model(h200x2, h200x4):
@@ -112,9 +165,9 @@ def test_fit_recovers_synthetic_link_parameters():
     assert err.mean() < 0.10
 
 
-def test_band_factor_is_at_least_the_median_error(h200x2):
+def test_band_factor_is_at_least_the_median_error(h200x2, h200x2_size):
     f = band_factor(h200x2, **H200)
-    errs = np.abs(size_check(h200x2, parity=1, **H200)["errors"])
+    errs = np.abs(h200x2_size["errors"])
     assert 1.0 + np.median(errs) < f < 1.5
 
 
@@ -135,10 +188,13 @@ def test_cli_report_transfer_tables_plots_and_json(tmp_path):
     r = CliRunner().invoke(make_app(), [*args, "-o", str(tmp_path)])
     assert r.exit_code == 0, r.output
     assert "size check" in r.stdout and "scale check: fit on ranks 2, predict 4" in r.stdout
+    assert "intra.simple" in r.stdout and "own chunk GB/s" in r.stdout
     assert (tmp_path / "transfer_size.png").is_file() and (tmp_path / "transfer_scale.png").is_file()
     doc = json.loads(CliRunner().invoke(make_app(), [*args, "--json"]).stdout)
     size = {row["op"]: row for row in doc["transfer"]["size"]["table"]}
     assert set(size) == {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send_recv"}
     assert all(row["mean_large_pct"] <= 6.0 for row in size.values())
+    link = doc["link_model"]
+    assert set(link["floor_us"]) == set(size) and 0 < link["intra.simple"]["efficiency"] < 1
     bad = CliRunner().invoke(make_app(), [*args, "--fit-ranks", "two"])
     assert bad.exit_code == 2 and "--fit-ranks" in bad.output

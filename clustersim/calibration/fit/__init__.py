@@ -13,6 +13,8 @@ fit a model
     :mod:`.links` (link classes from 2-rank fits),
     :mod:`.linkmodel` (NCCL's cost structure fitted jointly over ops, sizes and
     rank counts: per link class and protocol an efficiency and a per-step latency),
+    :mod:`.ncclchoice` (which algorithm and protocol NCCL's own table runs, and its
+    bandwidth caps from two nodes to more),
     :mod:`.transfer` (size and scale checks of that model, its ~95% band),
     :mod:`.compute` (GEMM table, HBM, launch), :mod:`.host` (framework call,
     per-call overhead, communicator start-up).

@@ -1,0 +1,91 @@
+"""What NCCL's own tuning table decides for a communicator, from the topology's line rates.
+
+Owns the link model's view of NCCL's choices (``tuning.cc`` as emulated by
+:func:`clustersim.collectives.formulas.nccl_table`): which algorithm and protocol NCCL runs
+for each size (:func:`nccl_choice`), and how NCCL's table changes a cell's bandwidth from two
+nodes to more (:func:`node_bandwidth_factor`). Neither depends on fitted parameters: NCCL
+decides with its constants, whatever the hardware really does.
+
+>>> nccl_choice("all_reduce", 2, 1, np.array([2.0 ** 20, 2.0 ** 21]), sm=90, intra_line_GBps=450.0).tolist()
+[0, 2]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from clustersim.collectives import formulas as F
+
+PROTOS = ("ll", "ll128", "simple")
+ALGOS = ("ring", "tree")
+P2P_OPS = ("all_to_all", "send_recv")
+
+
+def nccl_choice(op: str, ranks: int, nodes: int, sizes: np.ndarray, *, sm: int, intra_line_GBps: float,
+                net_line_GBps: float = 0.0, nics_per_node: int = 0) -> np.ndarray:
+    """The (algorithm, protocol) NCCL runs for each size: index ``3 * ALGOS.index(a) + PROTOS.index(p)``.
+
+    NCCL picks the cheapest cell of *its own* cost table (``tuning.cc``, built here by
+    :func:`clustersim.collectives.formulas.nccl_table` from the topology's line rates and
+    NCCL's constants), not the cell that is really fastest; where its table switches, the
+    measured time jumps (2x H200 all_reduce: LL up to ~1.6 MiB, Simple above). The choice does
+    not depend on the fitted parameters. Point-to-point ops (all_to_all, send_recv) are not in
+    NCCL's table: they get ``-1``, the faster of LL and Simple in the fitted link model.
+    NVLS is not modelled here.
+
+    >>> [PROTOS[i % 3] for i in nccl_choice("all_reduce", 2, 1, np.array([2.0 ** 20, 2.0 ** 21]),
+    ...                                     sm=90, intra_line_GBps=450.0)]
+    ['ll', 'simple']
+    """
+    sizes = np.asarray(sizes, dtype=float)
+    if op in P2P_OPS:
+        return np.full(len(sizes), -1)
+    ctx = nccl_context(ranks, nodes, sm, intra_line_GBps, net_line_GBps, nics_per_node)
+    cells = [c for c in F.nccl_table(op, ctx) if c.algorithm in ALGOS]
+    if not cells:
+        return np.full(len(sizes), 2)
+    times = np.array([[c.time_us(float(S), op, ctx) for c in cells] for S in sizes])
+    col = np.array([3 * ALGOS.index(c.algorithm) + PROTOS.index(c.protocol) for c in cells])
+    return col[times.argmin(axis=1)]
+
+
+def nccl_context(ranks: int, nodes: int, sm: int, intra_line_GBps: float, net_line_GBps: float,
+                 nics_per_node: int) -> F.NcclContext:
+    """What NCCL's tuner knows of a communicator, from the topology's line rates (NVLink only)."""
+    per_link = F.NVLINK_LINE_RATE[5] if sm >= 100 else F.NVLINK_LINE_RATE[4]
+    return F.NcclContext(n=ranks, nodes=nodes, ppn=max(1, ranks // max(nodes, 1)), sm=sm, intra_hw="nvlink",
+                         intra_bw=intra_line_GBps * F.nvlink_bw_per_link(sm) / per_link,
+                         nic_bw=net_line_GBps if nodes > 1 else 0.0, nics=nics_per_node if nodes > 1 else 0)
+
+
+def node_bandwidth_factor(op: str, ranks: int, nodes: int, *, sm: int, intra_line_GBps: float,
+                          net_line_GBps: float = 0.0, nics_per_node: int = 0) -> np.ndarray:
+    """NCCL's own change of a cell's bus bandwidth from two nodes to ``nodes``: rows (ring, tree) x protocols.
+
+    NCCL's table caps some cells harder at three nodes and more than at two (``llMaxBws``
+    39 -> 20.4 GB/s, Ampere ``perChMaxTreeBws`` 23.6 -> 17.8 per channel, ``tuning.cc``;
+    nccl-model.md §1.3): in a double binary tree over three or more nodes a node forwards to two
+    children. The learned network efficiencies are what two nodes reach; a prediction for more
+    nodes follows NCCL's ratio. One node, two nodes and point-to-point ops: 1.
+
+    >>> f = node_bandwidth_factor("all_reduce", 32, 4, sm=80, intra_line_GBps=300.0, net_line_GBps=25.0,
+    ...                           nics_per_node=8)
+    >>> [round(float(x), 3) for x in f[1]]          # tree LL, LL128, Simple
+    [0.523, 1.0, 0.806]
+    """
+    out = np.ones((2, 3))
+    if nodes <= 2 or op in P2P_OPS:
+        return out
+    ppn = max(1, ranks // nodes)
+
+    def bus(n: int, nn: int) -> dict[tuple[str, str], float]:
+        ctx = nccl_context(n, nn, sm, intra_line_GBps, net_line_GBps, nics_per_node)
+        steps = {"all_reduce": 2 * (n - 1), "all_gather": n - 1, "reduce_scatter": n - 1}.get(op, n)
+        return {(c.algorithm, c.protocol): c.algbw_GBps * (2.0 if c.algorithm == "tree" else steps / n)
+                for c in F.nccl_table(op, ctx) if c.algorithm in ALGOS}
+
+    here, two = bus(ranks, nodes), bus(2 * ppn, 2)
+    for (a, p), b in here.items():
+        if two.get((a, p), 0) > 0:
+            out[ALGOS.index(a), PROTOS.index(p)] = b / two[(a, p)]
+    return out
