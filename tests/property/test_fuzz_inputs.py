@@ -10,9 +10,7 @@ time (no flaky failures), and a failure prints the exact input to reproduce.
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
 import json
 import os
 import resource
@@ -22,6 +20,7 @@ from pathlib import Path
 
 import yaml
 from hypothesis import HealthCheck, given, settings
+from cli_inprocess import run_cli
 from hypothesis import strategies as st
 
 REPO = Path(__file__).resolve().parents[2]
@@ -46,18 +45,6 @@ PROFILES = {p.stem: yaml.safe_load(p.read_text()) for p in sorted((REPO / "calib
 PROFILES["hgx-h200-cut"] = _H200
 
 
-def run_cli(*args: str) -> tuple[int, str, str]:
-    """``clustersim ARGS`` in this process; an exception other than the CLI's exit fails the test."""
-    from clustersim.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(list(args))
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return code, out.getvalue(), err.getvalue()
 
 
 def check(code: int, out: str, err: str) -> None:

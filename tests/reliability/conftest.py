@@ -6,8 +6,6 @@ naming file, field and rule), never a traceback, within a time and memory limit.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import resource
 import subprocess
@@ -16,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from cli_inprocess import run_cli
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,19 +43,11 @@ class Result:
             assert n in self.err, (n, self.err)
 
 
-def cli(*args: str, stdin: str | None = None) -> Result:
+def cli(*args: str) -> Result:
     """Run ``clustersim ARGS`` in this process (stdout and stderr captured); any exception other
     than the CLI's own exit is a failure of the test (a traceback a user would see)."""
-    from clustersim.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(list(args))
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return Result(code, out.getvalue(), err.getvalue())
+    code, out, err = run_cli(*args)
+    return Result(code, out, err)
 
 
 def cli_limited(*args: str, seconds: float = 60, memory_bytes: int = 2 * 2**30) -> Result:

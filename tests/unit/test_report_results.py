@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 
 import pytest
+from cli_inprocess import run_cli
 
 from clustersim.errors import ClusterSimError
 from clustersim.report.load import cell_value, detect_kind, load_results, load_trace
@@ -28,16 +27,7 @@ def _sweep_rows(ns=(1, 2, 4)):
 
 
 def _cli(*args: str) -> tuple[int, str, str]:
-    from clustersim.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(list(args))
-        except SystemExit as exc:
-            code = exc.code
-    return code, out.getvalue(), err.getvalue()
+    return run_cli(*args)
 
 
 def _refused(args, *needles):
