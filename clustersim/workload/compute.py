@@ -318,8 +318,8 @@ class ComputeModel:
         mult = ATTENTION_BWD_FLOPS if direction == "bwd" else 1.0
         if self.roofline_sms is None or not (seq and head_dim):
             return interp_log([(mult * 2.0 * b * nh * s * s * d, e) for _, s, d, nh, b, e in pts], flops)
-        eta = interp_log([(mult * 2.0 * b * nh * s * s * d, e / self.roofline(*attention_shape(direction, b * nh, s, d)))
-                          for _, s, d, nh, b, e in pts], flops)
+        shapes = [(attention_shape(direction, b * nh, s, d), e) for _, s, d, nh, b, e in pts]  # (FLOPs, bytes, tiles)
+        eta = interp_log([(shape[0], e / self.roofline(*shape)) for shape, e in shapes], flops)
         batch_heads = max(1, round(flops / (mult * 2.0 * seq * seq * head_dim)))
         return min(1.0, eta * self.roofline(*attention_shape(direction, batch_heads, seq, head_dim)))
 
