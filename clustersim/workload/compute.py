@@ -112,7 +112,6 @@ def _nearest(values, target: float) -> float:
 LINEAR_ROLES = {"fwd": "NT", "dgrad": "NN", "wgrad": "TN"}
 
 
-
 @dataclass
 class ComputeModel:
     """Seconds for kernels on one GPU.
@@ -260,8 +259,12 @@ class ComputeModel:
         ...                   gemm_layout_table=[("NT", 8192, 8192, 2048, 0.8)])
         >>> cm.linear_efficiency(8192, 6144, 2304, "fwd")        # read as measured at 8192 x 2048
         0.8
-        >>> cm.roofline_sms = 108   # 8192 x 8192: 4096 tiles, 38 waves on 108 SMs (0.998 busy); 8192 x 6144: 3072
-        >>> round(cm.linear_efficiency(8192, 6144, 2304, "fwd"), 4)   # tiles, 29 waves (0.981 busy)
+
+        On 108 SMs the measured 8192 x 8192 output is 4,096 tiles in 38 waves (0.998 busy), the run's
+        8192 x 6144 output 3,072 tiles in 29 waves (0.981 busy): 0.8 x 0.981 / 0.998.
+
+        >>> cm.roofline_sms = 108
+        >>> round(cm.linear_efficiency(8192, 6144, 2304, "fwd"), 4)
         0.7862
         """
         layout = LINEAR_ROLES[role]
