@@ -1,10 +1,10 @@
 """Regenerate the default profiles ``hgx-h200`` and ``dgx-h100`` from the raw measurements, and the
-compute sections of the profiles of unmeasured GPUs (``TRANSFERRED``: A100, GB200) from them.
+compute sections of the profiles of unmeasured GPUs (``TRANSFERRED``: A100, B200, GB200) from them.
 
 Command (from the repository root; reproducible: same inputs -> same files, no date of its own)::
 
     python calibrate/make_profiles.py            # writes calibrate/profiles/{hgx-h200,dgx-h100}.yaml and the
-                                                 # compute section of {dgx-a100,cannon-4xa100,gb200-nvl72}.yaml
+                                                 # compute section of {dgx-a100,cannon-4xa100,dgx-b200,gb200-nvl72}.yaml
     python calibrate/make_profiles.py --check    # exits 1 when a shipped profile differs from a fresh fit
     python calibrate/make_profiles.py --bar odd  # issue 5's Bar table on the bench (fit even sizes, predict odd)
 
@@ -26,7 +26,7 @@ What goes where (``calibrate/raw/README.md`` says how each raw file was measured
 * both: the kernel-class tables (``attention_table``, ``gemm_layout_table``, ``memory_table``;
   :func:`fit_kernels`) from the ``kernel`` rows of ``raw/h200/kernels.jsonl`` resp.
   ``raw/h100/kernels-20261124.jsonl`` (``calibrate bench --ops none --kernels``), when the file exists.
-* ``dgx-a100``, ``cannon-4xa100`` (from dgx-h100) and ``gb200-nvl72`` (from hgx-h200): the hand-written
+* ``dgx-a100``, ``cannon-4xa100`` (from dgx-h100), ``dgx-b200`` and ``gb200-nvl72`` (from hgx-h200): the hand-written
   published link values are kept; the ``compute`` section is the measured one transferred by roofline
   (:func:`clustersim.calibration.transfer.transfer_compute`, see :data:`TRANSFERRED`), with ``provenance``.
 """
@@ -304,10 +304,11 @@ def make_h100() -> Profile:
 
 #: profiles of GPUs without kernel measurements -> (target GPU in the catalogue, measured profile the
 #: tables come from, its GPU). Source: the measured GPU whose HBM bandwidth is nearest (A100 2.0 TB/s
-#: <- H100 3.35; GB200 8 TB/s <- H200 4.8).
+#: <- H100 3.35; B200, GB200 8 TB/s <- H200 4.8).
 TRANSFERRED = {
     "dgx-a100": ("A100-SXM-80GB", "dgx-h100", "H100-SXM"),
     "cannon-4xa100": ("A100-SXM-40GB", "dgx-h100", "H100-SXM"),
+    "dgx-b200": ("B200", "hgx-h200", "H200-SXM"),
     "gb200-nvl72": ("GB200", "hgx-h200", "H200-SXM"),
 }
 
@@ -325,7 +326,8 @@ def transferred_compute(measured: Profile, source_gpu: str, target_gpu: str) -> 
         f"measured {measured.source.date}; files {', '.join(measured.source.files)}) to {target_gpu} by roofline "
         "(clustersim/calibration/transfer.py): each point's time split at the source's peak x wave "
         "quantisation and measured copy bandwidth, the unexplained share kept, rebuilt with the target's "
-        "datasheet peak, HBM bandwidth and SM count; memory-bound classes moved in bytes by the bandwidth "
+        "datasheet peak, HBM bandwidth and SM count; layout and attention tables read at the run's own shape "
+        "through the target's roofline (roofline_lookup); memory-bound classes moved in bytes by the bandwidth "
         f"ratio; no sustained-clock table. Written by `{COMMAND}`.")
     return validate(Profile, {"name": "x", "compute": out}, file=None).compute.model_dump(mode="json",
                                                                                          exclude_none=True)

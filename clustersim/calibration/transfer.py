@@ -9,15 +9,17 @@ measured tables -- nothing is fitted to a step time.
 
 Compute-bound kernels (GEMMs, flash attention). A measured point of ``F`` FLOPs moving ``B`` bytes
 took ``t_s = F / (peak_s * eff_s)`` on the source. Its roofline time there is
-``r_s = max(F / (peak_s * w_s), B / bw_s)``: the compute part at the peak reduced by wave
-quantisation ``w = tiles / (ceil(tiles / SMs) * SMs)`` (output tiles of one thread block spread over
-the SMs; the last partial wave leaves SMs idle), the memory part at the measured copy bandwidth.
-What the roofline does not explain (pipeline fill, epilogue, tile-internal overheads),
-``eta = r_s / t_s``, is taken as a property of the kernel's shape and carried over: on the target
-``t_t = r_t / eta`` with the target's peak, bandwidth and SM count, and the stored efficiency is
-``F / (peak_t * t_t)``. Tiles: 128 x 256 output tiles for GEMMs (the CUTLASS / cuBLAS bf16 tile of
-both Ampere and Hopper large GEMMs), 128 query rows per (batch, head) for flash attention (the
-FlashAttention-2 forward and backward block).
+``r_s = max(F / (peak_s * w_s), B / bw_s)`` (:mod:`clustersim.roofline`): the compute part at the peak
+reduced by wave quantisation ``w = tiles / (ceil(tiles / SMs) * SMs)`` (output tiles of one thread
+block spread over the SMs; the last partial wave leaves SMs idle), the memory part at the measured
+copy bandwidth. What the roofline does not explain (pipeline fill, epilogue, tile-internal
+overheads), ``eta = r_s / t_s``, is taken as a property of the kernel's shape and carried over: on the
+target ``t_t = r_t / eta`` with the target's peak, bandwidth and SM count, and the stored efficiency is
+``F / (peak_t * t_t)``. The transferred section sets ``roofline_lookup``: the compute model divides
+each layout / attention point by the target's roofline there (giving back ``eta``) and multiplies by
+the roofline of the shape a run actually has (:mod:`clustersim.workload.compute`), so wave
+quantisation is evaluated at the run's shape, not at the nearest measured one. Tiles and byte counts:
+:mod:`clustersim.roofline`.
 
 Memory-bound kernels. A kernel of ``B`` bytes takes ``t0 + B / bw`` (a start-up latency, then the
 bandwidth); its efficiency ``B / (t0 bw + B)`` reaches half at ``B = t0 bw``, the bytes in flight
@@ -38,35 +40,15 @@ gap between dependent kernels) are kept from the source.
 
 from __future__ import annotations
 
-import math
-
 from clustersim.config.topology import GPUSpec
+from clustersim.roofline import attention_shape, gemm_shape, layout_gemm, roofline_efficiency
+from clustersim.roofline import wave_efficiency  # noqa: F401  (re-exported: the transfer's wave model)
 
-#: output tile of a bf16 tensor-core GEMM thread block (rows x columns)
-GEMM_TILE = (128, 128)
-#: query rows per flash-attention thread block (FlashAttention-2, forward and backward)
-ATTENTION_BLOCK = 128
-#: bytes per element of the measured (bf16) tables
-ELEMENT_BYTES = 2
 #: memory-table classes that are a *sequence* of kernels with batched GEMMs in it, with their FLOPs per
 #: counted byte: the bench's eager attention (clustersim/calibration/bench, head_dim 128 on every
 #: point) forward does 4 n hd FLOPs (q k^T and @ v over n score elements) per 2 n x 2 bytes, its
 #: backward 8 n hd per 3 n x 2 bytes
 SEQUENCE_FLOPS_PER_BYTE = {"eager_attention_fwd": 4 * 128 / 4, "eager_attention_bwd": 8 * 128 / 6}
-
-
-def wave_efficiency(tiles: int, sm_count: int) -> float:
-    """Share of SM time busy when ``tiles`` equal thread blocks run in waves over ``sm_count`` SMs.
-
-    >>> wave_efficiency(132, 132), round(wave_efficiency(133, 132), 3)
-    (1.0, 0.504)
-    """
-    waves = math.ceil(tiles / sm_count)
-    return tiles / (waves * sm_count)
-
-
-def _gemm_tiles(m: int, n: int) -> int:
-    return math.ceil(m / GEMM_TILE[0]) * math.ceil(n / GEMM_TILE[1])
 
 
 def transfer_point(*, efficiency: float, flops: float, nbytes: float, tiles: int, source: dict,
@@ -82,12 +64,12 @@ def transfer_point(*, efficiency: float, flops: float, nbytes: float, tiles: int
     >>> round(transfer_point(efficiency=0.7, flops=1e12, nbytes=1e8, tiles=1320, source=a, target=b), 4)
     0.6581
     """
-    t_s = flops / (source["peak"] * efficiency)
-    r_s = max(flops / (source["peak"] * wave_efficiency(tiles, source["sms"])), nbytes / source["bw"])
-    r_t = max(flops / (target["peak"] * wave_efficiency(tiles, target["sms"])), nbytes / target["bw"])
-    # t_t = r_t / eta with eta = r_s / t_s (eta may exceed 1 where the library's tiling beats the
-    # one-tile wave model, e.g. split-K on few tiles: the ratio still carries over)
-    return round(min(1.0, flops / (target["peak"] * t_s * r_t / r_s)), 12)
+    # roofline times r = F / (peak x roofline efficiency); t_t = r_t / eta with eta = r_s / t_s (eta
+    # may exceed 1 where the library's tiling beats the one-tile wave model, e.g. split-K on few
+    # tiles: the ratio still carries over). In efficiencies: e_t = e_s x rho_t / rho_s.
+    rho_s = roofline_efficiency(flops, nbytes, tiles, peak=source["peak"], bw=source["bw"], sms=source["sms"])
+    rho_t = roofline_efficiency(flops, nbytes, tiles, peak=target["peak"], bw=target["bw"], sms=target["sms"])
+    return round(min(1.0, efficiency * rho_t / rho_s), 12)
 
 
 def _r4(x: float) -> float:
@@ -110,11 +92,10 @@ def transfer_compute(compute: dict, *, source: GPUSpec, target: GPUSpec) -> dict
     src = {"peak": (compute.get("peak_tflops") or source.peak_tflops[dtype]) * 1e12,
            "bw": bw_fraction * source.hbm_bandwidth, "sms": source.sm_count}
     tgt = {"peak": target.peak_flops(dtype), "bw": bw_fraction * target.hbm_bandwidth, "sms": target.sm_count}
-    e = ELEMENT_BYTES
 
     def gemm(m: int, n: int, k: int, eff: float) -> float:
-        return _r4(transfer_point(efficiency=eff, flops=2.0 * m * n * k, nbytes=e * (m * k + n * k + m * n),
-                                  tiles=_gemm_tiles(m, n), source=src, target=tgt))
+        flops, nbytes, tiles = gemm_shape(m, n, k)
+        return _r4(transfer_point(efficiency=eff, flops=flops, nbytes=nbytes, tiles=tiles, source=src, target=tgt))
 
     same_power = (source.sm, source.tdp_W) == (target.sm, target.tdp_W) and source.tdp_W is not None
     out = {key: val for key, val in compute.items()
@@ -128,21 +109,18 @@ def transfer_compute(compute: dict, *, source: GPUSpec, target: GPUSpec) -> dict
     else:
         out["gemm_efficiency"] = compute.get("gemm_efficiency", 0.75)
     # training layouts: forward NT (tokens x out), dgrad NN (tokens x in), wgrad TN (out x in)
-    shape = {"NT": lambda t, o, i: (t, o, i), "NN": lambda t, o, i: (t, i, o), "TN": lambda t, o, i: (o, i, t)}
     out["gemm_layout_table"] = [
-        {**p, "efficiency": gemm(*shape[p["layout"]](p["tokens"], p["out_features"], p["in_features"]),
+        {**p, "efficiency": gemm(*layout_gemm(p["layout"], p["tokens"], p["out_features"], p["in_features"]),
                                  p["efficiency"])}
         for p in compute.get("gemm_layout_table", [])]
     att = []
     for p in compute.get("attention_table", []):
-        b, nh, s, d = p["batch"], p["heads"], p["seq"], p["head_dim"]
-        flops = 2.0 * b * nh * s * s * d * (2.5 if p["direction"] == "bwd" else 1.0)  # causal count of the table
-        # q, k, v, o read / written once (backward: + dq, dk, dv, do)
-        nbytes = e * b * nh * s * d * (4 if p["direction"] == "fwd" else 8)
+        flops, nbytes, tiles = attention_shape(p["direction"], p["batch"] * p["heads"], p["seq"], p["head_dim"])
         att.append({**p, "efficiency": _r4(transfer_point(efficiency=p["efficiency"], flops=flops, nbytes=nbytes,
-                                                          tiles=b * nh * math.ceil(s / ATTENTION_BLOCK),
-                                                          source=src, target=tgt))})
+                                                          tiles=tiles, source=src, target=tgt))})
     out["attention_table"] = att
+    # the run's own shape is quantised on the target at lookup (ComputeModel), not the measured one
+    out["roofline_lookup"] = True
     out["memory_table"] = [_memory_point(p, src, tgt) for p in compute.get("memory_table", [])]
     return out
 

@@ -283,6 +283,10 @@ class ComputeParams(StrictModel):
         default_factory=list, description="Sustained slowdown of compute-bound kernels (GEMM, attention) against "
         "the burst timings of the tables above, by the step's compute duty (bench --kernels gemm_duty rows); "
         "empty: no slowdown.")
+    roofline_lookup: bool = Field(
+        False, description="Read gemm_layout_table and attention_table through the roofline at the run's own shape "
+        "(wave quantisation over the GPU spec's sm_count, HBM bound): set on tables transferred from another GPU "
+        "(clustersim/calibration/transfer.py; clustersim/workload/compute.py says how).")
 
 
 class CollectiveUncertainty(StrictModel):

@@ -19,6 +19,15 @@ and the GPU's vendor figures (:class:`clustersim.config.topology.GPUSpec`):
   GELU, add, cross-entropy, AdamW) use their minimum traffic at the measured fraction of that
   bandwidth (``memory_table``, interpolated in log(bytes), clamped).
 * Every kernel adds ``kernel_launch_us`` of GPU-side gap.
+
+Tables transferred from another GPU (profile ``roofline_lookup: true``, written by
+:mod:`clustersim.calibration.transfer`) are read through the roofline at the run's own shape: a
+layout or flash-attention point's efficiency is the residual ``eta`` (what the roofline of
+:mod:`clustersim.roofline` -- wave quantisation of the output tiles over this GPU's SMs, then the
+HBM bound -- does not explain) times the roofline at that point on this GPU. The residual is
+interpolated like the efficiency (nearest weight shape, log tokens; nearest head_dim and seq, log
+FLOPs) and multiplied by the roofline of the shape actually run, so a 2304 x 6144 GEMM is quantised
+as 2304 x 6144 on 108 SMs, not as the measured 2048 x 8192 it is read from.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import math
 from dataclasses import dataclass, field
 
 from clustersim.errors import ClusterSimError
+from clustersim.roofline import ATTENTION_BWD_FLOPS, attention_shape, gemm_shape, layout_gemm, roofline_efficiency
 
 
 def issue_corrected_table(pts: list[tuple[int, int, int, float]], peak: float, large_eff: float,
@@ -134,6 +144,9 @@ class ComputeModel:
     clock_slowdown: float = 1.0
     #: [compute-bound seconds, memory-bound seconds] charged since reset (duty of a step)
     tally: list[float] = field(default_factory=lambda: [0.0, 0.0])
+    #: SM count when the layout / attention tables are read through the roofline at the run's shape
+    #: (transferred tables, module doc); None: tables read as measured
+    roofline_sms: int | None = None
 
     @classmethod
     def from_profile(cls, compute, gpu_spec, dtype: str = "bf16") -> "ComputeModel":
@@ -153,6 +166,12 @@ class ComputeModel:
                else 0.9 * gpu_spec.hbm_bandwidth_GBps * 1e9)
         pts, floor = issue_corrected_table([(p.m, p.n, p.k, p.efficiency) for p in compute.gemm_table], peak,
                                            compute.gemm_efficiency)
+        sms = None
+        if compute.roofline_lookup:
+            if not gpu_spec.sm_count:
+                raise ClusterSimError(f"GPU {gpu_spec.name} has no sm_count in its spec, which roofline_lookup needs",
+                                      field="compute.roofline_lookup")
+            sms = gpu_spec.sm_count
         mem: dict[str, list[tuple[float, float]]] = {}
         for p in compute.memory_table:
             mem.setdefault(p.op, []).append((p.bytes, p.efficiency))
@@ -163,7 +182,7 @@ class ComputeModel:
                                     for p in compute.attention_table],
                    gemm_layout_table=[(p.layout, p.tokens, p.out_features, p.in_features, p.efficiency)
                                       for p in compute.gemm_layout_table],
-                   memory_table=mem,
+                   memory_table=mem, roofline_sms=sms,
                    # measured with tensor-core GEMMs of the profile's dtype: other dtypes (fp32 SIMT
                    # GEMMs draw other power) get no slowdown
                    clock_table=(sorted((p.duty, p.slowdown) for p in compute.clock_table)
@@ -221,18 +240,47 @@ class ComputeModel:
             return 0.0
         return count * (self._cb(flops / (self.peak_flops * self.efficiency(m, n, k))) + self.kernel_launch_s)
 
+    def roofline(self, flops: float, nbytes: float, tiles: int) -> float:
+        """Roofline efficiency on this GPU (:func:`clustersim.roofline.roofline_efficiency` at its peak,
+        copy bandwidth and ``roofline_sms``); 1 when the tables are read as measured."""
+        if self.roofline_sms is None:
+            return 1.0
+        return roofline_efficiency(flops, nbytes, tiles, peak=self.peak_flops, bw=self.hbm_bandwidth,
+                                   sms=self.roofline_sms)
+
     def linear_efficiency(self, M: int, N: int, K: int, role: str) -> float | None:
         """Measured efficiency of a linear layer's ``role`` GEMM (forward shape: ``M`` tokens, weight
-        ``N x K``) from ``gemm_layout_table``; None when the table has no point of that layout."""
+        ``N x K``) from ``gemm_layout_table``; None when the table has no point of that layout.
+
+        With ``roofline_sms`` set: the points' residuals over the roofline, interpolated, times the
+        roofline of the run's own GEMM (module doc; at most 1).
+
+        >>> cm = ComputeModel(peak_flops=1e15, hbm_bandwidth=3e12, kernel_launch_s=0.0,
+        ...                   gemm_layout_table=[("NT", 8192, 8192, 2048, 0.8)])
+        >>> cm.linear_efficiency(8192, 6144, 2304, "fwd")        # read as measured at 8192 x 2048
+        0.8
+
+        On 108 SMs the measured 8192 x 8192 output is 4,096 tiles in 38 waves (0.998 busy), the run's
+        8192 x 6144 output 3,072 tiles in 29 waves (0.981 busy): 0.8 x 0.981 / 0.998.
+
+        >>> cm.roofline_sms = 108
+        >>> round(cm.linear_efficiency(8192, 6144, 2304, "fwd"), 4)
+        0.7862
+        """
         layout = LINEAR_ROLES[role]
         pts = [p for p in self.gemm_layout_table if p[0] == layout]
         if not pts:
             return None
         shapes = {(p[2], p[3]) for p in pts}
+        run = (M, N, K)
         if (N, K) not in shapes:
             # nearest weight shape in log space (out and in features together)
             (N, K) = min(sorted(shapes), key=lambda sh: abs(math.log(sh[0] / N)) + abs(math.log(sh[1] / K)))
-        return interp_log([(p[1], p[4]) for p in pts if (p[2], p[3]) == (N, K)], M)
+        if self.roofline_sms is None:
+            return interp_log([(p[1], p[4]) for p in pts if (p[2], p[3]) == (N, K)], M)
+        eta = interp_log([(p[1], p[4] / self.roofline(*gemm_shape(*layout_gemm(layout, p[1], N, K))))
+                          for p in pts if (p[2], p[3]) == (N, K)], M)
+        return min(1.0, eta * self.roofline(*gemm_shape(*layout_gemm(layout, *run))))
 
     def linear(self, M: int, N: int, K: int, role: str = "fwd") -> float:
         """Seconds for one GEMM of a linear layer ``y = x W^T`` (x: ``M x K``, W: ``N x K``).
@@ -258,7 +306,9 @@ class ComputeModel:
     def attention_eff(self, flops: float, direction: str = "fwd", seq: int | None = None,
                       head_dim: int | None = None) -> float:
         """Flash-attention efficiency: ``attention_table`` points of ``direction`` at the nearest
-        head_dim and seq, interpolated in log(FLOPs); else ``attention_efficiency``."""
+        head_dim and seq, interpolated in log(FLOPs); else ``attention_efficiency``. With
+        ``roofline_sms``, ``seq`` and ``head_dim`` set: the points' residuals over the roofline,
+        interpolated, times the roofline of the run's pass (its ``batch x heads`` from ``flops``)."""
         pts = [p for p in self.attention_table if p[0] == direction]
         if not pts:
             return self.attention_efficiency
@@ -268,8 +318,13 @@ class ComputeModel:
         if seq:
             sq = _nearest([p[1] for p in pts], seq)
             pts = [p for p in pts if p[1] == sq]
-        mult = 2.5 if direction == "bwd" else 1.0
-        return interp_log([(mult * 2.0 * b * nh * s * s * d, e) for _, s, d, nh, b, e in pts], flops)
+        mult = ATTENTION_BWD_FLOPS if direction == "bwd" else 1.0
+        if self.roofline_sms is None or not (seq and head_dim):
+            return interp_log([(mult * 2.0 * b * nh * s * s * d, e) for _, s, d, nh, b, e in pts], flops)
+        shapes = [(attention_shape(direction, b * nh, s, d), e) for _, s, d, nh, b, e in pts]  # (FLOPs, bytes, tiles)
+        eta = interp_log([(shape[0], e / self.roofline(*shape)) for shape, e in shapes], flops)
+        batch_heads = max(1, round(flops / (mult * 2.0 * seq * seq * head_dim)))
+        return min(1.0, eta * self.roofline(*attention_shape(direction, batch_heads, seq, head_dim)))
 
     def attention(self, flops: float, kernels: int = 1, direction: str = "fwd", seq: int | None = None,
                   head_dim: int | None = None) -> float:

@@ -128,6 +128,24 @@ def test_at_least_six_rows_within_tolerance():
     assert within == {r[0] for r in ROWS} - set(KNOWN_MISS)
 
 
+#: Issue 14's bar for a GPU without its own measurements: every A100 row within 10% through the kernel
+#: tables transferred from dgx-h100 (docs/validation.md section 3a). Rows that miss it, with the numbers
+#: of ``python tests/integration/test_published_runs.py`` (2026-11-26); strict, so a row that starts
+#: to pass (or a passing one that fails) shows up.
+A100_MISS_10 = {
+    "K530B-sel": "-11.6% (33.43 s predicted, 37.83 s reported): too fast; compute 27.6 s of the step",
+    "N1.7B": "-11.9% (3.11 s predicted, 3.53 s reported): too fast; compute 2.93 s of the step",
+}
+A100_ROWS = [r for r in ROWS if "a100" in r[2]]
+
+
+@pytest.mark.parametrize("row", [pytest.param(r, marks=pytest.mark.xfail(reason=A100_MISS_10[r[0]], strict=True))
+                                 if r[0] in A100_MISS_10 else r for r in A100_ROWS], ids=[r[0] for r in A100_ROWS])
+def test_a100_step_time_within_10_percent(row):
+    res = predicted(row[0])
+    assert res["step_time_s"] == pytest.approx(row[-1], rel=0.10), res["breakdown"]
+
+
 def table() -> list[dict]:
     """Predicted against reported step time for every row."""
     out = []

@@ -1,9 +1,9 @@
 """Imports inside ``clustersim`` go one way (docs/architecture.md, "Import direction").
 
-``errors -> units, budget -> config -> topology -> collectives.formulas -> engine -> collectives -> workload
+``errors -> units, budget, roofline -> config -> topology -> collectives.formulas -> engine -> collectives -> workload
 -> simulate (plan, sweep) -> trace, report -> cli``: a module may import its own layer and the
 layers left of it, never one to its right (``errors`` is the base: units raise ClusterSimError
-on bad input). ``calibration`` is a side branch: it imports only errors, units, budget, config and
+on bad input). ``calibration`` is a side branch: it imports only errors, units, budget, roofline, config and
 collectives.formulas (and itself), and only layers from simulate on may import it.
 
 Every module of the package is parsed with :mod:`ast` (the scanner of benchmarks/module_graph.py,
@@ -38,6 +38,7 @@ LAYERS = [
     ("clustersim", 0),  # the package root: __version__ and the re-exported ClusterSimError
     ("clustersim.units", 1),
     ("clustersim.budget", 1),  # bounds and the work/memory budget: numbers only (errors, units)
+    ("clustersim.roofline", 1),  # roofline of a tiled kernel (wave quantisation, HBM bound): numbers only
     ("clustersim.config", 2),
     ("clustersim.topology", 3),
     ("clustersim.collectives.formulas", 4),
@@ -55,8 +56,8 @@ LAYERS = [
     ("clustersim.__main__", 10),
 ]
 #: Layers a module of ``calibration`` may import (besides its own package).
-CALIBRATION_MAY_IMPORT = ("clustersim.errors", "clustersim.units", "clustersim.budget", "clustersim.config",
-                          "clustersim.collectives.formulas", "clustersim.calibration")
+CALIBRATION_MAY_IMPORT = ("clustersim.errors", "clustersim.units", "clustersim.budget", "clustersim.roofline",
+                          "clustersim.config", "clustersim.collectives.formulas", "clustersim.calibration")
 
 
 def _under(name: str, prefix: str) -> bool:

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# A blind set on 2 GPUs of one host: every configuration of CONFIGS (a calibrate/blind*_configs.txt file whose
+# predictions were committed before), the H200 rows by name; on H100 the run ids take the -h100 suffix of the
+# rows predicted for dgx-h100. Writes $OUT/train_steps.jsonl and $OUT/train.log (2 files: the device returns 8).
+#   bash calibrate/device/blind_x2.sh calibrate/blind7_configs.txt
+set -u
+configs=${1:?usage: blind_x2.sh CONFIGS}
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+export PYTHONPATH=/tmp/site:$PWD NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+OUT=${OUT:-out}; mkdir -p "$OUT"
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+suffix=""; case "$gpu" in *H100*) suffix="-h100";; esac
+echo "GPU: $gpu x $(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l) (run ids take suffix '$suffix')" | tee "$OUT/train.log"
+grep -v '^#' "$configs" | awk 'NF && $1 !~ /-h100$/ {print $1}' | while read -r name; do
+  line=$(grep -E "^$name$suffix " "$configs" | head -1)
+  set -- $line; shift; scenario=$1; shift
+  sets=""; for kv in "$@"; do sets="$sets --set $kv"; done
+  case "$scenario" in *single*) n=1;; *) n=2;; esac
+  start=$(date +%s)
+  timeout -k 5 90 python3 -m torch.distributed.run --standalone --nproc-per-node $n calibrate/train_gpt.py "$scenario" \
+    $sets --steps 8 --warmup 3 --run-id "$name$suffix" -o "$OUT/train_steps.jsonl" >> "$OUT/train.log" 2>&1 < /dev/null
+  echo "$name$suffix rc=$? $(( $(date +%s) - start )) s" | tee -a "$OUT/train.log"
+done
+python3 - "$OUT/train_steps.jsonl" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    print(f"{r.get('run_id'):24s} {r.get('status'):6s} {1e3 * (r.get('step_time_s') or 0):8.1f} ms "
+          f"peak {(r.get('peak_memory_bytes') or 0) / 2**30:6.2f} GiB")
+PY
