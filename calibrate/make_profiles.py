@@ -323,7 +323,7 @@ def make_h100() -> Profile:
             "Only the compute part (bf16 GEMM table, D2D HBM copy, empty-kernel gap) and a 1-rank comm_init are "
             "measured (calibrate/raw/h100/bench.jsonl, one H100 80GB HBM3), and the overlap table (compute kernels "
             "beside 256 MiB NCCL collectives, calibrate/raw/blind6/overlap.jsonl, 2 H100 80GB HBM3 of one host, "
-            "2026-11-26). No multi-GPU H100 has been measured: "
+            "2026-11-26). No multi-GPU H100 collective bench has been fitted: "
             "link classes, NVLS default and collectives are published / NCCL-derived: " + LINK_SOURCES
             + " NVLS on: NCCL_NVLS_ENABLE defaults to on where NVSwitch multicast exists (env.rst)."
             + f" Written by `{COMMAND}`."),

@@ -118,8 +118,8 @@ def test_h100_is_published_links_plus_measured_compute(h100):
     assert h100.links["nvlink"].bandwidth_GBps == 370.8
     assert h100.source.gpu == rows(bench, "meta")[0]["gpu"]
     kern = ["raw/h100/kernels-20261124.jsonl"] if (RAW / "h100" / "kernels-20261124.jsonl").is_file() else []
-    assert h100.source.files == ["raw/h100/bench.jsonl", *kern]
-    assert "No multi-GPU H100 has been measured" in h100.source.notes
+    assert h100.source.files == ["raw/h100/bench.jsonl", *kern, "raw/blind6/overlap.jsonl"]
+    assert "No multi-GPU H100 collective bench has been fitted" in h100.source.notes
     c = h100.compute
     assert c.hbm_bandwidth_GBps == pytest.approx(rows(bench, "hbm")[0]["bandwidth_GBps"], rel=1e-5)
     assert c.kernel_launch_us == pytest.approx(rows(bench, "launch")[0]["overhead_us"], rel=1e-5)
@@ -188,3 +188,18 @@ def test_kernel_tables_reproduce_the_kernel_rows(name, raw):
             got = fw["time_us"] * 1e-6 + cm.memory_op("eager_attention_bwd", r["bytes"] - fw["bytes"], 0, 7)
             assert got == pytest.approx(r["time_us"] * 1e-6, rel=0.02), r["op"]
     assert n > 100
+
+
+def test_h100_overlap_table_is_the_probe_rows_averaged_over_ranks(h100):
+    """compute.overlap_table: one point per (kernel, collective) of calibrate/raw/blind6/overlap.jsonl,
+    both ranks' slowdowns averaged; no other profile carries one (nothing measured there)."""
+    probe = [r for r in rows(RAW / "blind6" / "overlap.jsonl", "overlap")]
+    pts = h100.compute.overlap_table
+    assert len(pts) == len({(r["compute"], r["collective"]) for r in probe}) == 9
+    for p in pts:
+        same = [r for r in probe if r["compute_work"] == p.work and r["collective"].startswith(p.collective)]
+        assert len(same) == 2
+        assert p.compute_slowdown == pytest.approx(sum(r["compute_slowdown"] for r in same) / 2, abs=1e-4)
+        assert p.comm_slowdown == pytest.approx(sum(r["comm_slowdown"] for r in same) / 2, abs=1e-4)
+    assert {p.kernel for p in pts} == {"gemm", "memory"}
+    assert all(1.0 < p.compute_slowdown < 1.4 and 1.2 < p.comm_slowdown < 2.0 for p in pts)
