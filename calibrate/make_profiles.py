@@ -302,7 +302,22 @@ def make_h200() -> Profile:
     return validate(Profile, data, file=None)
 
 
-def make_h100() -> Profile:
+#: collectives whose 2-rank NVLink time the H100 overlap probe measured alone (256 MiB each)
+PROBED_OPS = ("all_reduce", "reduce_scatter", "all_gather")
+
+
+def h100_pair_entries(h200: Profile) -> list[dict]:
+    """The 2-rank, one-host ``nccl``-mode entries of ``PROBED_OPS`` measured on 2 H200 (the same
+    NVLink4 x 18 into NVSwitch, line rate 450 GB/s, and the same NCCL), for the H100 profile: the
+    H100 overlap probe's collectives alone (``calibrate/raw/blind6/overlap.jsonl``, 256 MiB) took
+    0.56-0.60 ms (all_gather, mean 0.580), 0.60-0.64 (reduce_scatter, 0.615), 0.90-0.99 (all_reduce,
+    0.927) where these entries give 0.548, 0.570, 0.909 ms (launch gap included) and the published
+    link model 0.387, 0.387, 0.763 ms (``tests/unit/test_profiles_real.py`` checks the agreement)."""
+    return [e.model_dump(mode="json", exclude_none=True) for e in h200.collectives
+            if e.op in PROBED_OPS and e.ranks == 2 and e.scope == "intra" and e.mode == "nccl"]
+
+
+def make_h100(h200: Profile | None = None) -> Profile:
     comp = _read(H100_COMPUTE, COMPUTE_KINDS + ("comm_init",))
     base = validate(Profile, copy.deepcopy(BASE_H100), file=None)
     prof = fit_profile(comp, name="dgx-h100", base=base, files=comp.files).profile
@@ -312,6 +327,7 @@ def make_h100() -> Profile:
     data["nvls"] = True  # NCCL_NVLS_ENABLE defaults to on where NVSwitch multicast exists (env.rst)
     _add_kernels(data, H100_KERNELS)
     data["compute"]["overlap_table"] = overlap_table(H100_OVERLAP)
+    data["collectives"] = h100_pair_entries(h200 or make_h200())
     data["source"]["files"] = list(data["source"].get("files", [])) + [H100_OVERLAP]
     src = data["source"]
     src.update({
@@ -323,8 +339,10 @@ def make_h100() -> Profile:
             "Only the compute part (bf16 GEMM table, D2D HBM copy, empty-kernel gap) and a 1-rank comm_init are "
             "measured (calibrate/raw/h100/bench.jsonl, one H100 80GB HBM3), and the overlap table (compute kernels "
             "beside 256 MiB NCCL collectives, calibrate/raw/blind6/overlap.jsonl, 2 H100 80GB HBM3 of one host, "
-            "2026-11-26). No multi-GPU H100 collective bench has been fitted: "
-            "link classes, NVLS default and collectives are published / NCCL-derived: " + LINK_SOURCES
+            "2026-11-26). No multi-GPU H100 collective bench has been fitted: the 2-rank one-host entries of "
+            "all_reduce, reduce_scatter and all_gather are those measured on 2 H200 (same NVLink4 x 18 and NCCL; "
+            "the H100 probe's 256 MiB collectives alone agree within 7%); other "
+            "collectives, link classes and the NVLS default are published / NCCL-derived: " + LINK_SOURCES
             + " NVLS on: NCCL_NVLS_ENABLE defaults to on where NVSwitch multicast exists (env.rst)."
             + f" Written by `{COMMAND}`."),
     })
@@ -384,7 +402,9 @@ HEADERS = {
         f"#   {COMMAND}",
         "# link classes / NVLS: published NCCL values (no multi-GPU H100 measured);",
         "# compute: fitted from calibrate/raw/h100/bench.jsonl (1x H100 80GB HBM3);",
-        "# kernel-class tables: calibrate/raw/h100/kernels-20261124.jsonl (kernel rows).",
+        "# kernel-class tables: calibrate/raw/h100/kernels-20261124.jsonl (kernel rows);",
+        "# overlap_table: calibrate/raw/blind6/overlap.jsonl (2x H100, compute beside NCCL collectives);",
+        "# collectives: the 2-rank one-host all_reduce/reduce_scatter/all_gather entries of hgx-h200 (same NVLink4).",
     ],
 }
 
@@ -437,7 +457,8 @@ def main(argv: list[str] | None = None) -> int:
         print(bar_table(args.bar))
         return 0
     rc = 0
-    measured = {p.name: p for p in (make_h200(), make_h100())}
+    h200 = make_h200()
+    measured = {p.name: p for p in (h200, make_h100(h200))}
     outputs = [(p.name, render(p)) for p in measured.values()]
     for name, (target, src_name, src_gpu) in TRANSFERRED.items():
         # published link / NCCL values stay as written by hand; only the compute section is generated
