@@ -285,3 +285,8 @@ if __name__ == "__main__":
     print(table())
     print("\nBlind set 6 (2x H100; not blind since the overlap model)\n")
     print(table(B6_ROWS))
+    meas = b6_overheads({n: r["measured_s"] for n, r in B6.items()})
+    pred = {f: b6_overheads({n: predict(r)[f] for n, r in B6.items()}) for f in ("flow", "analytical")}
+    print("\n| overhead | measured ms | predicted flow ms | predicted analytical ms |\n|---|---|---|---|")
+    for k, v in meas.items():
+        print(f"| {k} | {v * 1e3:+.1f} | {pred['flow'][k] * 1e3:+.1f} | {pred['analytical'][k] * 1e3:+.1f} |")
