@@ -9,10 +9,11 @@ profile's ``overlap_table`` holds those rows and
 :meth:`clustersim.workload.TransformerStep.overlap_slowdowns` reduces them to one pair
 ``(compute, collective)`` for the step's kernels (:attr:`clustersim.workload.ops.Graph.overlap`).
 
-Both fidelities apply it the same way, in two passes: execute the DAG, measure on every
-executor rank how long each compute op ran while one of the rank's collectives of a measured
-kind (on another stream) ran, and each such collective while the rank computed; stretch the op
-by that overlap x (slowdown - 1) and execute again. One correction, not a fixed point: the
+Both fidelities apply it the same way, in two passes: execute the DAG in closed form, measure on
+every executor rank how long each compute op ran while one of the rank's collectives of a
+measured kind (on another stream) ran, and each such collective while the rank computed; stretch
+the op by that overlap x (slowdown - 1) and execute again at the run's fidelity (the flow pass
+takes the overlaps of the closed-form pass, which an uncontended flow run equals). One correction, not a fixed point: the
 stretched ops overlap a little differently in the second pass (the stretch of pass two is not
 re-measured). Point-to-point transfers (pipeline sends) and tensor-parallel collectives inside a
 layer (serial with its compute) are not stretched: the probe did not measure them.
