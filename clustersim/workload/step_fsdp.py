@@ -14,8 +14,9 @@ micro-batch after the last reduce-scatter of this one (the root's post-backward 
 FSDP2 (``fully_shard`` per block, the default ``reshard_after_forward``) gathers a unit's
 parameters through a copy-in kernel (the local shards into one flat buffer), the all-gather and
 a copy-out kernel (``split_with_sizes_copy`` into the unsharded parameters). Its reduce-scatter
-is a copy-in kernel (``chunk_cat`` of the gradients), the collective, the averaging division,
-and from the second micro-batch on an add into the sharded gradient.
+is a copy-in kernel (``chunk_cat`` of the gradients), the collective (averaging in NCCL for bf16
+and fp32 gradients, else a division kernel), and from the second micro-batch on an add into the
+sharded gradient.
 
 Every function takes ``step``, the :class:`~clustersim.workload.transformer.TransformerStep` being
 built (its degrees, units and per-rank costs); this module does not import it, so the workload
@@ -76,9 +77,15 @@ def build_fsdp(graph: Graph, step) -> None:
         scatter = sharded and kind == "B" and unit.grad_bytes > 0
         if scatter:
             grad_bytes = unit.grad_bytes
-            # chunk_cat copy-in, the divide by the group size, (accumulate into the shard)
-            post = cm.memory(2 * grad_bytes, 1) + cm.memory((2 + (3 if mb > 0 else 0)) * grad_bytes / dp, 1)
-            segments = segments + [ComputeSegment(post, 2)]
+            # chunk_cat copy-in (read + write the unit's gradients), the divide by the group size
+            # only for 16-bit floats other than bf16 (bf16/fp32 reduce with NCCL's ReduceOp.AVG:
+            # torch fsdp/_fully_shard/_fsdp_collectives.py _get_gradient_divide_factors), and from
+            # the second micro-batch on the add into the sharded gradient (read 2, write 1)
+            divide = 0 if step.training.precision.grads in ("bf16", "fp32") else 2
+            shard_work = (divide + (3 if mb > 0 else 0)) * grad_bytes / dp
+            kernels = 1 + (shard_work > 0)
+            post = cm.memory(2 * grad_bytes, 1) + (cm.memory(shard_work, 1) if shard_work else 0.0)
+            segments = segments + [ComputeSegment(post, kernels)]
             # the reduce-scatter call; per parameter: as_strided view of the output shard,
             # then a new sharded DTensor gradient (first micro-batch) or ``+=`` into it
             host_s += host_call + (2 + 2 * unit.tensors) * host_kernel
