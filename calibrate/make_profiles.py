@@ -56,6 +56,9 @@ COMPUTE_KINDS = ("gemm", "hbm", "launch")
 # raw/h100/kernels.jsonl, the first sweeps, timed the attention backward with a scatter into a fused leaf)
 H200_KERNELS = "raw/h200/kernels.jsonl"
 H100_KERNELS = "raw/h100/kernels-20261124.jsonl"
+#: compute kernels alone vs beside a 256 MiB NCCL collective on 2 H100 of one host
+#: (``calibrate/device/overlap_probe.py``, measured with blind set 6, 2026-11-26); no H200 was measured
+H100_OVERLAP = "raw/blind6/overlap.jsonl"
 
 #: Link classes: the bandwidth NCCL reaches and the line rate of the DGX/HGX H100/H200 node it refers to
 #: (``line_rate_GBps``, the topology's figure: 18 NVLink4 x 25 GB/s, PCIe Gen5 x16 63 GB/s, NDR 400G 50 GB/s);
@@ -227,6 +230,28 @@ def _add_kernels(data: dict, rel: str) -> None:
     data["source"]["files"] = list(data["source"].get("files", [])) + [rel]
 
 
+def overlap_table(rel: str) -> list[dict]:
+    """``compute.overlap_table`` from the overlap probe's rows: one point per (kernel, collective),
+    the slowdowns averaged over the ranks that measured it; the GEMM's work is its FLOPs, the
+    memory-bound add's its minimum HBM traffic (``compute_work``: two reads and one write)."""
+    from clustersim.calibration.jsonl import read_rows
+
+    acc: dict[tuple, list[dict]] = {}
+    for r in read_rows(HERE / rel):
+        if r.get("kind") == "overlap":
+            acc.setdefault((r["compute"], r["collective"]), []).append(r)
+    out = []
+    for (kernel, _), rows in acc.items():
+        n = len(rows)
+        out.append({"kernel": "gemm" if kernel.startswith("gemm") else "memory",
+                    "work": float(rows[0]["compute_work"]),
+                    "collective": rows[0]["collective"].rsplit("_", 1)[0],
+                    "collective_bytes": float(rows[0]["collective_bytes"]),
+                    "compute_slowdown": round(sum(r["compute_slowdown"] for r in rows) / n, 4),
+                    "comm_slowdown": round(sum(r["comm_slowdown"] for r in rows) / n, 4)})
+    return out
+
+
 def nccl_switches(topology: str, base: Profile):
     """``switches(op, ranks, scope)`` for the fit: where NCCL's tuner (the NCCL-structured model on the
     topology with the base profile's published link classes, no entries) changes protocol."""
@@ -277,7 +302,22 @@ def make_h200() -> Profile:
     return validate(Profile, data, file=None)
 
 
-def make_h100() -> Profile:
+#: collectives whose 2-rank NVLink time the H100 overlap probe measured alone (256 MiB each)
+PROBED_OPS = ("all_reduce", "reduce_scatter", "all_gather")
+
+
+def h100_pair_entries(h200: Profile) -> list[dict]:
+    """The 2-rank, one-host ``nccl``-mode entries of ``PROBED_OPS`` measured on 2 H200 (the same
+    NVLink4 x 18 into NVSwitch, line rate 450 GB/s, and the same NCCL), for the H100 profile: the
+    H100 overlap probe's collectives alone (``calibrate/raw/blind6/overlap.jsonl``, 256 MiB) took
+    0.56-0.60 ms (all_gather, mean 0.580), 0.60-0.64 (reduce_scatter, 0.615), 0.90-0.99 (all_reduce,
+    0.927) where these entries give 0.548, 0.570, 0.909 ms (launch gap included) and the published
+    link model 0.387, 0.387, 0.763 ms (``tests/unit/test_profiles_real.py`` checks the agreement)."""
+    return [e.model_dump(mode="json", exclude_none=True) for e in h200.collectives
+            if e.op in PROBED_OPS and e.ranks == 2 and e.scope == "intra" and e.mode == "nccl"]
+
+
+def make_h100(h200: Profile | None = None) -> Profile:
     comp = _read(H100_COMPUTE, COMPUTE_KINDS + ("comm_init",))
     base = validate(Profile, copy.deepcopy(BASE_H100), file=None)
     prof = fit_profile(comp, name="dgx-h100", base=base, files=comp.files).profile
@@ -286,6 +326,9 @@ def make_h100() -> Profile:
     data["links"] = copy.deepcopy(LINKS_PUBLISHED)
     data["nvls"] = True  # NCCL_NVLS_ENABLE defaults to on where NVSwitch multicast exists (env.rst)
     _add_kernels(data, H100_KERNELS)
+    data["compute"]["overlap_table"] = overlap_table(H100_OVERLAP)
+    data["collectives"] = h100_pair_entries(h200 or make_h200())
+    data["source"]["files"] = list(data["source"].get("files", [])) + [H100_OVERLAP]
     src = data["source"]
     src.update({
         "gpu": meta.get("gpu"), "host": "DGX H100 (links, NCCL); compute measured on a 1x H100 80GB HBM3 VM",
@@ -294,8 +337,12 @@ def make_h100() -> Profile:
         "nvls": True, "measured": True,
         "notes": (
             "Only the compute part (bf16 GEMM table, D2D HBM copy, empty-kernel gap) and a 1-rank comm_init are "
-            "measured (calibrate/raw/h100/bench.jsonl, one H100 80GB HBM3). No multi-GPU H100 has been measured: "
-            "link classes, NVLS default and collectives are published / NCCL-derived: " + LINK_SOURCES
+            "measured (calibrate/raw/h100/bench.jsonl, one H100 80GB HBM3), and the overlap table (compute kernels "
+            "beside 256 MiB NCCL collectives, calibrate/raw/blind6/overlap.jsonl, 2 H100 80GB HBM3 of one host, "
+            "2026-11-26). No multi-GPU H100 collective bench has been fitted: the 2-rank one-host entries of "
+            "all_reduce, reduce_scatter and all_gather are those measured on 2 H200 (same NVLink4 x 18 and NCCL; "
+            "the H100 probe's 256 MiB collectives alone agree within 7%); other "
+            "collectives, link classes and the NVLS default are published / NCCL-derived: " + LINK_SOURCES
             + " NVLS on: NCCL_NVLS_ENABLE defaults to on where NVSwitch multicast exists (env.rst)."
             + f" Written by `{COMMAND}`."),
     })
@@ -320,15 +367,19 @@ def transferred_compute(measured: Profile, source_gpu: str, target_gpu: str) -> 
     from clustersim.config.topology import gpu_spec
 
     comp = measured.compute.model_dump(mode="json", exclude_none=True)
+    # the compute/NCCL overlap slowdown depends on the SM count and NCCL's channels on that GPU:
+    # no roofline transfer of it, the target gets none
+    comp.pop("overlap_table", None)
+    files = [f for f in measured.source.files if f != H100_OVERLAP]
     out = transfer_compute(comp, source=gpu_spec(source_gpu), target=gpu_spec(target_gpu))
     out["provenance"] = (
         f"Not measured on this GPU. Kernel tables transferred from {measured.name} ({measured.source.gpu}, "
-        f"measured {measured.source.date}; files {', '.join(measured.source.files)}) to {target_gpu} by roofline "
+        f"measured {measured.source.date}; files {', '.join(files)}) to {target_gpu} by roofline "
         "(clustersim/calibration/transfer.py): each point's time split at the source's peak x wave "
         "quantisation and measured copy bandwidth, the unexplained share kept, rebuilt with the target's "
         "datasheet peak, HBM bandwidth and SM count; layout and attention tables read at the run's own shape "
         "through the target's roofline (roofline_lookup); memory-bound classes moved in bytes by the bandwidth "
-        f"ratio; no sustained-clock table. Written by `{COMMAND}`.")
+        f"ratio; no sustained-clock table, no compute/NCCL overlap table. Written by `{COMMAND}`.")
     return validate(Profile, {"name": "x", "compute": out}, file=None).compute.model_dump(mode="json",
                                                                                          exclude_none=True)
 
@@ -377,7 +428,9 @@ HEADERS = {
         f"#   {COMMAND}",
         "# link classes / NVLS: published NCCL values (no multi-GPU H100 measured);",
         "# compute: fitted from calibrate/raw/h100/bench.jsonl (1x H100 80GB HBM3);",
-        "# kernel-class tables: calibrate/raw/h100/kernels-20261124.jsonl (kernel rows).",
+        "# kernel-class tables: calibrate/raw/h100/kernels-20261124.jsonl (kernel rows);",
+        "# overlap_table: calibrate/raw/blind6/overlap.jsonl (2x H100, compute beside NCCL collectives);",
+        "# collectives: the 2-rank one-host all_reduce/reduce_scatter/all_gather entries of hgx-h200 (same NVLink4).",
     ],
 }
 
@@ -430,7 +483,8 @@ def main(argv: list[str] | None = None) -> int:
         print(bar_table(args.bar))
         return 0
     rc = 0
-    measured = {p.name: p for p in (make_h200(), make_h100())}
+    h200 = make_h200()
+    measured = {p.name: p for p in (h200, make_h100(h200))}
     outputs = [(p.name, render(p)) for p in measured.values()]
     for name, (target, src_name, src_gpu) in TRANSFERRED.items():
         # published link / NCCL values stay as written by hand; only the compute section is generated

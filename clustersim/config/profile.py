@@ -254,6 +254,26 @@ class ClockPoint(StrictModel):
     slowdown: Pos = Field(description="Sustained GEMM time / burst GEMM time at that duty; a ratio (1 = no slowdown).")
 
 
+class OverlapPoint(StrictModel):
+    """How much a compute kernel and an NCCL collective on the same GPU slow each other while they
+    overlap (``calibrate/device/overlap_probe.py``: a loop of the kernel alone, the collective alone,
+    then both at once on two streams; mean over the ranks that measured it).
+
+    NCCL kernels occupy SMs (one block per channel) and HBM bandwidth, so a GEMM loses waves and a
+    memory-bound kernel bandwidth while a collective runs; the collective loses SM time to them too.
+    """
+
+    kernel: Literal["gemm", "memory"] = Field(description="Compute kernel class: gemm (compute-bound, tensor "
+                                              "cores) or memory (a memory-bound elementwise kernel).")
+    work: Pos = Field(description="Size of one kernel call: FLOPs (2 m n k) of a gemm, minimum HBM bytes of a "
+                      "memory kernel.")
+    collective: Op = Field(description="The collective running beside it.")
+    collective_bytes: Pos = Field(description="nccl-tests size of the collective call, bytes.")
+    compute_slowdown: Pos = Field(description="Kernel time overlapped / kernel time alone; a ratio (1 = no "
+                                  "slowdown).")
+    comm_slowdown: Pos = Field(description="Collective time overlapped / collective time alone; a ratio.")
+
+
 class ComputeParams(StrictModel):
     """GPU compute model."""
 
@@ -287,6 +307,10 @@ class ComputeParams(StrictModel):
         False, description="Read gemm_layout_table and attention_table through the roofline at the run's own shape "
         "(wave quantisation over the GPU spec's sm_count, HBM bound): set on tables transferred from another GPU "
         "(clustersim/calibration/transfer.py; clustersim/workload/compute.py says how).")
+    overlap_table: list[OverlapPoint] = Field(
+        default_factory=list, description="Mutual slowdown of compute kernels and NCCL collectives that overlap "
+        "on one GPU (overlap probe rows); the simulator stretches compute and collectives by it wherever they run "
+        "at once. Empty: no slowdown.")
 
 
 class CollectiveUncertainty(StrictModel):

@@ -121,8 +121,14 @@ def with_host(t0: float, busy: float, parts: dict[str, float], issue: tuple[floa
     return end, parts
 
 
-def execute_analytical(graph: Graph, comm_time) -> Timeline:
-    """Start and end of every op with closed-form collectives (``comm_time(Coll) -> seconds``)."""
+def execute_analytical(graph: Graph, comm_time, stretch: dict[int, float] | None = None) -> Timeline:
+    """Start and end of every op with closed-form collectives (``comm_time(Coll) -> seconds``).
+
+    ``stretch``: extra busy seconds per op id (compute and collectives slowing each other where
+    they overlap, :func:`clustersim.simulate.overlap.overlap_stretch`); counted in the op's own
+    category (a compute op's as ``compute``).
+    """
+    stretch = stretch or {}
     n = len(graph.ops)
     start = [0.0] * n
     end = [0.0] * n
@@ -133,7 +139,7 @@ def execute_analytical(graph: Graph, comm_time) -> Timeline:
         op = graph.ops[i]
         t0 = max((end[d] for d in op.deps), default=0.0)
         if op.coll is not None:
-            dur = comm_time(op.coll)
+            dur = comm_time(op.coll) + stretch.get(i, 0.0)
             parts[i] = {op.category: dur}
         elif op.segments is not None:
             key = id(op.segments)
@@ -144,6 +150,12 @@ def execute_analytical(graph: Graph, comm_time) -> Timeline:
         else:
             dur, parts[i] = compute_parts(op, comm_time)
         if op.coll is None:
+            extra = stretch.get(i, 0.0)
+            if extra:
+                dur += extra
+                key = "compute" if "compute" in parts[i] else op.category
+                parts[i] = dict(parts[i])
+                parts[i][key] = parts[i].get(key, 0.0) + extra
             e, parts[i] = with_host(t0, dur, parts[i], issue.get(i))
             start[i], end[i] = t0, e
             continue

@@ -58,7 +58,8 @@ def _play_segments(env, op, comm_time, private_tp: bool, coll_events):
     return parts
 
 
-def execute_flow(sim, graph: Graph, comm_time, private_tp: bool = True) -> Timeline:
+def execute_flow(sim, graph: Graph, comm_time, private_tp: bool = True,
+                 stretch: dict[int, float] | None = None) -> Timeline:
     """Run ``graph`` on ``sim`` (a :class:`clustersim.engine.Simulation`); return a Timeline.
 
     Parameters
@@ -67,7 +68,11 @@ def execute_flow(sim, graph: Graph, comm_time, private_tp: bool = True) -> Timel
     graph: :class:`clustersim.workload.ops.Graph`.
     comm_time: closed-form time of a :class:`~clustersim.workload.ops.Coll` (used for private TP).
     private_tp: take the closed form for inner TP collectives.
+    stretch: extra busy seconds per op id (compute and collectives slowing each other where they
+        overlap, :func:`clustersim.simulate.overlap.overlap_stretch`): a collective holds its
+        stream that much longer after its flows end, a compute op computes that much longer.
     """
+    stretch = stretch or {}
     issue = host_issue(graph)
 
     env = sim.env
@@ -92,18 +97,24 @@ def execute_flow(sim, graph: Graph, comm_time, private_tp: bool = True) -> Timel
         win = issue.get(op.id)
         if win is not None and op.coll is None and win[0] > t0:
             yield env.timeout(win[0] - t0)  # the host has not issued it yet
+        extra = stretch.get(op.id, 0.0)
         if op.coll is not None:
             if op.coll.size_bytes > 0 or op.coll.op == "barrier":
                 yield env.all_of(coll_events(op.coll, op.name))
+            if extra:
+                yield env.timeout(extra)
             parts[op.id] = {op.category: env.now - t0}
         elif op.segments is None:
-            if op.duration > 0:
-                yield env.timeout(op.duration)
-            parts[op.id] = {op.category: op.duration}
+            if op.duration + extra > 0:
+                yield env.timeout(op.duration + extra)
+            parts[op.id] = {op.category: op.duration + extra}
             if win is not None and env.now < win[1]:
                 yield env.timeout(win[1] - env.now)
         else:
             parts[op.id] = yield from _play_segments(env, op, comm_time, private_tp, coll_events)
+            if extra:
+                yield env.timeout(extra)
+                parts[op.id]["compute"] = parts[op.id].get("compute", 0.0) + extra
             if win is not None and env.now < win[1]:
                 yield env.timeout(win[1] - env.now)  # the GPU waits for the last calls
         if op.coll is None and win is not None:

@@ -287,8 +287,18 @@ def _build_step_graph(rs: ResolvedScenario, cluster: Any, *, reduced: bool, faul
 def _execute_graph(rs: ResolvedScenario, cluster: Any, graph: Any, comm: CommCache, *, fidelity: str,
                    extra: dict) -> tuple:
     """Execute the graph at the given fidelity; return (timeline, flow simulation or None, private TP)."""
+    from clustersim.simulate.overlap import overlap_stretch
+
+    def report(stretch: dict[int, float]) -> None:
+        if graph.overlap is not None:
+            extra["overlap_slowdown"] = {"compute": graph.overlap[0], "collective": graph.overlap[1],
+                                         "stretch_s": sum(stretch.values())}
+
     if fidelity == "analytical":
-        return execute_analytical(graph, comm), None, None
+        tl = execute_analytical(graph, comm)
+        stretch = overlap_stretch(graph, tl.start, tl.end)  # second pass: overlapped work slowed
+        report(stretch)
+        return (execute_analytical(graph, comm, stretch) if stretch else tl), None, None
     from clustersim.collectives.flow import flow_simulation
     from clustersim.simulate.flow import execute_flow
 
@@ -296,7 +306,14 @@ def _execute_graph(rs: ResolvedScenario, cluster: Any, graph: Any, comm: CommCac
     sim = flow_simulation(cluster, rs.profile, nvls=c.nvls, p2p=c.p2p, gdr=c.gpudirect_rdma)
     private = _tp_private(cluster, graph)
     extra["tp_closed_form"] = private
-    tl = execute_flow(sim, graph, comm, private_tp=private)
+    stretch: dict[int, float] = {}
+    if graph.overlap is not None:
+        # where compute and collectives overlap, measured on the closed-form timeline (a flow pass
+        # costs 10-100x more; uncontended, both give the same timeline)
+        first = execute_analytical(graph, comm)
+        stretch = overlap_stretch(graph, first.start, first.end)
+    tl = execute_flow(sim, graph, comm, private_tp=private, stretch=stretch)
+    report(stretch)
     return tl, sim, private
 
 

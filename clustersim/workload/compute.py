@@ -19,6 +19,10 @@ and the GPU's vendor figures (:class:`clustersim.config.topology.GPUSpec`):
   GELU, add, cross-entropy, AdamW) use their minimum traffic at the measured fraction of that
   bandwidth (``memory_table``, interpolated in log(bytes), clamped).
 * Every kernel adds ``kernel_launch_us`` of GPU-side gap.
+* Overlap with NCCL (profile ``overlap_table``, :meth:`ComputeModel.overlap_slowdowns`): how much
+  the step's kernels and a collective beside them slow each other, by kernel class (GEMM by its
+  FLOPs, memory-bound) weighted by the step's compute duty; the executors apply it
+  (:mod:`clustersim.simulate.overlap`).
 
 Tables transferred from another GPU (profile ``roofline_lookup: true``, written by
 :mod:`clustersim.calibration.transfer`) are read through the roofline at the run's own shape: a
@@ -140,6 +144,8 @@ class ComputeModel:
     memory_table: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     # (compute duty, sustained slowdown) of compute-bound kernels (bench --kernels gemm_duty)
     clock_table: list[tuple[float, float]] = field(default_factory=list)
+    # (kernel class, work: FLOPs or bytes, collective, compute slowdown, comm slowdown) (overlap probe)
+    overlap_table: list[tuple[str, float, str, float, float]] = field(default_factory=list)
     #: time multiplier of compute-bound kernels now in force (set by the workload, see slowdown_at)
     clock_slowdown: float = 1.0
     #: [compute-bound seconds, memory-bound seconds] charged since reset (duty of a step)
@@ -186,7 +192,9 @@ class ComputeModel:
                    # measured with tensor-core GEMMs of the profile's dtype: other dtypes (fp32 SIMT
                    # GEMMs draw other power) get no slowdown
                    clock_table=(sorted((p.duty, p.slowdown) for p in compute.clock_table)
-                                if dtype == compute.dtype else []))
+                                if dtype == compute.dtype else []),
+                   overlap_table=[(p.kernel, p.work, p.collective, p.compute_slowdown, p.comm_slowdown)
+                                  for p in compute.overlap_table])
 
     def efficiency(self, m: int, n: int, k: int) -> float:
         """GEMM efficiency (fraction of peak) for an ``m x n x k`` problem."""
@@ -221,6 +229,36 @@ class ComputeModel:
             if x0 <= d <= x1:
                 return y0 + (y1 - y0) * (0.0 if x1 == x0 else (d - x0) / (x1 - x0))
         return 1.0
+
+    def overlap_slowdowns(self, gemm_flops: float, duty: float, ops: tuple[str, ...] | None = None
+                          ) -> tuple[float, float]:
+        """``(compute, collective)`` slowdown while a collective and the step's kernels overlap.
+
+        Compute: ``duty`` (the time share of compute-bound kernels) at the GEMM points' slowdown
+        interpolated in log(FLOPs) at ``gemm_flops`` (wave quantisation: a GEMM of few waves loses
+        more to the SMs NCCL holds), the rest at the memory-bound points' slowdown; the collective's
+        slowdown is weighted the same way. ``ops``: only points of these collectives (default all).
+        A class without points counts as 1. ``(1.0, 1.0)`` without an ``overlap_table``.
+
+        >>> cm = ComputeModel(1e15, 3e12, overlap_table=[("gemm", 1e11, "all_gather", 1.3, 1.4),
+        ...                   ("gemm", 1e12, "all_gather", 1.1, 1.6), ("memory", 1e9, "all_gather", 1.1, 1.8)])
+        >>> [round(x, 3) for x in cm.overlap_slowdowns(1e11, duty=0.8)]
+        [1.26, 1.48]
+        """
+        pts = [p for p in self.overlap_table if ops is None or p[2] in ops]
+        if not pts:
+            return 1.0, 1.0
+        gemm = [p for p in pts if p[0] == "gemm"]
+        mem = [p for p in pts if p[0] == "memory"]
+
+        def pick(rows, col, x):
+            return interp_log([(p[1], p[col]) for p in rows], x) if rows else 1.0
+
+        d = min(max(duty, 0.0), 1.0)
+        mem_work = max(p[1] for p in mem) if mem else 1.0
+        comp = d * pick(gemm, 3, gemm_flops) + (1 - d) * pick(mem, 3, mem_work)
+        comm = d * pick(gemm, 4, gemm_flops) + (1 - d) * pick(mem, 4, mem_work)
+        return comp, comm
 
     def _cb(self, seconds: float) -> float:
         """A compute-bound kernel's busy seconds at the clock in force (tallied)."""

@@ -107,11 +107,17 @@ class Op:
 
 
 class Graph:
-    """Ops in issue order with stream ordering turned into dependencies."""
+    """Ops in issue order with stream ordering turned into dependencies.
+
+    ``overlap``: ``(compute slowdown, collective slowdown, collectives)`` while a collective of
+    one of those ops overlaps compute on the same rank (the profile's ``overlap_table`` for this
+    step's kernels, :meth:`clustersim.workload.compute.ComputeModel.overlap_slowdowns`); None: none.
+    """
 
     def __init__(self) -> None:
         self.ops: list[Op] = []
         self._last: dict[tuple[int, str], int] = {}
+        self.overlap: tuple[float, float, tuple[str, ...]] | None = None
 
     def add(self, rank: int, stream: str, name: str, category: str, *, duration: float = 0.0,
             coll: Coll | None = None, segments: list | None = None, deps: list[int | None] | None = None,

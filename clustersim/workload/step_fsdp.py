@@ -1,15 +1,22 @@
 """ZeRO-3 / FSDP2 part of a training step's DAG (``zero: 3``, ``pp = 1``).
 
 Each unit (layer, embedding, head) is one compute op. Its weights are all-gathered before its
-forward and again before its backward, prefetched one unit ahead (two units resident), and its
-gradients are reduce-scattered after every micro-batch's backward (FSDP2's default without
-``set_requires_gradient_sync(False)``).
+forward and again before its backward (blocks only: FSDP2 keeps the root module, embedding and
+head, unsharded from its forward to its backward), prefetched one unit ahead (two units
+resident), and its gradients are reduce-scattered after every micro-batch's backward (FSDP2's
+default without ``set_requires_gradient_sync(False)``, which calibrate/train_gpt.py does not set).
+
+All-gathers and reduce-scatters go through one process group, whose NCCL calls run on one
+stream in issue order: within a pass the next unit's all-gather is issued before this unit's
+reduce-scatter (pre-forward / pre-backward prefetch), and the first all-gather of the next
+micro-batch after the last reduce-scatter of this one (the root's post-backward callback).
 
 FSDP2 (``fully_shard`` per block, the default ``reshard_after_forward``) gathers a unit's
 parameters through a copy-in kernel (the local shards into one flat buffer), the all-gather and
 a copy-out kernel (``split_with_sizes_copy`` into the unsharded parameters). Its reduce-scatter
-is a copy-in kernel (``chunk_cat`` of the gradients), the collective, the averaging division,
-and from the second micro-batch on an add into the sharded gradient.
+is a copy-in kernel (``chunk_cat`` of the gradients), the collective (averaging in NCCL for bf16
+and fp32 gradients, else a division kernel), and from the second micro-batch on an add into the
+sharded gradient.
 
 Every function takes ``step``, the :class:`~clustersim.workload.transformer.TransformerStep` being
 built (its degrees, units and per-rank costs); this module does not import it, so the workload
@@ -22,6 +29,8 @@ from __future__ import annotations
 from clustersim.workload.ops import Coll, Graph
 from clustersim.workload.segments import ComputeSegment, op_segments
 
+#: units of FSDP2's root module (``fully_shard(model)`` holds what no block holds)
+ROOT_UNITS = ("embedding", "head")
 
 
 def build_fsdp(graph: Graph, step) -> None:
@@ -34,37 +43,66 @@ def build_fsdp(graph: Graph, step) -> None:
     host_kernel, host_call = step.host_kernel_s, step.host_call_s
     reduce_scatters: list[int] = []
     compute_ops: list[int] = []
-    for kind, mb, chunk in step.orders[0]:
-        for unit in step.chunk_units(chunk, kind):
-            gather = None
-            segments, host_s = op_segments([unit.segments], [tp_group], host_call, host_kernel)
-            if sharded and unit.param_count > 0:
-                # prefetch: may start once the unit two places earlier finished (2 units resident)
-                prefetch_after = compute_ops[-2] if len(compute_ops) >= 2 else None
-                param_bytes = unit.param_count * step.param_dtype_bytes
-                gather = graph.add(rank, "dp_ag", f"AG {unit.name}", "comm_dp",
-                                   coll=Coll("all_gather", groups, param_bytes, "dp"), deps=[prefetch_after])
-                # copy-in (shards -> flat buffer) and copy-out (flat buffer -> parameters)
-                copies = cm.memory(2 * param_bytes / dp, 1) + cm.memory(2 * param_bytes, 1)
-                segments = [ComputeSegment(copies, 2)] + segments
-                # the all-gather call; per parameter: alloc_storage before, free_storage at reshard
-                host_s += host_call + (2 + 2 * unit.tensors) * host_kernel
-            scatter = sharded and kind == "B" and unit.grad_bytes > 0
-            if scatter:
-                grad_bytes = unit.grad_bytes
-                # chunk_cat copy-in, the divide by the group size, (accumulate into the shard)
-                post = cm.memory(2 * grad_bytes, 1) + cm.memory((2 + (3 if mb > 0 else 0)) * grad_bytes / dp, 1)
-                segments = segments + [ComputeSegment(post, 2)]
-                # the reduce-scatter call; per parameter: as_strided view of the output shard,
-                # then a new sharded DTensor gradient (first micro-batch) or ``+=`` into it
-                host_s += host_call + (2 + 2 * unit.tensors) * host_kernel
-            oid = graph.add(rank, "compute", f"{kind}{mb}.{unit.name}", "compute", segments=segments,
-                            deps=[gather], micro_batch=mb, kind=kind, host_s=host_s)
-            compute_ops.append(oid)
-            if scatter:
-                reduce_scatters.append(graph.add(rank, "dp_rs", f"RS {unit.name}", "comm_dp",
-                                                 coll=Coll("reduce_scatter", groups, unit.grad_bytes, "dp"),
-                                                 deps=[oid]))
+    # every unit of the step in execution order: (kind, micro-batch, unit)
+    seq = [(kind, mb, unit) for kind, mb, chunk in step.orders[0] for unit in step.chunk_units(chunk, kind)]
+    gathers: dict[int, int] = {}  # position in seq -> its all-gather op
+    last_nccl: list[int | None] = [None]  # the collective issued last: NCCL runs a group's calls in order
+
+    def needs_gather(i: int) -> bool:
+        kind, _, unit = seq[i]
+        # the root module (embedding, head) is not resharded after forward (FSDP2 sets the root's
+        # post-forward reshard off): its backward needs no second all-gather
+        return sharded and unit.param_count > 0 and not (kind == "B" and unit.name in ROOT_UNITS)
+
+    def add_gather(i: int) -> None:
+        unit = seq[i][2]
+        # prefetch: may start once the unit two places earlier finished (2 units resident)
+        prefetch_after = compute_ops[i - 2] if i >= 2 else None
+        param_bytes = unit.param_count * step.param_dtype_bytes
+        gathers[i] = last_nccl[0] = graph.add(
+            rank, "dp_ag", f"AG {unit.name}", "comm_dp", coll=Coll("all_gather", groups, param_bytes, "dp"),
+            deps=[prefetch_after, last_nccl[0]])
+
+    for i, (kind, mb, unit) in enumerate(seq):
+        segments, host_s = op_segments([unit.segments], [tp_group], host_call, host_kernel)
+        if needs_gather(i):
+            if i not in gathers:
+                add_gather(i)
+            param_bytes = unit.param_count * step.param_dtype_bytes
+            # copy-in (shards -> flat buffer) and copy-out (flat buffer -> parameters)
+            copies = cm.memory(2 * param_bytes / dp, 1) + cm.memory(2 * param_bytes, 1)
+            segments = [ComputeSegment(copies, 2)] + segments
+            # the all-gather call; per parameter: alloc_storage before, free_storage at reshard
+            host_s += host_call + (2 + 2 * unit.tensors) * host_kernel
+        scatter = sharded and kind == "B" and unit.grad_bytes > 0
+        if scatter:
+            grad_bytes = unit.grad_bytes
+            # chunk_cat copy-in (read + write the unit's gradients), the divide by the group size
+            # only for 16-bit floats other than bf16 (bf16/fp32 reduce with NCCL's ReduceOp.AVG:
+            # torch fsdp/_fully_shard/_fsdp_collectives.py _get_gradient_divide_factors), and from
+            # the second micro-batch on the add into the sharded gradient (read 2, write 1)
+            divide = 0 if step.training.precision.grads in ("bf16", "fp32") else 2
+            shard_work = (divide + (3 if mb > 0 else 0)) * grad_bytes / dp
+            kernels = 1 + (shard_work > 0)
+            post = cm.memory(2 * grad_bytes, 1) + (cm.memory(shard_work, 1) if shard_work else 0.0)
+            segments = segments + [ComputeSegment(post, kernels)]
+            # the reduce-scatter call; per parameter: as_strided view of the output shard,
+            # then a new sharded DTensor gradient (first micro-batch) or ``+=`` into it
+            host_s += host_call + (2 + 2 * unit.tensors) * host_kernel
+        oid = graph.add(rank, "compute", f"{kind}{mb}.{unit.name}", "compute", segments=segments,
+                        deps=[gathers.get(i)], micro_batch=mb, kind=kind, host_s=host_s)
+        compute_ops.append(oid)
+        # the next unit's all-gather: within a forward or backward pass it is issued before this
+        # unit's reduce-scatter (implicit forward prefetch; the backward prefetch of pre_backward);
+        # the next pass's first gather only after this pass's last reduce-scatter (the root's hooks)
+        nxt = i + 1
+        if nxt < len(seq) and seq[nxt][:2] == (kind, mb) and needs_gather(nxt):
+            add_gather(nxt)
+        if scatter:
+            last_nccl[0] = graph.add(rank, "dp_rs", f"RS {unit.name}", "comm_dp",
+                                     coll=Coll("reduce_scatter", groups, unit.grad_bytes, "dp"),
+                                     deps=[oid, last_nccl[0]])
+            reduce_scatters.append(last_nccl[0])
     shard = step.stage_params(0) / dp
     # FSDP2 parameters are DTensors: every foreach op of the optimizer is dispatched per tensor
     foreach_ops = 9 if step.training.optimizer == "adamw" else 1

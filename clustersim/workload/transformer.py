@@ -391,6 +391,7 @@ class TransformerStep:
     def build(self) -> Graph:
         """The op DAG of one step (on the executor ranks)."""
         graph = Graph()
+        graph.overlap = self.overlap_slowdowns()
         if self.parallelism.zero == 3:
             build_fsdp(graph, self)
             return graph
@@ -405,6 +406,21 @@ class TransformerStep:
         norms = add_grad_norm(graph, self, reductions, tied)
         add_optimizer_steps(graph, self, reductions, tied, norms)
         return graph
+
+    def overlap_slowdowns(self) -> tuple[float, float, tuple[str, ...]] | None:
+        """How this step's kernels and a DP/ZeRO collective beside them slow each other (profile
+        ``overlap_table``): the GEMM class at the layer's MLP GEMM (``tokens x hidden x ffn``, the
+        largest of a layer), weighted by the step's compute duty; ``(compute, collective, ops)``
+        with the collectives measured. None without an overlap table."""
+        cm = self.compute
+        if not cm.overlap_table:
+            return None
+        _ = self.units  # sets the compute duty (and the sustained clock) where the profile has a clock_table
+        duty = self.compute_duty if self.compute_duty is not None else self._duty()
+        tokens = self.micro_batch * self.model.seq_len
+        flops = 2.0 * tokens * self.model.hidden * self.model.ffn_hidden / self.tp
+        ops = tuple(sorted({p[2] for p in cm.overlap_table}))
+        return (*cm.overlap_slowdowns(flops, duty), ops)
 
     def memory(self, capacity_bytes: float) -> dict:
         """Per-GPU memory of the fullest pipeline rank (bytes); see :func:`step_memory`."""

@@ -201,6 +201,71 @@ def test_layer_kernel_counts_match_the_reference_program():
     assert sum(s.kernels for s in later.segments) == 21 + 1 * 2 + 2  # LN backward x2 kernels, flash bwd 3
 
 
+# Blind set 6 (issue 14, 2-GPU overheads): 16 runs on 2x H100 80GB HBM3 (NV18, one host), 2026-11-26
+# (calibrate/raw/blind6). Predicted and committed before measuring (calibrate/raw/blind6/predictions.json);
+# the overlap slowdown and the H100 2-rank collective entries were added after seeing them, so these
+# rows test the model now, they are no longer blind (docs/validation.md section 6c).
+BLIND6 = "blind6-train_steps.jsonl"
+B6_ROWS = load_rows((BLIND6,))
+B6 = {r["run_id"].removesuffix("-h100"): r for r in B6_ROWS}
+ISSUE_TOL = 0.05  # issue 14: "DDP/FSDP/interleaved step times within 5% each"
+_FSDP_MISS = ("FSDP2 on 2 H100: measured overhead over one GPU +100 ms (b2) / +103 ms (gv, seq 4096), "
+              "the model (copies, all-gather/reduce-scatter chain, overlap slowdown) gives about half")
+B6_MISS_10 = {"gv-fsdp2": _FSDP_MISS}
+B6_MISS_5 = {"b2-fsdp2": _FSDP_MISS, "gv-fsdp2": _FSDP_MISS}
+B6_ISSUE_ROWS = [n for n in B6 if n.split("-", 1)[1] in ("ddp2", "fsdp2", "pp2-interleaved")]
+
+
+def _b6_param(names, misses):
+    return [pytest.param(B6[n], marks=pytest.mark.xfail(reason=misses[n], strict=True), id=n) if n in misses
+            else pytest.param(B6[n], id=n) for n in names]
+
+
+def test_blind6_rows_complete():
+    assert len(B6_ROWS) == 16 and all("cluster.topology=dgx-h100" in r["overrides"] for r in B6_ROWS)
+    assert len(B6_ISSUE_ROWS) == 10
+
+
+@pytest.mark.parametrize("row", _b6_param(list(B6), B6_MISS_10))
+def test_blind6_step_time_within_10_percent(row):
+    p = predict(row)
+    for fid, t in p.items():
+        assert t == pytest.approx(row["measured_s"], rel=TOL), (fid, t, row["measured_s"])
+    assert p["flow"] == pytest.approx(p["analytical"], rel=0.01)
+
+
+@pytest.mark.parametrize("row", _b6_param(B6_ISSUE_ROWS, B6_MISS_5))
+def test_blind6_two_gpu_step_time_within_5_percent(row):
+    """Issue 14's bar for the 2-GPU DDP, FSDP and interleaved rows: within 5% each, both fidelities."""
+    for fid, t in predict(row).items():
+        assert t == pytest.approx(row["measured_s"], rel=ISSUE_TOL), (fid, t, row["measured_s"])
+
+
+def b6_overheads(times) -> dict[str, float]:
+    """Seconds of parallelism overhead: the 2-GPU step minus the one-GPU step of the same per-GPU work
+    (rg, gv: the 2-GPU run has half the single run's micro-batches per rank; ac, b2: the same), and
+    interleaved minus 1F1B."""
+    out = {}
+    for name in B6:
+        shape, kind = name.split("-", 1)
+        if kind in ("ddp2", "fsdp2"):
+            single = times["rg-single" if shape == "ac" else f"{shape}-single"]
+            out[name] = times[name] - (single / 2 if shape in ("rg", "gv") else single)
+    out["interleaved-vs-1f1b"] = times["rg-pp2-interleaved"] - times["rg-pp2-1f1b"]
+    return out
+
+
+def test_blind6_every_overhead_has_the_measured_sign():
+    """DDP and FSDP cost more than one GPU doing the same per-GPU work, interleaving beats 1F1B: the sign of
+    every overhead measured on 2 H100 is the predicted one (both fidelities)."""
+    measured = b6_overheads({n: r["measured_s"] for n, r in B6.items()})
+    assert all(v > 0 for k, v in measured.items() if k != "interleaved-vs-1f1b") and measured["interleaved-vs-1f1b"] < 0
+    for fid in ("analytical", "flow"):
+        pred = b6_overheads({n: predict(r)[fid] for n, r in B6.items()})
+        for k, v in measured.items():
+            assert (pred[k] > 0) == (v > 0), (fid, k, pred[k], v)
+
+
 def table(rows=None) -> str:
     out = ["| config | overrides | GPUs | measured (ms) | flow (ms) | analytical (ms) | error (flow) |",
            "|---|---|---|---|---|---|---|"]
@@ -218,3 +283,10 @@ if __name__ == "__main__":
     print(table(GB_ROWS))
     print("\nHost-bound runs\n")
     print(table())
+    print("\nBlind set 6 (2x H100; not blind since the overlap model)\n")
+    print(table(B6_ROWS))
+    meas = b6_overheads({n: r["measured_s"] for n, r in B6.items()})
+    pred = {f: b6_overheads({n: predict(r)[f] for n, r in B6.items()}) for f in ("flow", "analytical")}
+    print("\n| overhead | measured ms | predicted flow ms | predicted analytical ms |\n|---|---|---|---|")
+    for k, v in meas.items():
+        print(f"| {k} | {v * 1e3:+.1f} | {pred['flow'][k] * 1e3:+.1f} | {pred['analytical'][k] * 1e3:+.1f} |")

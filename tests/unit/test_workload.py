@@ -154,8 +154,19 @@ def test_zero_stages_change_collectives():
     assert ops(3) == ["all_gather", "reduce_scatter"]
     g3 = TransformerStep(scenario(dp=2, zero=3), CM).build()
     ag = [c for c in colls(g3, "dp") if c.op == "all_gather"]
-    # every layer gathered before its forward and its backward, each micro-batch (4 mb, 4 layers + emb + head)
-    assert len(ag) == 4 * 2 * (4 + 2)
+    # every layer gathered before its forward and its backward, each micro-batch (4 mb, 4 layers); the root
+    # units (embedding, head) before the forward only: FSDP2 does not reshard the root after forward
+    assert len(ag) == 4 * (2 * 4 + 2)
+    # one process group, one NCCL stream: the collectives run one after another in issue order
+    nccl = [op for op in g3.ops if op.coll is not None and op.stream in ("dp_ag", "dp_rs")]
+    assert all(a.id in b.deps for a, b in zip(nccl, nccl[1:]))
+    # within a backward pass the next layer's gather is issued before this layer's reduce-scatter;
+    # the next micro-batch's first gather after the last reduce-scatter of this one
+    names = [op.name for op in nccl]
+    i = names.index("RS head")
+    assert names[i - 1:i + 3] == ["AG layer", "RS head", "AG layer", "RS layer"]
+    j = names.index("RS embedding")
+    assert names[j + 1] == "AG embedding"
 
 
 def test_recompute_costs_a_forward():
