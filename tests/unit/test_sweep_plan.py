@@ -81,6 +81,10 @@ def test_a_flow_point_is_planned_and_simulated_at_flow(tmp_path):
         "cluster.gpus=2", "simulation.fidelity=flow", f"parallelism.dp={planned.scenario.parallelism.dp}",
         f"parallelism.tp={planned.scenario.parallelism.tp}", f"parallelism.pp={planned.scenario.parallelism.pp}",
         f"parallelism.zero={planned.scenario.parallelism.zero}",
+        f"parallelism.schedule={planned.scenario.parallelism.schedule}",
+        f"parallelism.virtual_stages={planned.scenario.parallelism.virtual_stages}",
+        f"parallelism.sequence_parallel={str(planned.scenario.parallelism.sequence_parallel).lower()}",
+        f"training.recompute={planned.scenario.training.recompute}",
         f"training.micro_batch={planned.scenario.training.micro_batch}"])
     assert again.step_time_s == res.step_time_s
 
