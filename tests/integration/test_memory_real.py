@@ -70,7 +70,17 @@ _DDP_ACCUMULATION = ("torch DDP (gradient_as_bucket_view=False) with 4 micro-bat
                      "16-bit copy of every gradient than with 2 (2.64 GiB, 4.0 GiB) at the peak; not modelled, the "
                      "mechanism is not identified (gv-ddp2, also 4 micro-batches, is exact)")
 #: blind set 6 rows (2x H100, 2026-11-26) the memory model misses
-KNOWN_MEMORY_MISS = {"ac-ddp2-h100": _DDP_ACCUMULATION, "b2-ddp2-h100": _DDP_ACCUMULATION}
+KNOWN_MEMORY_MISS = {"ac-ddp2-h100": _DDP_ACCUMULATION, "b2-ddp2-h100": _DDP_ACCUMULATION,
+                     # host probe of blind set 7 (32 layers of h 256): 0.85 GiB measured, 0.74 predicted
+                     "h7-ddp2-h100": "a 0.2 GiB model under DDP: 0.10 GiB of allocations the model does not "
+                                     "have (DDP's reducer state at this size is not modelled)"}
+_IN_USE_2GPU = ("2x H100 VM of 2026-11-26 (NCCL 2.28.9, NVLS off): the device memory in use exceeds the stated "
+                "CUDA-context + NCCL-buffer + fragmentation allowances by 0.07-1.4 GiB on 2-GPU runs; the "
+                "allowances came from other machines (calibrate/raw/memory) and are not re-derived here")
+#: rows whose device memory in use the stated allowances do not cover (docs/validation.md 6d)
+KNOWN_IN_USE_MISS = {rid: _IN_USE_2GPU for rid in (
+    "w7-ddp2-h100", "w7-fsdp2-h100", "d7-pp2-1f1b-h100", "d7-pp2-interleaved-h100", "h7-ddp2-h100",
+    "h7-fsdp2-h100", "h7-fsdp2-4mb-h100")}
 
 
 def known_miss(row: dict) -> str | None:
@@ -112,7 +122,9 @@ def test_force_ddp_probe_adds_the_bucket_copy():
 RESERVED_ROWS = [r for r in ROWS if r.get("peak_reserved_bytes") and r.get("device_used_bytes")]
 
 
-@pytest.mark.parametrize("row", RESERVED_ROWS, ids=[_id(r) for r in RESERVED_ROWS])
+@pytest.mark.parametrize("row", [pytest.param(r, marks=pytest.mark.xfail(
+    reason=KNOWN_IN_USE_MISS[r["run_id"]], strict=True)) if r.get("run_id") in KNOWN_IN_USE_MISS else r
+    for r in RESERVED_ROWS], ids=[_id(r) for r in RESERVED_ROWS])
 def test_total_needed_covers_the_device_memory_in_use(row):
     """Rows with reserved and in-use memory (calibrate/raw/memory): the predicted total the GPU needs is
     never below the memory the process held on the device (``total - free`` after the steps), and at most
