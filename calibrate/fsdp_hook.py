@@ -94,11 +94,18 @@ def fsdp_hook_us(profile, rel: str = PROBE) -> float:
     return derive(profile, rel)["fsdp_hook_us"]
 
 
-def main() -> int:
-    from clustersim.config.profile import Profile
-    from clustersim.config.base import load_model
+def main(argv: list[str] | None = None) -> int:
+    import argparse
 
-    prof = load_model(Profile, HERE / "profiles" / "dgx-h100.yaml")
+    from clustersim.config.base import load_model
+    from clustersim.config.profile import Profile
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="example: python calibrate/fsdp_hook.py --profile calibrate/profiles/dgx-h100.yaml")
+    ap.add_argument("--profile", type=Path, default=HERE / "profiles" / "dgx-h100.yaml",
+                    help="profile whose call and kernel costs the model charges (default: %(default)s)")
+    args = ap.parse_args(argv)
+    prof = load_model(Profile, args.profile)
     d = derive(prof)
     print(f"probe rows ({PROBE}): {d['runs'][0]} {d['step_ms'][0]} ms ({d['micro_batches'][0]} micro-batches), "
           f"{d['runs'][1]} {d['step_ms'][1]} ms ({d['micro_batches'][1]})")
