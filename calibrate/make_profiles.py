@@ -23,6 +23,8 @@ What goes where (``calibrate/raw/README.md`` says how each raw file was measured
   labelled ``mode: nccl`` (the bench had no CUDA-graph mode yet).
 * ``dgx-h100``: the published NCCL / link values of DGX H100 (no multi-GPU H100 has been measured)
   + the compute part fitted from ``raw/h100/bench.jsonl`` (1x H100 80GB HBM3).
+  + ``host.fsdp_hook_us`` from the FSDP2 host probe ``raw/host7/train_steps.jsonl`` (2 H100 of one
+  VM; ``calibrate/fsdp_hook.py``), for this profile only (host speed differs between VMs).
 * both: the kernel-class tables (``attention_table``, ``gemm_layout_table``, ``memory_table``;
   :func:`fit_kernels`) from the ``kernel`` rows of ``raw/h200/kernels.jsonl`` resp.
   ``raw/h100/kernels-20261124.jsonl`` (``calibrate bench --ops none --kernels``), when the file exists.
@@ -43,6 +45,7 @@ import yaml
 from clustersim.calibration.fit import Measurements, fit_profile, profile_yaml, read_measurements
 from clustersim.config.base import validate
 from clustersim.config.profile import Profile
+from fsdp_hook import PROBE, fsdp_hook_us
 
 HERE = Path(__file__).resolve().parent          # calibrate/
 COMMAND = "python calibrate/make_profiles.py"
@@ -59,6 +62,8 @@ H100_KERNELS = "raw/h100/kernels-20261124.jsonl"
 #: compute kernels alone vs beside a 256 MiB NCCL collective on 2 H100 of one host
 #: (``calibrate/device/overlap_probe.py``, measured with blind set 6, 2026-11-26); no H200 was measured
 H100_OVERLAP = "raw/blind6/overlap.jsonl"
+#: FSDP2 host probe (blind set 7 follow-up, calibrate/host7_configs.txt) on 2 H100 of one VM, 2026-11-26
+H100_FSDP_PROBE = PROBE
 
 #: Link classes: the bandwidth NCCL reaches and the line rate of the DGX/HGX H100/H200 node it refers to
 #: (``line_rate_GBps``, the topology's figure: 18 NVLink4 x 25 GB/s, PCIe Gen5 x16 63 GB/s, NDR 400G 50 GB/s);
@@ -328,7 +333,10 @@ def make_h100(h200: Profile | None = None) -> Profile:
     _add_kernels(data, H100_KERNELS)
     data["compute"]["overlap_table"] = overlap_table(H100_OVERLAP)
     data["collectives"] = h100_pair_entries(h200 or make_h200())
-    data["source"]["files"] = list(data["source"].get("files", [])) + [H100_OVERLAP]
+    # FSDP2 hook host time from the host probe, run on an H100 VM (host speed differs between VMs:
+    # this profile only); derived with this profile's own kernel and call costs
+    data["host"]["fsdp_hook_us"] = fsdp_hook_us(validate(Profile, data, file=None), H100_FSDP_PROBE)
+    data["source"]["files"] = list(data["source"].get("files", [])) + [H100_OVERLAP, H100_FSDP_PROBE]
     src = data["source"]
     src.update({
         "gpu": meta.get("gpu"), "host": "DGX H100 (links, NCCL); compute measured on a 1x H100 80GB HBM3 VM",
@@ -344,6 +352,11 @@ def make_h100(h200: Profile | None = None) -> Profile:
             "the H100 probe's 256 MiB collectives alone agree within 7%); other "
             "collectives, link classes and the NVLS default are published / NCCL-derived: " + LINK_SOURCES
             + " NVLS on: NCCL_NVLS_ENABLE defaults to on where NVSwitch multicast exists (env.rst)."
+            + " host.fsdp_hook_us: from the FSDP2 host probe (calibrate/raw/host7/train_steps.jsonl, 2 H100 80GB "
+            "HBM3 of one VM, 2026-11-26; calibrate/fsdp_hook.py): (step at 4 - step at 2 micro-batches) / 2, "
+            "less the host time this profile's model charges per micro-batch without the hooks, per hook of "
+            "step_fsdp.py's graph. Host speed differs between VMs: measured on that VM, not carried to other "
+            "profiles."
             + f" Written by `{COMMAND}`."),
     })
     return validate(Profile, data, file=None)
@@ -370,7 +383,8 @@ def transferred_compute(measured: Profile, source_gpu: str, target_gpu: str) -> 
     # the compute/NCCL overlap slowdown depends on the SM count and NCCL's channels on that GPU:
     # no roofline transfer of it, the target gets none
     comp.pop("overlap_table", None)
-    files = [f for f in measured.source.files if f != H100_OVERLAP]
+    # the overlap probe and the FSDP2 host probe feed no compute table
+    files = [f for f in measured.source.files if f not in (H100_OVERLAP, H100_FSDP_PROBE)]
     out = transfer_compute(comp, source=gpu_spec(source_gpu), target=gpu_spec(target_gpu))
     out["provenance"] = (
         f"Not measured on this GPU. Kernel tables transferred from {measured.name} ({measured.source.gpu}, "
@@ -430,6 +444,7 @@ HEADERS = {
         "# compute: fitted from calibrate/raw/h100/bench.jsonl (1x H100 80GB HBM3);",
         "# kernel-class tables: calibrate/raw/h100/kernels-20261124.jsonl (kernel rows);",
         "# overlap_table: calibrate/raw/blind6/overlap.jsonl (2x H100, compute beside NCCL collectives);",
+        "# host.fsdp_hook_us: calibrate/raw/host7/train_steps.jsonl (FSDP2 host probe, 2x H100 VM; fsdp_hook.py);",
         "# collectives: the 2-rank one-host all_reduce/reduce_scatter/all_gather entries of hgx-h200 (same NVLink4).",
     ],
 }

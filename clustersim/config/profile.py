@@ -185,6 +185,12 @@ class HostParams(StrictModel):
 
     per_call_overhead_us: NonNeg = Field(8.0, description="CPU time to issue one collective/kernel through the framework (torch.distributed), microseconds.")
     framework_call_us: NonNeg | None = Field(None, description="Measured framework-level time of one small collective on an idle GPU (launch included), microseconds.")
+    fsdp_hook_us: NonNeg | None = Field(None, description=(
+        "Host CPU time of one FSDP2 hook of one unit (the pre-forward all-gather, the pre-backward all-gather "
+        "or the post-backward reduce-scatter: its Python and DTensor work, the collective call and copy kernels "
+        "it issues) beyond the unit's own compute kernels, microseconds; measured by the host probe "
+        "(calibrate/fsdp_hook.py) on the machine the profile describes. None: one per_call_overhead_us call "
+        "plus (2 + 2 x the unit's tensors) kernel issues per hook."))
     comm_init: CommInit = Field(default_factory=CommInit, description="Communicator start-up cost (init_process_group "
                                 "to the first completed collective); reported by calibrate fit, not part of a step.")
 

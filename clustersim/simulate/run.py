@@ -220,7 +220,9 @@ def transformer_step(rs: ResolvedScenario, reduced: bool = True):
     # host CPU time per kernel call: the profile's per-call overhead, but never below the issue
     # latency of one torch op measured by the event-timed GEMM bench (the floor of its table)
     host_kernel = max(host_call, cm.issue_floor_s)
-    return TransformerStep(sc, cm, host_call_s=host_call, reduced=reduced, host_kernel_s=host_kernel)
+    hook_us = profile.host.fsdp_hook_us
+    return TransformerStep(sc, cm, host_call_s=host_call, reduced=reduced, host_kernel_s=host_kernel,
+                           fsdp_hook_s=None if hook_us is None else hook_us * 1e-6)
 
 
 def _resolve_for_run(source: str | Path | Scenario | ResolvedScenario, fidelity: str | None,

@@ -18,6 +18,11 @@ is a copy-in kernel (``chunk_cat`` of the gradients), the collective (averaging 
 and fp32 gradients, else a division kernel), and from the second micro-batch on an add into the
 sharded gradient.
 
+Each hook (a unit's pre-forward all-gather, pre-backward all-gather, post-backward reduce-scatter)
+costs the issue thread ``step.fsdp_hook_s`` when the profile measured it (``host.fsdp_hook_us``, the
+host probe of calibrate/fsdp_hook.py), else an estimate from the call and kernel costs:
+:func:`hook_host_s`.
+
 Every function takes ``step``, the :class:`~clustersim.workload.transformer.TransformerStep` being
 built (its degrees, units and per-rank costs); this module does not import it, so the workload
 modules import each other in one direction only.
@@ -31,6 +36,41 @@ from clustersim.workload.segments import ComputeSegment, op_segments
 
 #: units of FSDP2's root module (``fully_shard(model)`` holds what no block holds)
 ROOT_UNITS = ("embedding", "head")
+
+
+#: streams of the hooks' collectives: one all-gather op per gather hook, one reduce-scatter op per
+#: reduce-scatter hook
+HOOK_STREAMS = ("dp_ag", "dp_rs")
+
+
+def hook_host_s(step, tensors: int) -> float:
+    """Host seconds of one FSDP2 hook of a unit of ``tensors`` parameters.
+
+    The profile's measured hook time (``step.fsdp_hook_s``) when set, replacing the estimate: the
+    collective call plus, per parameter, the storage alloc/free (gather) or the gradient view and
+    DTensor wrapping (reduce-scatter), two kernel issues each, and two for the copies.
+
+    >>> from types import SimpleNamespace
+    >>> est = SimpleNamespace(fsdp_hook_s=None, host_call_s=8e-6, host_kernel_s=10e-6)
+    >>> round(hook_host_s(est, 12) * 1e6, 1)  # 8 + (2 + 2 x 12) x 10 us
+    268.0
+    >>> hook_host_s(SimpleNamespace(fsdp_hook_s=1.3e-3, host_call_s=8e-6, host_kernel_s=10e-6), 12)
+    0.0013
+    """
+    if step.fsdp_hook_s is not None:
+        return step.fsdp_hook_s
+    return step.host_call_s + (2 + 2 * tensors) * step.host_kernel_s
+
+
+def count_hooks(graph: Graph) -> int:
+    """FSDP2 hooks in a step's graph: one per all-gather and per reduce-scatter op.
+
+    >>> g = Graph()
+    >>> _ = g.add(0, "dp_ag", "AG layer0", "comm_dp"), g.add(0, "compute", "F0.layer0", "compute")
+    >>> count_hooks(g)
+    1
+    """
+    return sum(op.stream in HOOK_STREAMS for op in graph.ops)
 
 
 def build_fsdp(graph: Graph, step) -> None:
@@ -72,8 +112,8 @@ def build_fsdp(graph: Graph, step) -> None:
             # copy-in (shards -> flat buffer) and copy-out (flat buffer -> parameters)
             copies = cm.memory(2 * param_bytes / dp, 1) + cm.memory(2 * param_bytes, 1)
             segments = [ComputeSegment(copies, 2)] + segments
-            # the all-gather call; per parameter: alloc_storage before, free_storage at reshard
-            host_s += host_call + (2 + 2 * unit.tensors) * host_kernel
+            # the pre-forward / pre-backward hook (all-gather, alloc_storage and free_storage)
+            host_s += hook_host_s(step, unit.tensors)
         scatter = sharded and kind == "B" and unit.grad_bytes > 0
         if scatter:
             grad_bytes = unit.grad_bytes
@@ -86,9 +126,9 @@ def build_fsdp(graph: Graph, step) -> None:
             kernels = 1 + (shard_work > 0)
             post = cm.memory(2 * grad_bytes, 1) + (cm.memory(shard_work, 1) if shard_work else 0.0)
             segments = segments + [ComputeSegment(post, kernels)]
-            # the reduce-scatter call; per parameter: as_strided view of the output shard,
-            # then a new sharded DTensor gradient (first micro-batch) or ``+=`` into it
-            host_s += host_call + (2 + 2 * unit.tensors) * host_kernel
+            # the post-backward hook (reduce-scatter; per parameter an as_strided view of the output
+            # shard, then a new sharded DTensor gradient (first micro-batch) or ``+=`` into it)
+            host_s += hook_host_s(step, unit.tensors)
         oid = graph.add(rank, "compute", f"{kind}{mb}.{unit.name}", "compute", segments=segments,
                         deps=[gathers.get(i)], micro_batch=mb, kind=kind, host_s=host_s)
         compute_ops.append(oid)

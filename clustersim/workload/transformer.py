@@ -65,16 +65,19 @@ class TransformerStep:
         ``host.per_call_overhead_us``).
     reduced: simulate one DP replica (the symmetry reduction); False simulates every replica.
     host_kernel_s: host CPU seconds to issue one kernel (default ``host_call_s``).
+    fsdp_hook_s: host CPU seconds of one FSDP2 hook of one unit (profile ``host.fsdp_hook_us``);
+        None: estimated from the call and kernel costs (:mod:`clustersim.workload.step_fsdp`).
     """
 
     def __init__(self, scenario, compute: ComputeModel, host_call_s: float = 0.0, reduced: bool = True,
-                 host_kernel_s: float | None = None):
+                 host_kernel_s: float | None = None, fsdp_hook_s: float | None = None):
         par, training = scenario.parallelism, scenario.training
         self.scenario = scenario
         self.model = ModelDims.from_section(scenario.model)
         self.compute = compute
         self.host_call_s = host_call_s
         self.host_kernel_s = host_call_s if host_kernel_s is None else host_kernel_s
+        self.fsdp_hook_s = fsdp_hook_s
         self.parallelism, self.training = par, training
         self.tp, self.pp, self.dp = par.tp, par.pp, par.dp
         self.cp = par.cp

@@ -209,10 +209,12 @@ BLIND6 = "blind6-train_steps.jsonl"
 B6_ROWS = load_rows((BLIND6,))
 B6 = {r["run_id"].removesuffix("-h100"): r for r in B6_ROWS}
 ISSUE_TOL = 0.05  # issue 14: "DDP/FSDP/interleaved step times within 5% each"
-_FSDP_MISS = ("FSDP2 on 2 H100: measured overhead over one GPU +100 ms (b2) / +103 ms (gv, seq 4096), "
-              "the model (copies, all-gather/reduce-scatter chain, overlap slowdown) gives about half")
+_FSDP_MISS = ("FSDP2 on 2 H100, gv (seq 4096, 16 layers): measured overhead over one GPU +103 ms, the model "
+              "(copies, all-gather/reduce-scatter chain, overlap slowdown, the measured FSDP2 hook host time of "
+              "dgx-h100, which this GPU-bound step hides) gives under half")
+# b2-fsdp2 (-3.0%) is inside 5% since the FSDP2 hook host time (profile host.fsdp_hook_us, section 6d)
 B6_MISS_10 = {"gv-fsdp2": _FSDP_MISS}
-B6_MISS_5 = {"b2-fsdp2": _FSDP_MISS, "gv-fsdp2": _FSDP_MISS}
+B6_MISS_5 = {"gv-fsdp2": _FSDP_MISS}
 B6_ISSUE_ROWS = [n for n in B6 if n.split("-", 1)[1] in ("ddp2", "fsdp2", "pp2-interleaved")]
 
 

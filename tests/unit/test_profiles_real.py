@@ -119,7 +119,8 @@ def test_h100_is_published_links_plus_measured_compute(h100):
     assert h100.links["nvlink"].bandwidth_GBps == 370.8
     assert h100.source.gpu == rows(bench, "meta")[0]["gpu"]
     kern = ["raw/h100/kernels-20261124.jsonl"] if (RAW / "h100" / "kernels-20261124.jsonl").is_file() else []
-    assert h100.source.files == ["raw/h100/bench.jsonl", *kern, "raw/blind6/overlap.jsonl"]
+    assert h100.source.files == ["raw/h100/bench.jsonl", *kern, "raw/blind6/overlap.jsonl",
+                                 "raw/host7/train_steps.jsonl"]
     assert "No multi-GPU H100 collective bench has been fitted" in h100.source.notes
     c = h100.compute
     assert c.hbm_bandwidth_GBps == pytest.approx(rows(bench, "hbm")[0]["bandwidth_GBps"], rel=1e-5)
