@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 
 from clustersim.config.scenario import Scenario
-from clustersim.simulate.execute import execute_analytical
+from clustersim.simulate.execute import free_comm_bubble
 from clustersim.workload.compute import ComputeModel
 from clustersim.workload.schedule import closed_form_bubble, max_in_flight
 from clustersim.workload.segments import ComputeSegment
@@ -47,13 +47,7 @@ def _seconds(units) -> float:
 
 
 def _bubble(step: TransformerStep) -> float:
-    g = step.build()
-    tl = execute_analytical(g, lambda coll: 0.0)
-    busy: dict[int, float] = {}
-    for op in g.ops:
-        if op.category == "compute":
-            busy[op.rank] = busy.get(op.rank, 0.0) + tl.end[op.id] - tl.start[op.id]
-    return tl.makespan - max(busy.values())
+    return free_comm_bubble(step.build())[0]
 
 
 def main() -> None:

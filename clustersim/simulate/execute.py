@@ -239,3 +239,25 @@ class CommCache:
                 t = float(self.model.estimate(coll.op, list(coll.ranks), int(coll.size_bytes), algo, proto).time_s)
             self.cache[key] = t
         return t
+
+
+def free_comm_bubble(graph: Graph) -> tuple[float, float]:
+    """(bubble, work) of a step played with free communication: the makespan minus the busiest
+    rank's compute time, and that compute time (seconds). With communication free, what is left
+    between the busiest rank's ops is the schedule's own bubble (DeepSeek-V3 Table 2's closed forms
+    are of this quantity; ``benchmarks/pipeline_bubbles.py``).
+
+    >>> from clustersim.workload.ops import Graph
+    >>> g = Graph()
+    >>> a = g.add(0, "compute", "F", "compute", duration=1.0)
+    >>> b = g.add(1, "compute", "F", "compute", duration=1.0, deps=[a])
+    >>> free_comm_bubble(g)
+    (1.0, 1.0)
+    """
+    tl = execute_analytical(graph, lambda coll: 0.0)
+    busy: dict[int, float] = {}
+    for op in graph.ops:
+        if op.category == "compute":
+            busy[op.rank] = busy.get(op.rank, 0.0) + tl.end[op.id] - tl.start[op.id]
+    work = max(busy.values())
+    return tl.makespan - work, work

@@ -94,16 +94,11 @@ def overlap_stretch(graph: Graph, start: list[float], end: list[float]) -> dict[
     comm_u = {r: _union(v) for r, v in comm_iv.items()}
     comp_u = {r: _union(v) for r, v in comp_iv.items()}
     out: dict[int, float] = {}
-    for op in comp_ops:
-        u = comm_u.get(op.rank)
-        if u:
-            o = _covered(u, start[op.id], end[op.id])
+    # each compute op is stretched for the time a collective ran beside it, and the reverse
+    for ops, beside, slowdown in ((comp_ops, comm_u, comp_s), (comm_ops, comp_u, comm_s)):
+        for op in ops:
+            u = beside.get(op.rank)
+            o = _covered(u, start[op.id], end[op.id]) if u else 0.0
             if o > 0:
-                out[op.id] = o * (comp_s - 1.0)
-    for op in comm_ops:
-        u = comp_u.get(op.rank)
-        if u:
-            o = _covered(u, start[op.id], end[op.id])
-            if o > 0:
-                out[op.id] = o * (comm_s - 1.0)
+                out[op.id] = o * (slowdown - 1.0)
     return out

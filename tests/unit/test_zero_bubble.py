@@ -7,7 +7,7 @@ import pytest
 
 from clustersim.config.scenario import Scenario
 from clustersim.errors import ClusterSimError
-from clustersim.simulate.execute import execute_analytical
+from clustersim.simulate.execute import execute_analytical, free_comm_bubble
 from clustersim.workload.compute import ComputeModel
 from clustersim.workload.memory import layer_saved_bytes
 from clustersim.workload.schedule import (max_in_flight, model_stages, pipeline_order, pipeline_slots, placement,
@@ -109,14 +109,7 @@ def _seconds(units) -> float:
 
 def _simulated_bubble(step) -> tuple[float, float]:
     """(makespan minus the busiest rank's compute, that compute) with free communication."""
-    g = step.build()
-    tl = execute_analytical(g, lambda coll: 0.0)
-    busy: dict[int, float] = {}
-    for op in g.ops:
-        if op.category == "compute":
-            busy[op.rank] = busy.get(op.rank, 0.0) + tl.end[op.id] - tl.start[op.id]
-    work = max(busy.values())
-    return tl.makespan - work, work
+    return free_comm_bubble(step.build())
 
 
 def _fbw(step, vstage: int) -> tuple[float, float, float]:
