@@ -220,7 +220,8 @@ def transformer_step(rs: ResolvedScenario, reduced: bool = True):
     # host CPU time per kernel call: the profile's per-call overhead, but never below the issue
     # latency of one torch op measured by the event-timed GEMM bench (the floor of its table)
     host_kernel = max(host_call, cm.issue_floor_s)
-    return TransformerStep(sc, cm, host_call_s=host_call, reduced=reduced, host_kernel_s=host_kernel)
+    return TransformerStep(sc, cm, host_call_s=host_call, reduced=reduced, host_kernel_s=host_kernel,
+                           host_of=getattr(rs.cluster, "host_of", None))
 
 
 def _resolve_for_run(source: str | Path | Scenario | ResolvedScenario, fidelity: str | None,
@@ -359,6 +360,9 @@ def _step_metrics(sc: Scenario, step: Any, spec: Any, *, n: int, step_time: floa
                             "active_params": step.model.active_params}
             if step.experts.transport != "nccl":  # one-sided EP puts (parallelism.ep_transport)
                 extra["moe"]["transport"] = step.experts.transport
+            if step.experts.max_nodes is not None:  # node-limited routing (parallelism.ep_max_nodes)
+                extra["moe"].update({"ep_max_nodes": step.experts.max_nodes, "ep_nodes": step.experts.nodes,
+                                     "node_limited": step.experts.node_limited})
         if step.context is not None:  # the K/V exchange the step assumed (workload.context_parallel)
             from clustersim.workload.context_parallel import cp_report
 
