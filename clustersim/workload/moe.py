@@ -231,16 +231,26 @@ def ep_nodes_spanned(layout, ep: int, expert_tp: int, host_of) -> int:
     >>> ep_nodes_spanned(lay, 16, 1, np.arange(32) // 8), ep_nodes_spanned(lay, 4, 1, np.arange(32) // 8)
     (2, 1)
     """
+    return max(len({int(host_of[r]) for r in group}) for group in all_ep_groups(layout, ep, expert_tp))
+
+
+def all_ep_groups(layout, ep: int, expert_tp: int) -> list[list[int]]:
+    """Every EP group of ``layout``, each once.
+
+    >>> from clustersim.workload.layout import Layout
+    >>> all_ep_groups(Layout({"tp": 1, "cp": 1, "ep": 1, "dp": 4, "pp": 1}, "tp-cp-ep-dp-pp"), 2, 1)
+    [[0, 1], [2, 3]]
+    """
     tp, dp, pp = layout.sizes["tp"], layout.sizes["dp"], layout.sizes["pp"]
-    most = 1
+    out = []
     for stage in range(pp):
         seen: set[int] = set()
-        for index in range(dp * tp):  # every rank of the stage's dp*tp plane, each EP group once
+        for index in range(dp * tp):  # every rank of the stage's dp*tp plane
             group, _ = expert_groups(layout, ep, expert_tp, index // tp, stage, index % tp)
             if group[0] not in seen:
                 seen.update(group)
-                most = max(most, len({int(host_of[r]) for r in group}))
-    return most
+                out.append(group)
+    return out
 
 
 def check_ep_max_nodes(scenario, host_of, file: str | None = None) -> None:
@@ -251,7 +261,14 @@ def check_ep_max_nodes(scenario, host_of, file: str | None = None) -> None:
         return
     from clustersim.workload.layout import Layout
 
-    spanned = ep_nodes_spanned(Layout.from_parallelism(par), par.ep, par.expert_tp, host_of)
+    layout = Layout.from_parallelism(par)
+    spanned = ep_nodes_spanned(layout, par.ep, par.expert_tp, host_of)
+    if spanned > 1:
+        for group in all_ep_groups(layout, par.ep, par.expert_tp):
+            try:
+                ep_node_groups(group, host_of)
+            except ClusterSimError as exc:
+                raise exc.with_file(file) if file else exc from None
     if par.ep_max_nodes > spanned:
         raise ClusterSimError(f"ep_max_nodes ({par.ep_max_nodes}) exceeds the {spanned} node(s) an EP group of "
                               f"{par.ep} ranks spans on this cluster (null: unrestricted routing)",

@@ -147,6 +147,8 @@ def test_uneven_ep_groups_are_refused():
     (["parallelism.ep_max_nodes=2"], "exceeds the 1 node(s) an EP group of 8 ranks spans"),
     (["parallelism.ep_max_nodes=1", "parallelism.ep_dispatcher=allgather"], "needs ep_dispatcher: alltoall"),
     (["model.moe.experts=32", "parallelism.ep=32", "parallelism.ep_max_nodes=5"], "exceeds the 4 node(s)"),
+    (["cluster.gpus=48", "parallelism.dp=48", "training.global_batch=96", "model.moe.experts=24", "parallelism.ep=12",
+      "parallelism.ep_max_nodes=2"], "ranks 0..11 hold 8/4 per node"),  # EP12 on 8-GPU nodes
 ])
 def test_bad_ep_max_nodes_exit_2(overrides, message):
     args = [a for o in overrides for a in ("--set", o)]
