@@ -156,3 +156,17 @@ def test_bad_ep_max_nodes_exit_2(overrides, message):
                        capture_output=True, text=True)
     assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
     assert "parallelism.ep_max_nodes" in r.stderr
+
+
+def test_trace_shows_both_stages_on_the_ep_track(tmp_path):
+    import json
+
+    from clustersim.cli.run import run_and_write
+
+    trace = tmp_path / "t.json"
+    run_and_write(MIXTRAL, fidelity="analytical", overrides=WIDE + ["parallelism.ep_max_nodes=2"], trace_path=trace)
+    events = json.loads(trace.read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    ep = [e for e in events if e.get("cat") == "comm_ep"]
+    assert {e["args"]["group"] for e in ep} == {"ep_inter", "ep_intra"}
+    assert len({e["tid"] for e in ep}) == 1  # one EP track for both stages
