@@ -149,6 +149,11 @@ class ParallelismSection(StrictModel):
         "nccl", description="Transport of the EP dispatch/combine: nccl (an all-to-all collective, launched per call) "
         "or nvshmem (one-sided GPU-initiated puts as DeepEP sends them: a few us per message, no collective launch, "
         "the same bandwidth; needs ep_dispatcher: alltoall).")
+    ep_max_nodes: Nodes | None = Field(
+        None, description="Node-limited routing (DeepSeek-V3, arXiv 2412.19437 section 2.1.2): each token's top_k routed "
+        "experts lie on at most this many nodes of its EP group, and the dispatch/combine runs as DeepEP does: one "
+        "copy per target node over the network, then NVLink to the experts. null: unrestricted routing, one "
+        "all-to-all. At most the nodes the EP group spans; needs ep_dispatcher: alltoall.")
     ep_comm_overlap: bool = Field(False, description="MoE batch-level overlap (Megatron-Core >= 0.14 --overlap-moe-expert-parallel-comm): "
                                   "each layer's EP dispatch/combine runs beside the attention and shared-expert compute of "
                                   "another micro-batch; modelled as hidden behind the same amount of the layer's own dense compute.")
@@ -361,6 +366,8 @@ class Scenario(StrictModel):
             raise ValueError("parallelism.ep > 1 needs model.moe (expert parallelism splits the experts)")
         if par.expert_tp > 1 and (self.model is None or self.model.moe is None):
             raise ValueError("parallelism.expert_tp > 1 needs model.moe")
+        if par.ep_max_nodes is not None and (self.model is None or self.model.moe is None):
+            raise ValueError("parallelism.ep_max_nodes needs model.moe (it limits where a token's experts lie)")
         if par.cp > 1:
             _cp_rules(self.model, par)
         if self.model is not None:
@@ -464,6 +471,9 @@ def _moe_rules(m: ModelSection, par: ParallelismSection) -> None:
         raise ValueError("model.moe with ep > 1 needs tp inside dp in parallelism.order (expert groups tile dp*tp)")
     if par.ep_transport == "nvshmem" and par.ep_dispatcher != "alltoall":
         raise ValueError("parallelism.ep_transport: nvshmem needs ep_dispatcher: alltoall (one-sided puts replace the all-to-all)")
+    if par.ep_max_nodes is not None and par.ep_dispatcher != "alltoall":
+        raise ValueError("parallelism.ep_max_nodes needs ep_dispatcher: alltoall (the all-gather dispatcher sends every "
+                         "token to every EP rank, so a token's node limit saves nothing)")
     if par.zero == 3:
         raise ValueError("model.moe with zero: 3 is not supported; use zero <= 2")
     if moe.first_dense_layers >= m.layers:

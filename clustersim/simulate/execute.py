@@ -83,7 +83,7 @@ def comm_key(axis: str) -> str:
     otherwise."""
     if axis == "cp":
         return "comm_cp"
-    return "comm_ep" if axis in ("ep", "etp") else "comm_tp"
+    return "comm_ep" if axis in ("ep", "etp", "ep_inter", "ep_intra") else "comm_tp"
 
 
 def host_issue(graph: Graph) -> dict[int, tuple[float, float]]:

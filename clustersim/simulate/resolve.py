@@ -17,6 +17,7 @@ from clustersim.config.base import apply_overrides, load_model, load_yaml, resol
 from clustersim.config.profile import Profile
 from clustersim.config.scenario import Scenario, check_work, check_world_size
 from clustersim.errors import ClusterSimError
+from clustersim.workload.moe import check_ep_max_nodes
 
 # --set prefixes that change the scenario's topology or profile file instead of the scenario
 FILE_PREFIXES = ("topology", "profile")
@@ -160,6 +161,7 @@ def build_resolved(inputs: ScenarioInputs, check_world: bool = True) -> Resolved
     if check_world:
         check_world_size(inputs.scenario, cluster.n_gpus, file=fname)
         check_work(inputs.scenario, cluster.n_gpus, file=fname)  # before any workload is built
+        check_ep_max_nodes(inputs.scenario, cluster.host_of, file=fname)
     return ResolvedScenario(inputs.scenario, inputs.file, cluster, inputs.profile, inputs.topology_file,
                             inputs.profile_file)
 

@@ -222,7 +222,8 @@ def transformer_step(rs: ResolvedScenario, reduced: bool = True):
     host_kernel = max(host_call, cm.issue_floor_s)
     hook_us = profile.host.fsdp_hook_us
     return TransformerStep(sc, cm, host_call_s=host_call, reduced=reduced, host_kernel_s=host_kernel,
-                           fsdp_hook_s=None if hook_us is None else hook_us * 1e-6)
+                           fsdp_hook_s=None if hook_us is None else hook_us * 1e-6,
+                           host_of=getattr(rs.cluster, "host_of", None))
 
 
 def _resolve_for_run(source: str | Path | Scenario | ResolvedScenario, fidelity: str | None,
@@ -361,6 +362,9 @@ def _step_metrics(sc: Scenario, step: Any, spec: Any, *, n: int, step_time: floa
                             "active_params": step.model.active_params}
             if step.experts.transport != "nccl":  # one-sided EP puts (parallelism.ep_transport)
                 extra["moe"]["transport"] = step.experts.transport
+            if step.experts.max_nodes is not None:  # node-limited routing (parallelism.ep_max_nodes)
+                extra["moe"].update({"ep_max_nodes": step.experts.max_nodes, "ep_nodes": step.experts.nodes,
+                                     "node_limited": step.experts.node_limited})
         if step.context is not None:  # the K/V exchange the step assumed (workload.context_parallel)
             from clustersim.workload.context_parallel import cp_report
 

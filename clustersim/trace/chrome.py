@@ -37,7 +37,7 @@ def _tp_events(graph, tl, comm_time, streams) -> list[dict]:
             if isinstance(sg, TPCollectiveSegment):
                 c = sg.coll
                 # MoE and context-parallel traffic on their own tracks and colours
-                track = "ep" if c.axis in ("ep", "etp") else ("cp" if c.axis == "cp" else "tp")
+                track = "ep" if c.axis in ("ep", "etp", "ep_inter", "ep_intra") else ("cp" if c.axis == "cp" else "tp")
                 streams.setdefault(op.rank, set()).add(track)
                 out.append({"ph": "X", "name": f"{c.op} [{c.axis} {c.size_bytes:.3g} B]", "cat": f"comm_{track}",
                             "pid": op.rank, "tid": STREAM_TID[track], "ts": t * 1e6, "dur": d * scale * 1e6,

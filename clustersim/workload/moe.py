@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from clustersim.errors import ClusterSimError
+
 
 @dataclass(frozen=True)
 class MoEDims:
@@ -153,6 +155,124 @@ def expert_groups(layout, ep: int, expert_tp: int, dp_rank: int, pp_rank: int, t
     ep_base = index - ep_pos * expert_tp
     return ([rank_at(ep_base + i * expert_tp) for i in range(ep)],
             [rank_at(etp_base + i) for i in range(expert_tp)])
+
+
+def ep_node_groups(ep_group: list[int], host_of, rank: int | None = None) -> tuple[list[list[int]], list[list[int]]]:
+    """(rail groups, node groups) of an EP group: the two stages of a node-limited dispatch.
+
+    A node group is the EP ranks on one node (the NVLink stage); rail group ``j`` is the ``j``-th
+    EP rank of every node (DeepEP sends a token over the network to "the GPU with the same
+    in-node index on each target node", DeepSeek-V3 arXiv 2412.19437 section 3.2.2). The groups
+    holding ``rank`` come first (the representative ones). The EP group must hold the same number
+    of ranks on every node it spans (as DeepEP's internode buffer requires: ranks a multiple of
+    the NVLink peers).
+
+    >>> import numpy as np
+    >>> ep_node_groups([0, 1, 2, 3, 4, 5, 6, 7], np.arange(8) // 4, rank=5)
+    ([[1, 5], [0, 4], [2, 6], [3, 7]], [[4, 5, 6, 7], [0, 1, 2, 3]])
+    """
+    by_node: dict[int, list[int]] = {}
+    for r in sorted(ep_group):
+        by_node.setdefault(int(host_of[r]), []).append(r)
+    nodes = [by_node[h] for h in sorted(by_node)]
+    sizes = {len(n) for n in nodes}
+    if len(sizes) != 1:
+        raise ClusterSimError(
+            f"node-limited routing needs the same number of EP ranks on every node of an EP group; ranks "
+            f"{min(ep_group)}..{max(ep_group)} hold {'/'.join(str(len(n)) for n in nodes)} per node",
+            field="parallelism.ep_max_nodes")
+    rails = [[n[j] for n in nodes] for j in range(len(nodes[0]))]
+    if rank is not None:
+        rails.sort(key=lambda g: rank not in g)  # stable: the rank's own groups first
+        nodes = sorted(nodes, key=lambda g: rank not in g)
+    return rails, nodes
+
+
+def target_nodes(top_k: int, max_nodes: int | None, nodes: int) -> int:
+    """Network copies of one token in a node-limited dispatch: at most one per target node, and a
+    token has at most ``min(top_k, max_nodes, nodes)`` target nodes. ``max_nodes`` None: ``top_k``
+    (unrestricted routing sends every expert copy on its own).
+
+    DeepSeek-V3's gate first picks the ``M`` nodes with the highest sums of their best
+    ``top_k / M`` expert scores, then the ``top_k`` experts among them (arXiv 2412.19437 section
+    2.1.2), so a token's experts usually cover all ``M`` nodes: the bound is what is sent.
+
+    >>> target_nodes(8, 4, 8), target_nodes(8, None, 8), target_nodes(2, 4, 8), target_nodes(8, 4, 2)
+    (4, 8, 2, 2)
+    """
+    if max_nodes is None:
+        return top_k
+    return min(top_k, max_nodes, nodes)
+
+
+def inter_node_bytes(tokens: float, hidden: int, top_k: int, max_nodes: int | None, nodes: int,
+                     act_bytes: int = 2) -> float:
+    """Bytes one rank's dispatch (or combine) sends across the network for ``tokens`` routed tokens.
+
+    ``target_nodes x hidden x act_bytes`` per token, of which ``(nodes - 1) / nodes`` go to remote
+    nodes (the token's own node is a target as often as any other). Unrestricted (``max_nodes``
+    None) this is the plain all-to-all's ``tokens x top_k x hidden x act_bytes x (N - 1) / N``;
+    node-limited it equals that exactly when ``max_nodes >= top_k``.
+
+    >>> inter_node_bytes(4096, 7168, 8, 4, 8) / inter_node_bytes(4096, 7168, 8, None, 8)
+    0.5
+    """
+    if nodes <= 1:
+        return 0.0
+    return tokens * target_nodes(top_k, max_nodes, nodes) * hidden * act_bytes * (nodes - 1) / nodes
+
+
+def ep_nodes_spanned(layout, ep: int, expert_tp: int, host_of) -> int:
+    """Most nodes any EP group of ``layout`` spans (``host_of``: node of each rank).
+
+    >>> import numpy as np
+    >>> from clustersim.workload.layout import Layout
+    >>> lay = Layout({"tp": 2, "cp": 1, "ep": 1, "dp": 16, "pp": 1}, "tp-cp-ep-dp-pp")
+    >>> ep_nodes_spanned(lay, 16, 1, np.arange(32) // 8), ep_nodes_spanned(lay, 4, 1, np.arange(32) // 8)
+    (2, 1)
+    """
+    return max(len({int(host_of[r]) for r in group}) for group in all_ep_groups(layout, ep, expert_tp))
+
+
+def all_ep_groups(layout, ep: int, expert_tp: int) -> list[list[int]]:
+    """Every EP group of ``layout``, each once.
+
+    >>> from clustersim.workload.layout import Layout
+    >>> all_ep_groups(Layout({"tp": 1, "cp": 1, "ep": 1, "dp": 4, "pp": 1}, "tp-cp-ep-dp-pp"), 2, 1)
+    [[0, 1], [2, 3]]
+    """
+    tp, dp, pp = layout.sizes["tp"], layout.sizes["dp"], layout.sizes["pp"]
+    out = []
+    for stage in range(pp):
+        seen: set[int] = set()
+        for index in range(dp * tp):  # every rank of the stage's dp*tp plane
+            group, _ = expert_groups(layout, ep, expert_tp, index // tp, stage, index % tp)
+            if group[0] not in seen:
+                seen.update(group)
+                out.append(group)
+    return out
+
+
+def check_ep_max_nodes(scenario, host_of, file: str | None = None) -> None:
+    """The rule of ``parallelism.ep_max_nodes`` that needs the cluster: at most the nodes an EP
+    group spans (more would restrict nothing; say null for unrestricted routing)."""
+    par = scenario.parallelism
+    if scenario.model is None or par.ep_max_nodes is None:
+        return
+    from clustersim.workload.layout import Layout
+
+    layout = Layout.from_parallelism(par)
+    spanned = ep_nodes_spanned(layout, par.ep, par.expert_tp, host_of)
+    if spanned > 1:
+        for group in all_ep_groups(layout, par.ep, par.expert_tp):
+            try:
+                ep_node_groups(group, host_of)
+            except ClusterSimError as exc:
+                raise exc.with_file(file) if file else exc from None
+    if par.ep_max_nodes > spanned:
+        raise ClusterSimError(f"ep_max_nodes ({par.ep_max_nodes}) exceeds the {spanned} node(s) an EP group of "
+                              f"{par.ep} ranks spans on this cluster (null: unrestricted routing)",
+                              file=file, field="parallelism.ep_max_nodes")
 
 
 def expert_params_per_rank(moe: MoEDims, hidden: int, matrices: int, ep: int, expert_tp: int) -> float:

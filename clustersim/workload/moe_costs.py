@@ -9,25 +9,33 @@ Forward, in order (Megatron-Core's MoE layer; backward is the conjugate, reverse
 * dispatch: ``all_to_all`` of ``tokens_routed x top_k x hidden x 2`` bytes per rank over the EP
   group (``ep_dispatcher: allgather``: all-gather of every EP rank's tokens instead;
   ``ep_transport: nvshmem``: the same bytes as one-sided puts, algorithm ``nvshmem``); with
-  ``expert_tp > 1`` the received tokens are all-gathered over the expert-TP group;
+  ``expert_tp > 1`` the received tokens are all-gathered over the expert-TP group. With
+  node-limited routing (``parallelism.ep_max_nodes``) over an EP group spanning several nodes, two
+  stages as DeepEP's normal kernels: an ``all_to_all`` over the rank's rail group (its EP peers
+  with the same in-node index, one per node) of ``tokens x min(top_k, M) x hidden x 2`` bytes
+  (one copy per target node), then an ``all_to_all`` over the rank's node group of the full
+  ``tokens x top_k x hidden x 2`` (NVLink forwards each copy to its experts); the combine runs
+  the stages in the other order (:func:`ep_exchange`);
 * grouped GEMMs on the most loaded EP rank: each local expert at its own token count ``M``
   (:class:`~clustersim.workload.moe.Routing`), with the efficiency the compute model gives that
   ``M`` (one grouped kernel per weight, one launch); activation over all its tokens;
 * combine (the conjugate collectives), un-permutation and the probability-weighted sum.
 
 The collectives are :class:`~clustersim.workload.segments.TPCommSegment` items with axis ``ep``
-(``etp`` for expert-TP), bound to their groups by the pipeline builder: their exposed time is the
-breakdown's ``comm_ep``.
+(``etp`` for expert-TP; ``ep_inter`` and ``ep_intra`` for the two node-limited stages), bound to
+their groups by the pipeline builder: their exposed time is the breakdown's ``comm_ep``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from clustersim.workload.moe import Routing, expert_params_per_rank
+from clustersim.workload.moe import Routing, expert_params_per_rank, target_nodes
 from clustersim.workload.segments import ComputeSegment, TPCommSegment
 
 ACT_BYTES = 2  # 16-bit activations and dispatched tokens
+#: axes of the token dispatch/combine: one all-to-all (``ep``), or the node-limited rail and node stages
+EP_AXES = ("ep", "ep_inter", "ep_intra")
 
 
 @dataclass(frozen=True)
@@ -40,11 +48,49 @@ class ExpertParallel:
     routing: Routing
     comm_overlap: bool = False  # batch-level overlap of the EP collectives with dense compute
     transport: str = "nccl"  # nccl | nvshmem (parallelism.ep_transport)
+    max_nodes: int | None = None  # node-limited routing: a token's experts on at most this many nodes
+    nodes: int = 1  # nodes the EP group spans
 
     @property
     def algorithm(self) -> str:
         """Collective algorithm of the dispatch/combine: ``nvshmem`` puts, or NCCL's own choice."""
         return "nvshmem" if self.transport == "nvshmem" else "auto"
+
+    @property
+    def node_limited(self) -> bool:
+        """Dispatch/combine in two stages (network to each target node once, then NVLink): node-limited
+        routing asked for, an all-to-all dispatcher and an EP group over more than one node."""
+        return self.max_nodes is not None and self.nodes > 1 and self.dispatcher == "alltoall"
+
+
+def ep_exchange(xp: ExpertParallel, tokens: float, top_k: int, hidden: int, combine: bool) -> tuple[list, list]:
+    """(forward, backward) collective items of the dispatch (or, ``combine``, the combine) of
+    ``tokens`` routed tokens of ``hidden`` width, all-to-all dispatcher.
+
+    Unrestricted: one ``all_to_all`` of ``tokens x top_k x hidden x 2`` over the EP group.
+    Node-limited (:attr:`ExpertParallel.node_limited`): the rail stage (``ep_inter``, one copy per
+    target node, :func:`~clustersim.workload.moe.target_nodes`) and the NVLink stage (``ep_intra``,
+    every expert copy), dispatch network first, combine NVLink first (DeepEP reduces a token's
+    expert outputs on the node before sending it back: DeepSeek-V3 arXiv 2412.19437 section
+    3.2.2). The backward list is in forward order (the caller reverses it), so the backward of the
+    dispatch runs the combine's order and vice versa. The two stages are costed one after the
+    other; DeepEP pipelines them in chunks, so this is an upper bound of up to the shorter stage.
+
+    >>> from clustersim.workload.moe import Routing
+    >>> r = Routing(1.0, 1.0, (1,), 1.0, 0.0)
+    >>> xp = ExpertParallel(ep=64, expert_tp=1, dispatcher="alltoall", routing=r, max_nodes=4, nodes=8)
+    >>> fwd, _ = ep_exchange(xp, 4096, 8, 7168, combine=False)
+    >>> [(s.axis, s.size_bytes / (4096 * 7168 * 2)) for s in fwd]
+    [('ep_inter', 4.0), ('ep_intra', 8.0)]
+    """
+    full = tokens * top_k * hidden * ACT_BYTES
+    if not xp.node_limited:
+        return dispatch_pair("all_to_all", "all_to_all", full, "ep", xp.algorithm)
+    inter = TPCommSegment("all_to_all", tokens * target_nodes(top_k, xp.max_nodes, xp.nodes) * hidden * ACT_BYTES,
+                          axis="ep_inter", algorithm=xp.algorithm)
+    intra = TPCommSegment("all_to_all", full, axis="ep_intra", algorithm=xp.algorithm)
+    order = [intra, inter] if combine else [inter, intra]
+    return order, list(order)
 
 
 def dispatch_pair(op_fwd: str, op_bwd: str, size_bytes: float, axis: str, algorithm: str = "auto") -> tuple[list, list]:
@@ -72,7 +118,7 @@ def overlap_ep(segments: list, dense_end: int) -> list:
     behind the dense compute before index ``dense_end`` (norms, attention, shared experts, router):
     that compute moves, split evenly, into the collectives' ``overlapped_gemm_s`` (each pair then
     takes ``max(comm, compute)``), its kernels stay where they were."""
-    ep = [i for i, seg in enumerate(segments) if isinstance(seg, TPCommSegment) and seg.axis == "ep"]
+    ep = [i for i, seg in enumerate(segments) if isinstance(seg, TPCommSegment) and seg.axis in EP_AXES]
     dense = [i for i in range(dense_end) if isinstance(segments[i], ComputeSegment)]
     if not ep or not dense:
         return segments
@@ -81,7 +127,8 @@ def overlap_ep(segments: list, dense_end: int) -> list:
     for i in dense:
         out[i] = ComputeSegment(0.0, segments[i].kernels)
     for i in ep:
-        out[i] = TPCommSegment(segments[i].op, segments[i].size_bytes, share, axis="ep", algorithm=segments[i].algorithm)
+        out[i] = TPCommSegment(segments[i].op, segments[i].size_bytes, share, axis=segments[i].axis,
+                               algorithm=segments[i].algorithm)
     return out
 
 
@@ -111,7 +158,7 @@ def moe_mlp_segments(costs, passes) -> None:
     passes.dense_marks = (len(passes.forward), len(passes.backward))
     if xp.ep > 1:
         if xp.dispatcher == "alltoall":
-            passes.extend(dispatch_pair("all_to_all", "all_to_all", slot_bytes, "ep", xp.algorithm))
+            passes.extend(ep_exchange(xp, tokens, k, h, combine=False))
         else:  # every EP rank's tokens to every EP rank (nccl-tests size: the gathered buffer)
             passes.extend(dispatch_pair("all_gather", "reduce_scatter", xp.ep * tokens * h * ACT_BYTES, "ep"))
     routed = xp.routing.local_tokens
@@ -132,7 +179,7 @@ def moe_mlp_segments(costs, passes) -> None:
         passes.extend(dispatch_pair("reduce_scatter", "all_gather", expert_tokens * h * ACT_BYTES, "etp"))
     if xp.ep > 1:
         if xp.dispatcher == "alltoall":
-            passes.extend(dispatch_pair("all_to_all", "all_to_all", slot_bytes, "ep", xp.algorithm))
+            passes.extend(ep_exchange(xp, tokens, k, h, combine=True))
         else:
             passes.extend(dispatch_pair("reduce_scatter", "all_gather", xp.ep * tokens * h * ACT_BYTES, "ep"))
     passes.memory(2 * slot_bytes + tokens * h * ACT_BYTES)  # un-permute and the weighted sum over top_k

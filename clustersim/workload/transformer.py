@@ -31,7 +31,7 @@ from clustersim.workload.layer_costs import LayerCosts, LayerUnits, Unit, UnitPa
 from clustersim.workload.layout import AXES, Layout, split_layers
 from clustersim.workload.memory import optimizer_update_bytes, step_memory
 from clustersim.workload.model import DTYPE_BYTES, ModelDims
-from clustersim.workload.moe import expert_groups, routing
+from clustersim.workload.moe import ep_node_groups, expert_groups, routing
 from clustersim.workload.moe_costs import ExpertParallel, expert_layer_params
 from clustersim.workload.ops import Graph
 from clustersim.workload.schedule import (SPLIT_SCHEDULES, Chunk, Slot, chunks_per_rank, model_stages,
@@ -67,10 +67,13 @@ class TransformerStep:
     host_kernel_s: host CPU seconds to issue one kernel (default ``host_call_s``).
     fsdp_hook_s: host CPU seconds of one FSDP2 hook of one unit (profile ``host.fsdp_hook_us``);
         None: estimated from the call and kernel costs (:mod:`clustersim.workload.step_fsdp`).
+    host_of: node of each rank (``Cluster.host_of``); node-limited MoE routing
+        (``parallelism.ep_max_nodes``) splits the EP groups by it. None: the EP groups are taken
+        to lie inside one node (no node-limited stages).
     """
 
     def __init__(self, scenario, compute: ComputeModel, host_call_s: float = 0.0, reduced: bool = True,
-                 host_kernel_s: float | None = None, fsdp_hook_s: float | None = None):
+                 host_kernel_s: float | None = None, fsdp_hook_s: float | None = None, host_of=None):
         par, training = scenario.parallelism, scenario.training
         self.scenario = scenario
         self.model = ModelDims.from_section(scenario.model)
@@ -104,10 +107,18 @@ class TransformerStep:
         self.experts: ExpertParallel | None = None
         if self.model.moe is not None:
             tokens_routed = self.micro_batch * self.model.seq_len // (self.tp if self.sequence_parallel else 1)
+            # node-limited routing acts where an EP group spans several nodes (the same count for
+            # every group of a uniform layout; ep_node_groups refuses uneven ones when binding)
+            nodes = 1
+            if par.ep_max_nodes is not None and host_of is not None and par.ep > 1:
+                self.host_of = host_of
+                ep_group, _ = expert_groups(self.layout, par.ep, par.expert_tp, 0, 0)
+                nodes = len({int(host_of[r]) for r in ep_group})
             self.experts = ExpertParallel(
                 ep=par.ep, expert_tp=par.expert_tp, dispatcher=par.ep_dispatcher, comm_overlap=par.ep_comm_overlap,
                 transport=par.ep_transport,
-                routing=routing(self.model.moe, tokens_routed, par.ep, par.expert_tp, scenario.simulation.seed))
+                routing=routing(self.model.moe, tokens_routed, par.ep, par.expert_tp, scenario.simulation.seed),
+                max_nodes=par.ep_max_nodes, nodes=nodes)
         # expert-data-parallel degree: the ranks holding the same experts (Megatron-Core)
         self.expert_dp = self.dp * self.tp // (par.ep * par.expert_tp) if self.experts else self.dp
         self.layer_costs = LayerCosts(
@@ -208,6 +219,9 @@ class TransformerStep:
         if self.experts:
             ep_group, etp_group = expert_groups(self.layout, self.experts.ep, self.experts.expert_tp, replica, stage)
             out.update({"ep": [ep_group], "etp": [etp_group]})
+            if self.experts.node_limited:  # every rail and node group of the EP group: its whole traffic
+                rails, nodes = ep_node_groups(ep_group, self.host_of, rank=self.layout.rank(dp=replica, pp=stage))
+                out.update({"ep_inter": rails, "ep_intra": nodes})
         if self.context is not None:
             out["cp"] = cp_groups(self.layout, self.tp, replica, stage)
         return out or None
