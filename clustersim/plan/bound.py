@@ -84,12 +84,28 @@ def step_lower_bound(step, comm=None) -> float:
     return bound
 
 
+def _compute_seconds(units) -> float:
+    return sum(seg.seconds for u in units for seg in u.segments if hasattr(seg, "seconds"))
+
+
 def _split_schedule_bound(step, comm=None) -> float:
-    """The busiest rank's compute (its chunks in its own order: forward, input- and weight-gradient
-    passes of every micro-batch each chunk runs; DualPipe's chunks run half the micro-batches
-    each) and optimizer step. Overlapped F&B pairs hide collectives, so those count only on the
-    rank's own passes as they are listed (a bound may undercount, never overcount the compute)."""
+    """Per rank: the earliest its first op can start plus its compute (its chunks in its own order:
+    forward, input- and weight-gradient passes of every micro-batch each chunk runs; DualPipe's
+    chunks run half the micro-batches each) and optimizer step; the largest over the ranks.
+
+    A rank's first op is a forward of one of its chunks, whose micro-batch must first cross every
+    model stage before that chunk's stage (``vstage`` numbers the stages in the direction the data
+    flows, DualPipe's reverse copies included), so it starts no earlier than the smallest sum of
+    those stages' forwards over the rank's chunks. ZB-H1 and ZB-V count each layer's TP
+    collectives as the other schedules do; DualPipe's overlapped F&B pairs may hide them, so there
+    only the compute counts (a bound may undercount, never overcount).
+    """
     opt = _optimizer_seconds(step)
+    fwd = [_compute_seconds(step.chunk_units(vs, "F")) for vs in range(step.n_virtual_stages)]
+    before = [sum(fwd[:vs]) for vs in range(step.n_virtual_stages)]
+    # the zero-bubble schedules run one pass at a time, so a layer's TP collectives lie on the
+    # compute stream as in 1F1B; DualPipe's overlapped F&B pairs may hide them
+    paired = step.schedule in ("dualpipe", "dualpipe_v")
     out = 0.0
     for j in range(step.pp):
         group = step.layout.group("tp", dp=0, pp=j) if step.tp > 1 else None
@@ -99,9 +115,10 @@ def _split_schedule_bound(step, comm=None) -> float:
             key = (kind, chunk)
             if key not in busy:
                 units = step.chunk_units(step.vstage(j, chunk), kind)
-                busy[key] = sum(seg.seconds for u in units for seg in u.segments if hasattr(seg, "seconds"))
+                busy[key] = _compute_seconds(units) if paired else _busy(units, group, comm)
             work += busy[key]
-        out = max(out, work + opt[j])
+        start = min(before[step.vstage(j, c)] for c in range(step.virtual_stages))
+        out = max(out, start + work + opt[j])
     return out
 
 

@@ -22,7 +22,7 @@ parameters and optimizer cost of each pipeline rank, and :meth:`TransformerStep.
 
 from __future__ import annotations
 
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import NamedTuple
 
 from clustersim.workload.compute import ComputeModel
@@ -53,6 +53,15 @@ class StepUnits(NamedTuple):
     embedding: UnitPair
     head: UnitPair
 
+
+
+@lru_cache(maxsize=4096)
+def _rank_schedule(schedule: str, p: int, m: int, rank: int, v: int) -> tuple[tuple[Slot, ...], tuple[Chunk, ...]]:
+    """(slots, flattened chunk order) of one pipeline rank: they depend on the schedule's numbers
+    only, so the planner's thousands of mixes share them (a 192-micro-batch ZB-V order is ~2 ms of
+    Python to build)."""
+    slots = tuple(pipeline_slots(schedule, p, m, rank, v))
+    return slots, tuple(c for slot in slots for c in slot)
 
 class TransformerStep:
     """Builds the op DAG of one training step of a transformer scenario.
@@ -145,13 +154,14 @@ class TransformerStep:
         """Compute ops of every pipeline rank in order, each the chunks it runs
         (:func:`~clustersim.workload.schedule.pipeline_slots`; one pipeline rank without chunks:
         1F1B's forward-backward alternation, i.e. plain gradient accumulation)."""
-        return {j: pipeline_slots(self.schedule, self.pp, self.micro_batches, j, self.parallelism.virtual_stages)
-                for j in range(self.pp)}
+        return {j: list(_rank_schedule(self.schedule, self.pp, self.micro_batches, j,
+                                       self.parallelism.virtual_stages)[0]) for j in range(self.pp)}
 
     @cached_property
     def orders(self) -> dict[int, list[Chunk]]:
         """Chunk order of every pipeline rank (the :attr:`slots` flattened)."""
-        return {j: [c for slot in slots for c in slot] for j, slots in self.slots.items()}
+        return {j: list(_rank_schedule(self.schedule, self.pp, self.micro_batches, j,
+                                       self.parallelism.virtual_stages)[1]) for j in range(self.pp)}
 
     def vstage(self, stage: int, chunk: int) -> int:
         """Virtual stage of model chunk ``chunk`` of pipeline rank ``stage`` (interleaved: ``chunk * pp +

@@ -88,7 +88,10 @@ def test_memory_constraint_and_why():
 def test_lower_bound_below_step_time():
     ev = Evaluator(TP2)
     for mix in [Mix(1, 2, 1, 1, 1, 1, True, 0, "1f1b", 2, "full"), Mix(1, 1, 2, 2, 1, 1, False, 0, "interleaved", 2, "none"),
-                Mix(2, 1, 1, 1, 1, 1, False, 3, "1f1b", 1, "selective"), Mix(1, 1, 2, 1, 1, 1, False, 1, "gpipe", 1, "none")]:
+                Mix(2, 1, 1, 1, 1, 1, False, 3, "1f1b", 1, "selective"), Mix(1, 1, 2, 1, 1, 1, False, 1, "gpipe", 1, "none"),
+                Mix(1, 1, 2, 1, 1, 1, False, 0, "zb_h1", 1, "none"), Mix(1, 1, 2, 2, 1, 1, False, 0, "zb_v", 1, "none"),
+                Mix(1, 1, 2, 1, 1, 1, False, 0, "dualpipe", 1, "none"),
+                Mix(1, 1, 2, 2, 1, 1, False, 0, "dualpipe_v", 1, "none")]:
         s = ev.screen(ev.scenario_for(mix))
         r = ev.simulate(mix)
         assert 0 < s.bound_s <= r.step_time_s

@@ -309,3 +309,18 @@ def test_dualpipe_mirror_ranks_exchange_their_gradients(p):
     assert all(any(g.ops[d].name == "dualpipe mirror all_reduce" for d in op.deps) for op in optimizer)
     assert not [op for op in TransformerStep(_scenario(p, 2 * p, "dualpipe_v", 2), _cm(0.5)).build().ops
                 if op.name == "dualpipe mirror all_reduce"]
+
+
+@pytest.mark.parametrize("sched,v", [("zb_h1", 1), ("zb_v", 2), ("dualpipe", 1), ("dualpipe_v", 2)])
+def test_planner_bound_is_below_the_step_and_counts_the_fill(sched, v):
+    """The planner's lower bound for the split schedules: never above the simulated step (free
+    communication), and above the busiest rank's work alone by the pipeline fill it proves."""
+    from clustersim.plan.bound import step_lower_bound
+
+    p, m = 4, 8
+    step = TransformerStep(_scenario(p, m, sched, v), _cm(0.5))
+    bubble, work = _simulated_bubble(step)
+    bound = step_lower_bound(step)
+    assert bound <= (bubble + work) * (1 + 1e-9)
+    f0 = _seconds(step.chunk_units(0, "F"))
+    assert bound >= work + 0.9 * f0        # about a stage's forward of fill beyond the busiest rank
