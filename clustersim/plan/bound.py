@@ -21,6 +21,7 @@ Host issue time, collectives and recompute-extra kernels only add to ``T``.
 
 from __future__ import annotations
 
+from clustersim.workload.schedule import is_overlapped
 from clustersim.workload.segments import ComputeSegment, TPCommSegment, segment_time
 
 
@@ -96,27 +97,29 @@ def _split_schedule_bound(step, comm=None) -> float:
     A rank's first op is a forward of one of its chunks, whose micro-batch must first cross every
     model stage before that chunk's stage (``vstage`` numbers the stages in the direction the data
     flows, DualPipe's reverse copies included), so it starts no earlier than the smallest sum of
-    those stages' forwards over the rank's chunks. ZB-H1 and ZB-V count each layer's TP
-    collectives as the other schedules do; DualPipe's overlapped F&B pairs may hide them, so there
-    only the compute counts (a bound may undercount, never overcount).
+    those stages' forwards over the rank's chunks. A pass that runs alone counts its layers' TP
+    collectives as the other schedules do; in DualPipe's overlapped F&B pairs they may hide behind
+    the other chunk's compute, so there only the compute counts (a bound may undercount, never
+    overcount).
     """
     opt = _optimizer_seconds(step)
     fwd = [_compute_seconds(step.chunk_units(vs, "F")) for vs in range(step.n_virtual_stages)]
     before = [sum(fwd[:vs]) for vs in range(step.n_virtual_stages)]
-    # the zero-bubble schedules run one pass at a time, so a layer's TP collectives lie on the
-    # compute stream as in 1F1B; DualPipe's overlapped F&B pairs may hide them
-    paired = step.schedule in ("dualpipe", "dualpipe_v")
+    # a pass that runs alone has its layers' TP collectives on the compute stream as in 1F1B; only
+    # DualPipe's overlapped F&B pairs may hide them behind the other chunk's compute
     out = 0.0
     for j in range(step.pp):
         group = step.layout.group("tp", dp=0, pp=j) if step.tp > 1 else None
         busy = {}
         work = 0.0
-        for kind, _, chunk in step.orders[j]:
-            key = (kind, chunk)
-            if key not in busy:
-                units = step.chunk_units(step.vstage(j, chunk), kind)
-                busy[key] = _compute_seconds(units) if paired else _busy(units, group, comm)
-            work += busy[key]
+        for slot in step.slots[j]:
+            paired = is_overlapped(slot)
+            for kind, _, chunk in slot:
+                key = (kind, chunk, paired)
+                if key not in busy:
+                    units = step.chunk_units(step.vstage(j, chunk), kind)
+                    busy[key] = _compute_seconds(units) if paired else _busy(units, group, comm)
+                work += busy[key]
         start = min(before[step.vstage(j, c)] for c in range(step.virtual_stages))
         out = max(out, start + work + opt[j])
     return out
