@@ -2,16 +2,19 @@
 # A blind set on 2 GPUs of one host: every configuration of CONFIGS (a calibrate/blind*_configs.txt file whose
 # predictions were committed before), the H200 rows by name; on H100 the run ids take the -h100 suffix of the
 # rows predicted for dgx-h100. Writes $OUT/train_steps.jsonl and $OUT/train.log (2 files: the device returns 8).
+# NAME ... after CONFIGS: only those rows, in that order (default: every H200 row of the file).
 #   bash calibrate/device/blind_x2.sh calibrate/blind7_configs.txt
 set -u
-configs=${1:?usage: blind_x2.sh CONFIGS}
+configs=${1:?usage: blind_x2.sh CONFIGS [NAME ...]}
+shift
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 export PYTHONPATH=/tmp/site:$PWD NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 OUT=${OUT:-out}; mkdir -p "$OUT"
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 suffix=""; case "$gpu" in *H100*) suffix="-h100";; esac
 echo "GPU: $gpu x $(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l) (run ids take suffix '$suffix')" | tee "$OUT/train.log"
-grep -v '^#' "$configs" | awk 'NF && $1 !~ /-h100$/ {print $1}' | while read -r name; do
+if [ $# -gt 0 ]; then printf '%s\n' "$@"; else grep -v '^#' "$configs" | awk 'NF && $1 !~ /-h100$/ {print $1}'; fi |
+while read -r name; do
   line=$(grep -E "^$name$suffix " "$configs" | head -1)
   set -- $line; shift; scenario=$1; shift
   sets=""; for kv in "$@"; do sets="$sets --set $kv"; done
