@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A blind set on 2 GPUs of one host: every configuration of CONFIGS (a calibrate/blind*_configs.txt file whose
+# A blind set on 2 (or, where a row sets cluster.gpus=N, N) GPUs of one host: every configuration of CONFIGS (a calibrate/blind*_configs.txt file whose
 # predictions were committed before), the H200 rows by name; on H100 the run ids take the -h100 suffix of the
 # rows predicted for dgx-h100. Writes $OUT/train_steps.jsonl and $OUT/train.log (2 files: the device returns 8).
 # NAME ... after CONFIGS: only those rows, in that order (default: every H200 row of the file).
@@ -19,6 +19,7 @@ while read -r name; do
   set -- $line; shift; scenario=$1; shift
   sets=""; for kv in "$@"; do sets="$sets --set $kv"; done
   case "$scenario" in *single*) n=1;; *) n=2;; esac
+  case " $* " in *" cluster.gpus="*) n=$(printf '%s\n' "$@" | sed -n 's/^cluster.gpus=//p' | head -1);; esac
   start=$(date +%s)
   timeout -k 5 90 python3 -m torch.distributed.run --standalone --nproc-per-node $n calibrate/train_gpt.py "$scenario" \
     $sets --steps 8 --warmup 3 --run-id "$name$suffix" -o "$OUT/train_steps.jsonl" >> "$OUT/train.log" 2>&1 < /dev/null
