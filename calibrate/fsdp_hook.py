@@ -36,22 +36,26 @@ HERE = Path(__file__).resolve().parent
 #: the probe's rows (relative to calibrate/) and the two FSDP2 runs that differ only in micro-batches
 PROBE = "raw/host7/train_steps.jsonl"
 PROBE_RUNS = ("h7-fsdp2-h100", "h7-fsdp2-4mb-h100")
+#: the H200 probe (calibrate/host7_configs.txt and host8_configs.txt on one 4x H200 VM, 2026-11-26): the same
+#: pair on 2 ranks and on 4 ranks, per shard-group size
+H200_PROBE = "raw/host8/train_steps.jsonl"
+H200_PROBE_RUNS = {2: ("h7-fsdp2", "h7-fsdp2-4mb"), 4: ("h8-fsdp4", "h8-fsdp4-4mb")}
 
 
-def probe_rows(rel: str = PROBE) -> list[dict]:
-    """The two FSDP2 rows of the probe, fewer micro-batches first (each checked: ok, an H100)."""
+def probe_rows(rel: str = PROBE, runs: tuple[str, str] = PROBE_RUNS, gpu: str = "H100") -> list[dict]:
+    """The two FSDP2 rows ``runs`` of the probe, fewer micro-batches first (each checked: ok, on a ``gpu``)."""
     rows = {}
     for line in (HERE / rel).read_text(encoding="utf-8").splitlines():
         if line.strip():
             r = json.loads(line)
-            if r.get("run_id") in PROBE_RUNS and r.get("status") == "ok":
+            if r.get("run_id") in runs and r.get("status") == "ok":
                 rows[r["run_id"]] = r
-    missing = [k for k in PROBE_RUNS if k not in rows]
+    missing = [k for k in runs if k not in rows]
     if missing:
         raise ValueError(f"{rel}: no ok row for {', '.join(missing)}")
     for r in rows.values():
-        if "H100" not in str(r.get("gpu")):
-            raise ValueError(f"{rel}: {r['run_id']} ran on {r.get('gpu')}, not an H100")
+        if gpu not in str(r.get("gpu")):
+            raise ValueError(f"{rel}: {r['run_id']} ran on {r.get('gpu')}, not an {gpu}")
     return sorted(rows.values(), key=lambda r: r["micro_batches"])
 
 
@@ -73,25 +77,33 @@ def model_host(row: dict, profile) -> tuple[float, int]:
     return sum(op.args.host_s or 0.0 for op in graph.ops), count_hooks(graph)
 
 
-def derive(profile, rel: str = PROBE) -> dict:
+def derive(profile, rel: str = PROBE, runs: tuple[str, str] = PROBE_RUNS, gpu: str = "H100") -> dict:
     """The derivation of ``fsdp_hook_us`` for ``profile`` (its other host costs) from the probe rows:
     a dict with the measured and model per-micro-batch host times (ms), the hooks per micro-batch
     and ``fsdp_hook_us``."""
-    lo, hi = probe_rows(rel)
+    lo, hi = probe_rows(rel, runs, gpu)
     (host_lo, hooks_lo), (host_hi, hooks_hi) = model_host(lo, profile), model_host(hi, profile)
     extra = hi["micro_batches"] - lo["micro_batches"]
     measured = (hi["step_time_s"] - lo["step_time_s"]) / extra
     model = (host_hi - host_lo) / extra
     hooks = (hooks_hi - hooks_lo) / extra
-    return {"runs": [lo["run_id"], hi["run_id"]], "micro_batches": [lo["micro_batches"], hi["micro_batches"]],
+    return {"runs": [lo["run_id"], hi["run_id"]], "ranks": lo.get("world_size"), "micro_batches": [lo["micro_batches"], hi["micro_batches"]],
             "step_ms": [round(lo["step_time_s"] * 1e3, 1), round(hi["step_time_s"] * 1e3, 1)],
             "measured_per_mb_ms": round(measured * 1e3, 2), "model_per_mb_ms": round(model * 1e3, 2),
             "hooks_per_mb": hooks, "fsdp_hook_us": round((measured - model) / hooks * 1e6, 1)}
 
 
-def fsdp_hook_us(profile, rel: str = PROBE) -> float:
+def fsdp_hook_us(profile, rel: str = PROBE, runs: tuple[str, str] = PROBE_RUNS, gpu: str = "H100") -> float:
     """``host.fsdp_hook_us`` for ``profile`` from the probe rows (see the module docstring)."""
-    return derive(profile, rel)["fsdp_hook_us"]
+    return derive(profile, rel, runs, gpu)["fsdp_hook_us"]
+
+
+def fsdp_hook_table(profile, rel: str = H200_PROBE, pairs: dict = H200_PROBE_RUNS, gpu: str = "H200") -> dict:
+    """``host.fsdp_hook_us`` per shard-group size ``{ranks: us}`` from one probe pair per rank count.
+
+    The model's own charge at each rank count is that of ``profile`` with the hook at 0, so the table
+    does not depend on the hook values already in ``profile``."""
+    return {ranks: fsdp_hook_us(profile, rel, runs, gpu) for ranks, runs in sorted(pairs.items())}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,16 +116,26 @@ def main(argv: list[str] | None = None) -> int:
                                  epilog="example: python calibrate/fsdp_hook.py --profile calibrate/profiles/dgx-h100.yaml")
     ap.add_argument("--profile", type=Path, default=HERE / "profiles" / "dgx-h100.yaml",
                     help="profile whose call and kernel costs the model charges (default: %(default)s)")
+    ap.add_argument("--h200", action="store_true",
+                    help=f"the H200 probe ({H200_PROBE}, 2 and 4 ranks) with the hgx-h200 profile")
     args = ap.parse_args(argv)
+    if args.h200:
+        prof = load_model(Profile, HERE / "profiles" / "hgx-h200.yaml")
+        for ranks, runs in sorted(H200_PROBE_RUNS.items()):
+            _print(derive(prof, H200_PROBE, runs, "H200"), H200_PROBE)
+        return 0
     prof = load_model(Profile, args.profile)
-    d = derive(prof)
-    print(f"probe rows ({PROBE}): {d['runs'][0]} {d['step_ms'][0]} ms ({d['micro_batches'][0]} micro-batches), "
+    _print(derive(prof), PROBE)
+    return 0
+
+
+def _print(d: dict, rel: str) -> None:
+    print(f"{d['ranks']} ranks, probe rows ({rel}): {d['runs'][0]} {d['step_ms'][0]} ms ({d['micro_batches'][0]} micro-batches), "
           f"{d['runs'][1]} {d['step_ms'][1]} ms ({d['micro_batches'][1]})")
     print(f"host per micro-batch: measured {d['measured_per_mb_ms']} ms, model without hooks "
           f"{d['model_per_mb_ms']} ms, hooks {d['hooks_per_mb']:.0f}")
     print(f"fsdp_hook_us = ({d['measured_per_mb_ms']} - {d['model_per_mb_ms']}) ms / {d['hooks_per_mb']:.0f} "
           f"= {d['fsdp_hook_us']} us")
-    return 0
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ import yaml
 from clustersim.calibration.fit import Measurements, fit_profile, profile_yaml, read_measurements
 from clustersim.config.base import validate
 from clustersim.config.profile import Profile
-from fsdp_hook import PROBE, fsdp_hook_us
+from fsdp_hook import H200_PROBE, PROBE, fsdp_hook_table, fsdp_hook_us
 
 HERE = Path(__file__).resolve().parent          # calibrate/
 COMMAND = "python calibrate/make_profiles.py"
@@ -64,6 +64,8 @@ H100_KERNELS = "raw/h100/kernels-20261124.jsonl"
 H100_OVERLAP = "raw/blind6/overlap.jsonl"
 #: FSDP2 host probe (blind set 7 follow-up, calibrate/host7_configs.txt) on 2 H100 of one VM, 2026-11-26
 H100_FSDP_PROBE = PROBE
+#: the same probe on 2 and on 4 ranks of one 4x H200 VM (host8_configs.txt), 2026-11-26
+H200_FSDP_PROBE = H200_PROBE
 
 #: Link classes: the bandwidth NCCL reaches and the line rate of the DGX/HGX H100/H200 node it refers to
 #: (``line_rate_GBps``, the topology's figure: 18 NVLink4 x 25 GB/s, PCIe Gen5 x16 63 GB/s, NDR 400G 50 GB/s);
@@ -289,6 +291,10 @@ def make_h200() -> Profile:
     data["links"] = copy.deepcopy(LINKS_PUBLISHED)       # published, not measured (see the module doc)
     data["nvls"] = False
     _add_kernels(data, H200_KERNELS)
+    # FSDP2 hook host time per shard-group size from the host probe on 2 and 4 ranks of one 4x H200 VM
+    # (host speed differs between VMs: it is that VM's), with this profile's own kernel and call costs
+    data["host"]["fsdp_hook_us"] = fsdp_hook_table(validate(Profile, data, file=None), H200_FSDP_PROBE)
+    data["source"]["files"] = list(data["source"].get("files", [])) + [H200_FSDP_PROBE]
     src = data["source"]
     src.update({
         "gpu": meta.get("gpu"), "host": "vm (one VM, 2 resp. 4 H200 SXM GPUs, NV18 into NVSwitch)",
@@ -301,6 +307,10 @@ def make_h200() -> Profile:
             "call) on 2 and 4 ranks; host framework call, per-call overhead, comm_init (2 and 4 ranks, "
             "extrapolated beyond); compute (bf16 GEMM table, D2D HBM copy, empty-kernel gap) from bench-run1 "
             "(whose collective rows are eager timings mislabelled nccl and are not used). "
+            "host.fsdp_hook_us: from the FSDP2 host probe on 2 and 4 ranks of one 4x H200 VM "
+            "(calibrate/raw/host8/train_steps.jsonl, 2026-11-26; calibrate/fsdp_hook.py --h200), per shard-group "
+            "size: (step at 4 - step at 2 micro-batches) / 2, less the host time this profile's model charges per "
+            "micro-batch without the hooks, per hook of step_fsdp.py's graph; host speed differs between VMs. "
             "Not measured: link classes and the NVLS default are published / NCCL-derived: " + LINK_SOURCES
             + f" Written by `{COMMAND}`."),
     })
@@ -384,7 +394,7 @@ def transferred_compute(measured: Profile, source_gpu: str, target_gpu: str) -> 
     # no roofline transfer of it, the target gets none
     comp.pop("overlap_table", None)
     # the overlap probe and the FSDP2 host probe feed no compute table
-    files = [f for f in measured.source.files if f not in (H100_OVERLAP, H100_FSDP_PROBE)]
+    files = [f for f in measured.source.files if f not in (H100_OVERLAP, H100_FSDP_PROBE, H200_FSDP_PROBE)]
     out = transfer_compute(comp, source=gpu_spec(source_gpu), target=gpu_spec(target_gpu))
     out["provenance"] = (
         f"Not measured on this GPU. Kernel tables transferred from {measured.name} ({measured.source.gpu}, "
@@ -436,6 +446,7 @@ HEADERS = {
         "# from calibrate/raw/h200x2/bench-graph.jsonl, calibrate/raw/h200x4/bench-graph.jsonl (collectives, host)",
         "# and calibrate/raw/h200x2/bench-run1.jsonl (gemm, hbm, launch rows only). Link classes: published.",
         "# Kernel-class tables: calibrate/raw/h200/kernels.jsonl (kernel rows).",
+        "# host.fsdp_hook_us: calibrate/raw/host8/train_steps.jsonl (FSDP2 host probe, 2 and 4 ranks of a 4x H200 VM).",
     ],
     "dgx-h100": [
         "# NVIDIA DGX H100 8-GPU default profile. GENERATED -- do not edit; regenerate with:",

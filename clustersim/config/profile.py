@@ -14,9 +14,10 @@ collective entry and falls back to the link-class model.
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import BeforeValidator, Field, PositiveInt, field_validator, model_validator
 
 from clustersim.config.base import StrictModel, bounded
 
@@ -185,14 +186,49 @@ class HostParams(StrictModel):
 
     per_call_overhead_us: NonNeg = Field(8.0, description="CPU time to issue one collective/kernel through the framework (torch.distributed), microseconds.")
     framework_call_us: NonNeg | None = Field(None, description="Measured framework-level time of one small collective on an idle GPU (launch included), microseconds.")
-    fsdp_hook_us: NonNeg | None = Field(None, description=(
+    fsdp_hook_us: NonNeg | dict[PositiveInt, NonNeg] | None = Field(None, description=(
         "Host CPU time of one FSDP2 hook of one unit (the pre-forward all-gather, the pre-backward all-gather "
         "or the post-backward reduce-scatter: its Python and DTensor work, the collective call and copy kernels "
         "it issues) beyond the unit's own compute kernels, microseconds; measured by the host probe "
-        "(calibrate/fsdp_hook.py) on the machine the profile describes. None: one per_call_overhead_us call "
-        "plus (2 + 2 x the unit's tensors) kernel issues per hook."))
+        "(calibrate/fsdp_hook.py) on the machine the profile describes. A number: at every shard-group size; "
+        "a mapping shard-group size (ranks) -> microseconds: measured at those sizes (the hook's host work grows "
+        "with the ranks it shards over: 2 -> 4 ranks +20% on one H200 VM), interpolated in log2(ranks) "
+        "between them and the nearest measured size outside them (not extrapolated). None: one "
+        "per_call_overhead_us call plus (2 + 2 x the unit's tensors) kernel issues per hook."))
     comm_init: CommInit = Field(default_factory=CommInit, description="Communicator start-up cost (init_process_group "
                                 "to the first completed collective); reported by calibrate fit, not part of a step.")
+
+    @field_validator("fsdp_hook_us", mode="before")
+    @classmethod
+    def _rank_keys(cls, v):
+        # JSON and some YAML writers turn the integer rank keys into strings ("2": ...): read them back
+        if isinstance(v, dict):
+            return {(int(k) if isinstance(k, str) and k.strip().isdigit() else k): x for k, x in v.items()}
+        return v
+
+    def fsdp_hook_us_at(self, ranks: int) -> float | None:
+        """``fsdp_hook_us`` for a shard group of ``ranks`` (see the field's description).
+
+        >>> h = HostParams(fsdp_hook_us={2: 1000.0, 8: 1400.0})
+        >>> h.fsdp_hook_us_at(4), h.fsdp_hook_us_at(1), h.fsdp_hook_us_at(64)
+        (1200.0, 1000.0, 1400.0)
+        >>> HostParams(fsdp_hook_us=900.0).fsdp_hook_us_at(16)
+        900.0
+        """
+        v = self.fsdp_hook_us
+        if v is None or not isinstance(v, dict):
+            return v
+        pts = sorted(v.items())
+        r = max(int(ranks), 1)
+        if r <= pts[0][0]:
+            return float(pts[0][1])
+        if r >= pts[-1][0]:
+            return float(pts[-1][1])
+        for (r0, u0), (r1, u1) in zip(pts, pts[1:]):
+            if r0 <= r <= r1:
+                w = (math.log2(r) - math.log2(r0)) / (math.log2(r1) - math.log2(r0))
+                return float(u0 + w * (u1 - u0))
+        return float(pts[-1][1])  # unreachable: the ranges above cover every r
 
 
 class GemmPoint(StrictModel):

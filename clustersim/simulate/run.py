@@ -220,7 +220,9 @@ def transformer_step(rs: ResolvedScenario, reduced: bool = True):
     # host CPU time per kernel call: the profile's per-call overhead, but never below the issue
     # latency of one torch op measured by the event-timed GEMM bench (the floor of its table)
     host_kernel = max(host_call, cm.issue_floor_s)
-    hook_us = profile.host.fsdp_hook_us
+    # FSDP2 shards over the data-parallel ranks (dp x cp with context parallelism): the hook's host
+    # work is measured per shard-group size
+    hook_us = profile.host.fsdp_hook_us_at(sc.parallelism.dp * getattr(sc.parallelism, "cp", 1))
     return TransformerStep(sc, cm, host_call_s=host_call, reduced=reduced, host_kernel_s=host_kernel,
                            fsdp_hook_s=None if hook_us is None else hook_us * 1e-6,
                            host_of=getattr(rs.cluster, "host_of", None))
