@@ -16,6 +16,9 @@ What goes where (``calibrate/raw/README.md`` says how each raw file was measured
   + collective entries fitted (:func:`clustersim.calibration.fit.fit_profile`) from the CUDA-graph /
   eager / framework bench on 2 and 4 H200 ranks of one host (``raw/h200x2/bench-graph.jsonl``,
   ``raw/h200x4/bench-graph.jsonl``: every op, every mode, ``ranks`` and ``scope: intra`` set)
+  + the ``link_model`` section (:func:`link_model_section`: the link model fitted jointly on every
+  NCCL-level row of the same two files at ``hgx-h200``'s NVLink line rate; no network class, none was
+  measured), which the simulator uses where no entry matches (8 ranks, ...)
   + host (framework call, per-call overhead, communicator start-up at 2 and 4 ranks)
   + compute (GEMM table / plateau / roll-off, HBM copy bandwidth, GPU-side kernel gap) from the
   ``gemm``, ``hbm`` and ``launch`` rows of ``raw/h200x2/bench-run1.jsonl``. That file's
