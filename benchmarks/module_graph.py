@@ -7,7 +7,8 @@
 Every module is parsed with :mod:`ast`; an import inside a function counts like a top-level one
 (it is a dependency all the same) and is marked ``(lazy)`` in the list. ``from pkg import name``
 is an import of ``pkg.name`` when that is a module. The package graph groups modules by their
-package (``collectives.formulas`` on its own: it is the engine-free layer below the engine).
+package (``collectives.formulas`` on its own: it is the engine-free layer below the engine; so is
+``collectives.linkmodel``, with ``collectives.ncclchoice`` in it).
 tests/unit/test_import_direction.py uses the same scanner to check the direction of every edge.
 """
 
@@ -89,6 +90,8 @@ def package_of(module: str) -> str:
         return "cli"
     if parts[:2] == ["collectives", "formulas"]:
         return "collectives.formulas"
+    if parts[:2] in (["collectives", "linkmodel"], ["collectives", "ncclchoice"]):
+        return "collectives.linkmodel"   # the link model and NCCL's choice: engine-free, below the engine
     return parts[0]
 
 

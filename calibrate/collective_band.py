@@ -3,9 +3,9 @@
 A band is honest only when it is measured on calls the model did not see. Two such sets exist
 in ``calibrate/raw`` and ``tests/data``, one for each way a shipped profile is made:
 
-* **measured** (``hgx-h200``: collective entries fitted from the bench): the profile is fitted
-  again from the 2-rank H200 bench alone (the same :func:`make_profiles.make_h200` recipe) and
-  predicts every call of the 4-rank bench, all six operations, 1 KiB-4 GiB: the error of a
+* **measured** (``hgx-h200``: collective entries and the link model fitted from the bench): the
+  profile is fitted again from the 2-rank H200 bench alone (the same :func:`make_profiles.make_h200`
+  recipe, link model included) and predicts every call of the 4-rank bench, all six operations, 1 KiB-4 GiB: the error of a
   calibrated profile at a rank count it was not measured at.
 * **published** (every other profile: NCCL-model link classes, no collective measured): the
   shipped ``dgx-a100`` profile on ``dgx-a100`` (one node) / ``dgx-a100-superpod`` predicts the
@@ -86,6 +86,7 @@ def measured_errors() -> dict[str, np.ndarray]:
                        switches=mp.nccl_switches("hgx-h200", base)).profile
     data = prof.model_dump(mode="json")
     data["links"], data["nvls"] = copy.deepcopy(mp.LINKS_PUBLISHED), False   # as make_h200 does
+    data["link_model"] = mp.link_model_section(meas)                          # fitted on 2 ranks only
     model = CollectiveModel(load_cluster("hgx-h200", gpus=4), validate(Profile, data, file=None))
     held = _plain_rows(H200_HELD)
     err = _log_errors(model, held, 4)

@@ -16,6 +16,9 @@ What goes where (``calibrate/raw/README.md`` says how each raw file was measured
   + collective entries fitted (:func:`clustersim.calibration.fit.fit_profile`) from the CUDA-graph /
   eager / framework bench on 2 and 4 H200 ranks of one host (``raw/h200x2/bench-graph.jsonl``,
   ``raw/h200x4/bench-graph.jsonl``: every op, every mode, ``ranks`` and ``scope: intra`` set)
+  + the ``link_model`` section (:func:`link_model_section`: the link model fitted jointly on every
+  NCCL-level row of the same two files at ``hgx-h200``'s NVLink line rate; no network class, none was
+  measured), which the simulator uses where no entry matches (8 ranks, ...)
   + host (framework call, per-call overhead, communicator start-up at 2 and 4 ranks)
   + compute (GEMM table / plateau / roll-off, HBM copy bandwidth, GPU-side kernel gap) from the
   ``gemm``, ``hbm`` and ``launch`` rows of ``raw/h200x2/bench-run1.jsonl``. That file's
@@ -278,6 +281,65 @@ def nccl_switches(topology: str, base: Profile):
     return switches
 
 
+def _sig(x: float, digits: int = 4) -> float:
+    return float(f"{x:.{digits}g}")
+
+
+def link_model_section(meas: Measurements, topology: str = "hgx-h200") -> dict:
+    """The ``link_model`` section: the link model (:func:`clustersim.calibration.fit.fit_link_model`)
+    fitted on every NCCL-level collective row of ``meas`` (NCCL's own algorithm and protocol, no NVLS),
+    with the line rates of ``topology`` for the communicators measured.
+
+    Only the classes the rows crossed are written (a one-node bench: the intra-node class, no network):
+    the simulator uses the link model only for communicators whose classes it learned.
+    """
+    from clustersim.calibration.fit.linkmodel import LOCAL_OPS, PROTOS, TABLE_OPS, fit_link_model
+    from clustersim.calibration.transfer_report import model_rows
+    from clustersim.collectives.model import CollectiveModel
+    from clustersim.topology import load_cluster
+    import numpy as np
+
+    rows = model_rows(meas.rows)
+    if not rows:
+        raise SystemExit(f"no NCCL-level collective rows in {', '.join(meas.files)} for the link model")
+    ranks = sorted({int(r.get("ranks") or 2) for r in rows})
+    nodes = sorted({int(r.get("nodes") or 1) for r in rows})
+    if nodes != [1]:
+        raise SystemExit("multi-node rows: give the network line rates to link_model_section first")
+    model = CollectiveModel(load_cluster(topology, gpus=max(ranks)), None)
+    ctx = model.context(model.ranks_of(max(ranks)))
+    cls, line = ctx.nccl.intra_hw, ctx.intra_line
+    # every rank count measured must sit on the same line rate (one intra-node class)
+    for n in ranks:
+        c = model.context(model.ranks_of(n))
+        if c.nccl.intra_hw != cls or c.intra_line != line:
+            raise SystemExit(f"{topology}: {n} ranks cross another class or line rate than {max(ranks)} ranks")
+    fit = fit_link_model(rows, intra_line_GBps=line, sm=model.cluster.gpu_spec.sm, intra_hw=cls)
+    err = 100 * np.abs(np.expm1(fit.residuals))
+    ops = {}
+    for i, op in enumerate(fit.ops):
+        entry = {"floor_us": _sig(fit.floor_us[i])}
+        if op not in TABLE_OPS:
+            entry["op_efficiency"] = _sig(fit.op_eff[i])
+        if op in LOCAL_OPS:
+            entry["local_GBps"] = _sig(fit.local_GBps[i])
+        ops[op] = entry
+    return {
+        "links": {cls: {p: {"efficiency": _sig(fit.eff_intra[j]), "latency_us": _sig(fit.lat_intra_us[j])}
+                        for j, p in enumerate(PROTOS)}},
+        "base_us": {p: _sig(fit.base_us[j]) for j, p in enumerate(PROTOS)},
+        "ops": ops,
+        "provenance": {
+            "files": list(meas.files), "rows": len(rows), "ranks": ranks, "nodes": nodes,
+            "line_rates_GBps": {cls: line},
+            "residual_median_pct": round(float(np.median(err)), 2), "residual_worst_pct": round(float(err.max()), 2),
+            "method": (f"clustersim.calibration.fit.fit_link_model on every mode-nccl collective row (NCCL's own "
+                       f"algorithm and protocol, no NVLS) at the {topology} line rate of {cls} ({line:g} GB/s per "
+                       f"GPU); the network class was not measured. Written by `{COMMAND}`."),
+        },
+    }
+
+
 def make_h200() -> Profile:
     coll = _merge(*(_read(f) for f in H200_COLLECTIVES))
     comp = _read(H200_COMPUTE, COMPUTE_KINDS)
@@ -290,6 +352,7 @@ def make_h200() -> Profile:
     data = prof.model_dump(mode="json")
     data["links"] = copy.deepcopy(LINKS_PUBLISHED)       # published, not measured (see the module doc)
     data["nvls"] = False
+    data["link_model"] = link_model_section(coll)
     _add_kernels(data, H200_KERNELS)
     # FSDP2 hook host time per shard-group size from the host probe on 2 and 4 ranks of one 4x H200 VM
     # (host speed differs between VMs: it is that VM's), with this profile's own kernel and call costs

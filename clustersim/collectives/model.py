@@ -8,7 +8,12 @@ framework overhead). Order of precedence:
    size: ``t = alpha + S / algbw``;
    The bandwidth term is scaled by the entry's bottleneck line rate at measurement over the
    line rate now (:func:`~clustersim.collectives.linkrates.entry_scale`);
-2. otherwise NCCL's tuning model (:mod:`clustersim.collectives.formulas`) fed with the
+2. otherwise, where the profile has a fitted ``link_model`` (:mod:`clustersim.collectives.linkmodel`)
+   that learned every link class the communicator crosses, that model: NCCL's own choice of
+   algorithm and protocol and NCCL's cost structure with the learned per-protocol efficiencies
+   (of the topology's line rate) and latencies, per-op floors and own-chunk rates
+   (``source: "link_model"``); a profile measured without NVLS does not answer for NVLS;
+3. otherwise NCCL's tuning model (:mod:`clustersim.collectives.formulas`) fed with the
    profile's link classes (``links.nvlink|pcie|network``: per-hop latency, and efficiency
    times the topology's line rate, :mod:`clustersim.collectives.linkrates`) or, where the
    profile has none, NCCL's own constants (NVLink count x 20.6 GB/s on SM90, PCIe x 48/63,
@@ -37,6 +42,8 @@ from typing import Sequence
 import numpy as np
 
 from clustersim.collectives import formulas as F
+from clustersim.collectives.linkmodel import TABLE_OPS as LINK_TABLE_OPS
+from clustersim.collectives.linkmodel import from_profile as link_model_from_profile
 from clustersim.collectives.linkrates import communicator_rates, entry_scale
 from clustersim.config.profile import CollectiveEntry, Profile
 from clustersim.errors import ClusterSimError
@@ -80,7 +87,7 @@ class CollectiveResult:
     latency_s: float = 0.0
     bandwidth_time_s: float = 0.0
     channels: int = 0
-    source: str = "model"   # "model" (NCCL-structured) or "profile" (calibrated entry)
+    source: str = "model"   # "model" (NCCL-structured), "profile" (calibrated entry) or "link_model" (fitted)
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -146,6 +153,9 @@ class CollectiveModel:
         self._first: dict[int, tuple[int, ...]] = {}
         self._ctx_id: dict[int, _Ctx] = {}
         self._tables: dict[tuple, list] = {}
+        section = profile.link_model if profile is not None else None
+        self._link = link_model_from_profile(section) if section is not None else None
+        self._link_cache: dict[tuple, tuple | None] = {}
 
     # -- context --------------------------------------------------------------------------
     def ranks_of(self, ranks: int | Sequence[int]) -> tuple[int, ...]:
@@ -289,9 +299,47 @@ class CollectiveModel:
             return self._result(op=op, ctx=ctx, size_bytes=S, latency_s=lat, bandwidth_time_s=bwt,
                                 algorithm=e.algorithm or auto[0], protocol=e.protocol or auto[1], channels=0,
                                 source="profile")
+        fitted = self._link_estimate(op, ctx, S, algo, proto)
+        if fitted is not None:
+            a, p, lat, bwt = fitted
+            return self._result(op=op, ctx=ctx, size_bytes=S, latency_s=lat, bandwidth_time_s=bwt, algorithm=a,
+                                protocol=p, channels=0, source="link_model")
         a, p, lat, bwt, ch = self._best(op, ctx, S, algo, proto)
         return self._result(op=op, ctx=ctx, size_bytes=S, latency_s=lat, bandwidth_time_s=bwt, algorithm=a,
                             protocol=p, channels=ch, source="model")
+
+    def _link_estimate(self, op: str, ctx: _Ctx, S: float, algo: str, proto: str) -> tuple | None:
+        """(algorithm, protocol, latency_s, bandwidth_time_s) from the profile's link model, or None where it
+        does not answer: no link model, an op it has no parameters for, a link class it did not learn
+        (the network of a one-node fit, PCIe of an NVLink fit), NVLS on, or an algorithm / protocol
+        outside NCCL's ring and tree (LL128 of a point-to-point op)."""
+        lm = self._link
+        if lm is None or op not in lm.ops or self.nvls:
+            return None
+        nc = ctx.nccl
+        learned = self.profile.link_model
+        if (nc.ppn > 1 and nc.intra_hw != learned.intra_class) or (nc.nodes > 1 and "network" not in learned.links):
+            return None
+        if op in LINK_TABLE_OPS:
+            if algo not in ("auto", "ring", "tree"):
+                return None
+        elif algo not in ("auto", "direct", "p2p") or proto == "ll128":
+            return None
+        key = (op, id(ctx), S, algo, proto)
+        hit = self._link_cache.get(key)
+        if hit is not None:
+            return hit
+        # the communicator's line rates from the topology (one source per fact): a what-if moves them
+        e = lm.estimate(op, len(ctx.ranks), nc.nodes, S, sm=nc.sm,
+                        intra_line_GBps=ctx.intra_line if math.isfinite(ctx.intra_line) else 0.0,
+                        net_line_GBps=ctx.net_line, nics_per_node=nc.nics,
+                        algorithm=algo if algo in ("ring", "tree") else None,
+                        protocol=None if proto == "auto" else proto)
+        # the fit's rows are NCCL-level times of CUDA-graph replays (no launch); a back-to-back call pays
+        # the GPU-side kernel gap on top, as the entries and the model cells do
+        hit = self._link_cache[key] = (e.algorithm, e.protocol, self.launch_s + e.latency_us * 1e-6,
+                                       e.bandwidth_us * 1e-6)
+        return hit
 
     def _entry_scale(self, ctx: _Ctx) -> float:
         """Measured line rate / line rate now of the class that bounds a profile entry of this scope."""

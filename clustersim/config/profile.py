@@ -376,6 +376,91 @@ class CollectiveUncertainty(StrictModel):
                                  "behind the factor.")
     method: str | None = Field(None, description="Which measurements were held out and how they were predicted.")
 
+Protocol = Literal["ll", "ll128", "simple"]
+#: operations the link model describes (NCCL's table collectives and the point-to-point ones)
+LinkModelOp = Literal["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "send_recv"]
+
+
+class ProtocolLink(StrictModel):
+    """What one protocol reaches on one link class (link model)."""
+
+    efficiency: Pos = Field(le=1.0, description="Bus bandwidth the protocol reaches as a fraction of the "
+                            "topology's line rate of the class (dimensionless, (0, 1]).")
+    latency_us: NonNeg = Field(description="Latency of one ring step on this class (NCCL's hwLat), microseconds.")
+
+
+class LinkModelOpParams(StrictModel):
+    """Per-operation parameters of the link model."""
+
+    floor_us: NonNeg = Field(description="Launch floor of one call (beyond the protocol's base latency), "
+                             "microseconds.")
+    op_efficiency: Pos = Field(1.0, description="Bandwidth relative to the link's (dimensionless factor); 1 for "
+                               "the collectives of NCCL's table, fitted for all_to_all and send_recv.")
+    local_GBps: Pos | None = Field(None, description="Rate of the rank's work on its own 1/n chunk (out-of-place "
+                                   "copy, reduction), GB/s of chunk bytes; null: the op has none.")
+
+
+class LinkModelProvenance(StrictModel):
+    """Where a link model's parameters were learned."""
+
+    files: list[str] = Field(default_factory=list, description="Raw measurement files of the fit (relative to "
+                             "calibrate/).")
+    rows: int = Field(ge=1, description="Collective rows (count) the fit used.")
+    ranks: list[int] = Field(default_factory=list, description="Rank counts of those rows.")
+    nodes: list[int] = Field(default_factory=list, description="Node counts of those rows.")
+    line_rates_GBps: dict[LinkClass, Pos] = Field(
+        default_factory=dict, description="Line rate of each class on the hardware measured, GB/s per direction "
+        "(per GPU for nvlink / pcie, per NIC for network).")
+    residual_median_pct: NonNeg | None = Field(None, description="Median |model / measured - 1| at the fit rows, "
+                                               "percent.")
+    residual_worst_pct: NonNeg | None = Field(None, description="Largest |model / measured - 1| at the fit rows, "
+                                              "percent.")
+    method: str | None = Field(None, description="How the fit was made (free text).")
+
+
+class LinkModelParams(StrictModel):
+    """The fitted link model: NCCL's cost structure with learned link parameters (docs/calibration.md).
+
+    Per link class and protocol an efficiency of the topology's line rate and a per-step
+    latency; per protocol NCCL's base latency; per operation a launch floor, the own-chunk
+    rate and (point-to-point) a relative efficiency. A class left out was not measured (the
+    network of a one-node fit): communicators crossing it do not use the link model.
+
+    >>> p = {"efficiency": 0.8, "latency_us": 3.4}
+    >>> LinkModelParams(links={"nvlink": {"ll": p, "ll128": p, "simple": p}},
+    ...                 base_us={"ll": 6.6, "ll128": 14.0, "simple": 8.4}, ops={"send_recv": {"floor_us": 2.0}},
+    ...                 provenance={"rows": 10}).intra_class
+    'nvlink'
+    """
+
+    links: dict[LinkClass, dict[Protocol, ProtocolLink]] = Field(
+        min_length=1, description="Per link class (nvlink or pcie for the intra-node class, network) and protocol "
+        "(ll, ll128, simple): efficiency of line rate and latency per ring step.")
+    base_us: dict[Protocol, NonNeg] = Field(description="NCCL's base latency of one call per protocol (baseLat), "
+                                            "microseconds.")
+    ops: dict[LinkModelOp, LinkModelOpParams] = Field(min_length=1, description="Per-operation parameters; an "
+                                                      "operation left out uses the other models.")
+    provenance: LinkModelProvenance = Field(description="Files, rows, rank and node counts, line rates and fit "
+                                            "residual of the fit.")
+
+    @model_validator(mode="after")
+    def _complete(self) -> "LinkModelParams":
+        protos = {"ll", "ll128", "simple"}
+        for cls, per in self.links.items():
+            if set(per) != protos:
+                raise ValueError(f"links.{cls} needs all three protocols ll, ll128, simple "
+                                 f"(missing {', '.join(sorted(protos - set(per)))})")
+        if set(self.base_us) != protos:
+            raise ValueError(f"base_us needs ll, ll128 and simple (missing {', '.join(sorted(protos - set(self.base_us)))})")
+        if "nvlink" in self.links and "pcie" in self.links:
+            raise ValueError("links: one intra-node class (nvlink or pcie), not both: a fit learns the class its rows ran on")
+        return self
+
+    @property
+    def intra_class(self) -> str | None:
+        """The intra-node class the model learned (nvlink or pcie), None for a network-only model."""
+        return next((c for c in ("nvlink", "pcie") if c in self.links), None)
+
 
 class Profile(StrictModel):
     """A calibration profile file."""
@@ -388,6 +473,9 @@ class Profile(StrictModel):
         default_factory=dict, description="Learned link-class parameters: latency and efficiency of the topology's "
         "line rate (a class left out uses NCCL's own constants).")
     nvls: bool = Field(False, description="Default for in-network reduction (NVLS) when the scenario leaves nvls null.")
+    link_model: LinkModelParams | None = Field(
+        None, description="Fitted link model (calibrate/make_profiles.py): used for collectives without a matching "
+        "entry on communicators whose link classes it learned; none: the link-class model.")
     collectives: list[CollectiveEntry] = Field(default_factory=list, description="Calibrated collective entries; "
                                                "lookup takes the most specific match, else the link-class model.")
     host: HostParams = Field(default_factory=HostParams, description="Host-side costs (framework call overhead, "

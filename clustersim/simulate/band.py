@@ -7,7 +7,8 @@ the same schedule, so the band shows how much the collectives' uncertainty can m
 
 Where the profile states its held-out error (``uncertainty.time_factor`` f: the 95% quantile of
 ``|log(predicted/measured)|`` on collective measurements the profile was not built from), every
-link class and collective entry moves by f: latencies x f and bandwidths / f on the slow side,
+link class, collective entry and link-model parameter moves by f: latencies x f and bandwidths
+(efficiencies) / f on the slow side,
 the reverse on the fast side (a bandwidth never above the line rate). That band is meant to hold
 95% of real calls. A profile without it falls back to the 95% confidence intervals of its fitted
 parameters, which only say how well the fitted lines are pinned down (docs/calibration.md).
@@ -41,6 +42,17 @@ def _scaled(data: dict, factor: float, optimistic: bool) -> dict:
         if link.get("bandwidth_GBps") is not None:
             b = link["bandwidth_GBps"] * bw
             link["bandwidth_GBps"] = min(b, link["line_rate_GBps"]) if link.get("line_rate_GBps") else b
+    lm = data.get("link_model")
+    if lm:   # the fitted link model moves the same way: its latencies by lat, its rates by bw
+        for per in lm["links"].values():
+            for cell in per.values():
+                cell["latency_us"] *= lat
+                cell["efficiency"] = min(1.0, cell["efficiency"] * bw)
+        lm["base_us"] = {p: v * lat for p, v in lm["base_us"].items()}
+        for op in lm["ops"].values():
+            op["floor_us"] *= lat
+            if op.get("local_GBps") is not None:
+                op["local_GBps"] *= bw
     return data
 
 

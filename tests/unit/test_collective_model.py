@@ -85,7 +85,7 @@ def test_accuracy_hgx_h200_two_gpus_shipped_profile(h200x2_rows):
 
 def test_hgx_h200_model_without_entries_is_reasonable(h200x2_rows):
     c = load_cluster("hgx-h200", gpus=2)
-    p = load_profile_for(c).model_copy(update={"collectives": []})
+    p = load_profile_for(c).model_copy(update={"collectives": [], "link_model": None})
     m = CollectiveModel(c, p)
     err = _errors(m, h200x2_rows)
     assert err.mean() <= 0.20  # NCCL's structure alone; recorded in docs/collectives.md
@@ -214,7 +214,7 @@ def _bench_nccl(n):
 
 def _model_check(n):
     c = load_cluster("hgx-h200", gpus=n)
-    m = CollectiveModel(c, load_profile_for(c).model_copy(update={"collectives": []}))
+    m = CollectiveModel(c, load_profile_for(c).model_copy(update={"collectives": [], "link_model": None}))
     meas = _bench_nccl(n)
     out = {}
     for op in CHECK_OPS:
@@ -244,6 +244,6 @@ def test_model_without_entries_against_measured_bench(n):
                    "busbw for both, and so does the model (docs/collectives.md)")
 def test_model_reproduces_the_all_gather_busbw_deficit():
     c = load_cluster("hgx-h200", gpus=2)
-    m = CollectiveModel(c, load_profile_for(c).model_copy(update={"collectives": []}))
+    m = CollectiveModel(c, load_profile_for(c).model_copy(update={"collectives": [], "link_model": None}))
     ag, ar = m.estimate("all_gather", 2, GiB), m.estimate("all_reduce", 2, GiB)
     assert ag.busbw_GBps / ar.busbw_GBps == pytest.approx(270 / 330, rel=0.05)

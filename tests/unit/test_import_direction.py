@@ -1,10 +1,10 @@
 """Imports inside ``clustersim`` go one way (docs/architecture.md, "Import direction").
 
-``errors -> units, budget, roofline -> config -> topology -> collectives.formulas -> engine -> collectives -> workload
+``errors -> units, budget, roofline -> config -> topology -> collectives.formulas (linkmodel, ncclchoice) -> engine -> collectives -> workload
 -> simulate (plan, sweep) -> trace, report -> cli``: a module may import its own layer and the
 layers left of it, never one to its right (``errors`` is the base: units raise ClusterSimError
 on bad input). ``calibration`` is a side branch: it imports only errors, units, budget, roofline, config and
-collectives.formulas (and itself), and only layers from simulate on may import it.
+collectives.formulas, collectives.linkmodel, collectives.ncclchoice (and itself), and only layers from simulate on may import it.
 
 Every module of the package is parsed with :mod:`ast` (the scanner of benchmarks/module_graph.py,
 which also draws the graph in docs/architecture.md); imports inside functions (and under ``if
@@ -42,6 +42,10 @@ LAYERS = [
     ("clustersim.config", 2),
     ("clustersim.topology", 3),
     ("clustersim.collectives.formulas", 4),
+    # the link model and NCCL's choice of algorithm/protocol: engine-free like formulas, so that
+    # calibration fits the very function the simulator evaluates
+    ("clustersim.collectives.linkmodel", 4),
+    ("clustersim.collectives.ncclchoice", 4),
     ("clustersim.engine", 5),
     ("clustersim.collectives", 6),
     ("clustersim.workload", 7),
@@ -57,7 +61,8 @@ LAYERS = [
 ]
 #: Layers a module of ``calibration`` may import (besides its own package).
 CALIBRATION_MAY_IMPORT = ("clustersim.errors", "clustersim.units", "clustersim.budget", "clustersim.roofline",
-                          "clustersim.config", "clustersim.collectives.formulas", "clustersim.calibration")
+                          "clustersim.config", "clustersim.collectives.formulas", "clustersim.collectives.linkmodel",
+                          "clustersim.collectives.ncclchoice", "clustersim.calibration")
 
 
 def _under(name: str, prefix: str) -> bool:

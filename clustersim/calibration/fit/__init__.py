@@ -12,9 +12,9 @@ fit a model
     :mod:`.collective` (a context's rows into a collective entry),
     :mod:`.links` (link classes from 2-rank fits),
     :mod:`.linkmodel` (NCCL's cost structure fitted jointly over ops, sizes and
-    rank counts: per link class and protocol an efficiency and a per-step latency),
-    :mod:`.ncclchoice` (which algorithm and protocol NCCL's own table runs, and its
-    bandwidth caps from two nodes to more),
+    rank counts: per link class and protocol an efficiency and a per-step latency;
+    the model it fits, and which algorithm and protocol NCCL's own table runs, are
+    :mod:`clustersim.collectives.linkmodel` and :mod:`clustersim.collectives.ncclchoice`),
     :mod:`.transfer` (size and scale checks of that model, its ~95% band),
     :mod:`.compute` (GEMM table, HBM, launch), :mod:`.host` (framework call,
     per-call overhead, communicator start-up).

@@ -1,6 +1,6 @@
 """What NCCL's own tuning table decides for a communicator, from the topology's line rates.
 
-Owns the link model's view of NCCL's choices (``tuning.cc`` as emulated by
+Owns the link model's (:mod:`clustersim.collectives.linkmodel`) view of NCCL's choices (``tuning.cc`` as emulated by
 :func:`clustersim.collectives.formulas.nccl_table`): which algorithm and protocol NCCL runs
 for each size (:func:`nccl_choice`), and how NCCL's table changes a cell's bandwidth from two
 nodes to more (:func:`node_bandwidth_factor`). Neither depends on fitted parameters: NCCL
@@ -22,7 +22,8 @@ P2P_OPS = ("all_to_all", "send_recv")
 
 
 def nccl_choice(op: str, ranks: int, nodes: int, sizes: np.ndarray, *, sm: int, intra_line_GBps: float,
-                net_line_GBps: float = 0.0, nics_per_node: int = 0) -> np.ndarray:
+                net_line_GBps: float = 0.0, nics_per_node: int = 0, intra_hw: str = "nvlink",
+                algorithm: str | None = None, protocol: str | None = None) -> np.ndarray:
     """The (algorithm, protocol) NCCL runs for each size: index ``3 * ALGOS.index(a) + PROTOS.index(p)``.
 
     NCCL picks the cheapest cell of *its own* cost table (``tuning.cc``, built here by
@@ -31,7 +32,8 @@ def nccl_choice(op: str, ranks: int, nodes: int, sizes: np.ndarray, *, sm: int, 
     measured time jumps (2x H200 all_reduce: LL up to ~1.6 MiB, Simple above). The choice does
     not depend on the fitted parameters. Point-to-point ops (all_to_all, send_recv) are not in
     NCCL's table: they get ``-1``, the faster of LL and Simple in the fitted link model.
-    NVLS is not modelled here.
+    NVLS is not modelled here. ``algorithm`` / ``protocol`` (a forced choice, as
+    ``NCCL_ALGO`` / ``NCCL_PROTO`` do) keep only the table's cells of that algorithm or protocol.
 
     >>> [PROTOS[i % 3] for i in nccl_choice("all_reduce", 2, 1, np.array([2.0 ** 20, 2.0 ** 21]),
     ...                                     sm=90, intra_line_GBps=450.0)]
@@ -40,26 +42,36 @@ def nccl_choice(op: str, ranks: int, nodes: int, sizes: np.ndarray, *, sm: int, 
     sizes = np.asarray(sizes, dtype=float)
     if op in P2P_OPS:
         return np.full(len(sizes), -1)
-    ctx = nccl_context(ranks, nodes, sm, intra_line_GBps, net_line_GBps, nics_per_node)
-    cells = [c for c in F.nccl_table(op, ctx) if c.algorithm in ALGOS]
+    ctx = nccl_context(ranks, nodes, sm, intra_line_GBps, net_line_GBps, nics_per_node, intra_hw)
+    cells = [c for c in F.nccl_table(op, ctx) if c.algorithm in ALGOS
+             and algorithm in (None, c.algorithm) and protocol in (None, c.protocol)]
     if not cells:
-        return np.full(len(sizes), 2)
+        a = ALGOS.index(algorithm) if algorithm in ALGOS else 0
+        return np.full(len(sizes), 3 * a + PROTOS.index(protocol or "simple"))
     times = np.array([[c.time_us(float(S), op, ctx) for c in cells] for S in sizes])
     col = np.array([3 * ALGOS.index(c.algorithm) + PROTOS.index(c.protocol) for c in cells])
     return col[times.argmin(axis=1)]
 
 
 def nccl_context(ranks: int, nodes: int, sm: int, intra_line_GBps: float, net_line_GBps: float,
-                 nics_per_node: int) -> F.NcclContext:
-    """What NCCL's tuner knows of a communicator, from the topology's line rates (NVLink only)."""
-    per_link = F.NVLINK_LINE_RATE[5] if sm >= 100 else F.NVLINK_LINE_RATE[4]
-    return F.NcclContext(n=ranks, nodes=nodes, ppn=max(1, ranks // max(nodes, 1)), sm=sm, intra_hw="nvlink",
-                         intra_bw=intra_line_GBps * F.nvlink_bw_per_link(sm) / per_link,
+                 nics_per_node: int, intra_hw: str = "nvlink") -> F.NcclContext:
+    """What NCCL's tuner knows of a communicator, from the topology's line rates.
+
+    NCCL's own bandwidth of the intra-node class: NVLink count x its per-link constant
+    (20.6 GB/s of 25 on SM90), PCIe 48 of 63 GB/s (``topo.h``, ``topo.cc``).
+    """
+    if intra_hw == "pcie":
+        intra_bw = intra_line_GBps * F.PCIE_NCCL_FRACTION
+    else:
+        per_link = F.NVLINK_LINE_RATE[5] if sm >= 100 else F.NVLINK_LINE_RATE[4]
+        intra_bw = intra_line_GBps * F.nvlink_bw_per_link(sm) / per_link
+    return F.NcclContext(n=ranks, nodes=nodes, ppn=max(1, ranks // max(nodes, 1)), sm=sm, intra_hw=intra_hw,
+                         intra_bw=intra_bw,
                          nic_bw=net_line_GBps if nodes > 1 else 0.0, nics=nics_per_node if nodes > 1 else 0)
 
 
 def node_bandwidth_factor(op: str, ranks: int, nodes: int, *, sm: int, intra_line_GBps: float,
-                          net_line_GBps: float = 0.0, nics_per_node: int = 0) -> np.ndarray:
+                          net_line_GBps: float = 0.0, nics_per_node: int = 0, intra_hw: str = "nvlink") -> np.ndarray:
     """NCCL's own change of a cell's bus bandwidth from two nodes to ``nodes``: rows (ring, tree) x protocols.
 
     NCCL's table caps some cells harder at three nodes and more than at two (``llMaxBws``
@@ -79,7 +91,7 @@ def node_bandwidth_factor(op: str, ranks: int, nodes: int, *, sm: int, intra_lin
     ppn = max(1, ranks // nodes)
 
     def bus(n: int, nn: int) -> dict[tuple[str, str], float]:
-        ctx = nccl_context(n, nn, sm, intra_line_GBps, net_line_GBps, nics_per_node)
+        ctx = nccl_context(n, nn, sm, intra_line_GBps, net_line_GBps, nics_per_node, intra_hw)
         steps = {"all_reduce": 2 * (n - 1), "all_gather": n - 1, "reduce_scatter": n - 1}.get(op, n)
         return {(c.algorithm, c.protocol): c.algbw_GBps * (2.0 if c.algorithm == "tree" else steps / n)
                 for c in F.nccl_table(op, ctx) if c.algorithm in ALGOS}
