@@ -65,6 +65,8 @@ H100_KERNELS = "raw/h100/kernels-20261124.jsonl"
 #: compute kernels alone vs beside a 256 MiB NCCL collective on 2 H100 of one host
 #: (``calibrate/device/overlap_probe.py``, measured with blind set 6, 2026-11-26); no H200 was measured
 H100_OVERLAP = "raw/blind6/overlap.jsonl"
+#: the same probe on 2 of 4 H200 of one VM (2026-11-26, with blind set 9)
+H200_OVERLAP = "raw/overlap-h200/overlap.jsonl"
 #: FSDP2 host probe (blind set 7 follow-up, calibrate/host7_configs.txt) on 2 H100 of one VM, 2026-11-26
 H100_FSDP_PROBE = PROBE
 #: the same probe on 2 and on 4 ranks of one 4x H200 VM (host8_configs.txt), 2026-11-26
@@ -354,10 +356,11 @@ def make_h200() -> Profile:
     data["nvls"] = False
     data["link_model"] = link_model_section(coll)
     _add_kernels(data, H200_KERNELS)
+    data["compute"]["overlap_table"] = overlap_table(H200_OVERLAP)
     # FSDP2 hook host time per shard-group size from the host probe on 2 and 4 ranks of one 4x H200 VM
     # (host speed differs between VMs: it is that VM's), with this profile's own kernel and call costs
     data["host"]["fsdp_hook_us"] = fsdp_hook_table(validate(Profile, data, file=None), H200_FSDP_PROBE)
-    data["source"]["files"] = list(data["source"].get("files", [])) + [H200_FSDP_PROBE]
+    data["source"]["files"] = list(data["source"].get("files", [])) + [H200_OVERLAP, H200_FSDP_PROBE]
     src = data["source"]
     src.update({
         "gpu": meta.get("gpu"), "host": "vm (one VM, 2 resp. 4 H200 SXM GPUs, NV18 into NVSwitch)",
@@ -370,6 +373,8 @@ def make_h200() -> Profile:
             "call) on 2 and 4 ranks; host framework call, per-call overhead, comm_init (2 and 4 ranks, "
             "extrapolated beyond); compute (bf16 GEMM table, D2D HBM copy, empty-kernel gap) from bench-run1 "
             "(whose collective rows are eager timings mislabelled nccl and are not used). "
+            "compute.overlap_table: compute kernels alone vs beside 256 MiB NCCL collectives on 2 of 4 H200 of one VM "
+            "(calibrate/raw/overlap-h200/overlap.jsonl, calibrate/device/overlap_probe.py, 2026-11-26). "
             "host.fsdp_hook_us: from the FSDP2 host probe on 2 and 4 ranks of one 4x H200 VM "
             "(calibrate/raw/host8/train_steps.jsonl, 2026-11-26; calibrate/fsdp_hook.py --h200), per shard-group "
             "size: (step at 4 - step at 2 micro-batches) / 2, less the host time this profile's model charges per "
@@ -457,7 +462,7 @@ def transferred_compute(measured: Profile, source_gpu: str, target_gpu: str) -> 
     # no roofline transfer of it, the target gets none
     comp.pop("overlap_table", None)
     # the overlap probe and the FSDP2 host probe feed no compute table
-    files = [f for f in measured.source.files if f not in (H100_OVERLAP, H100_FSDP_PROBE, H200_FSDP_PROBE)]
+    files = [f for f in measured.source.files if f not in (H100_OVERLAP, H100_FSDP_PROBE, H200_OVERLAP, H200_FSDP_PROBE)]
     out = transfer_compute(comp, source=gpu_spec(source_gpu), target=gpu_spec(target_gpu))
     out["provenance"] = (
         f"Not measured on this GPU. Kernel tables transferred from {measured.name} ({measured.source.gpu}, "
@@ -509,6 +514,7 @@ HEADERS = {
         "# from calibrate/raw/h200x2/bench-graph.jsonl, calibrate/raw/h200x4/bench-graph.jsonl (collectives, host)",
         "# and calibrate/raw/h200x2/bench-run1.jsonl (gemm, hbm, launch rows only). Link classes: published.",
         "# Kernel-class tables: calibrate/raw/h200/kernels.jsonl (kernel rows).",
+        "# overlap_table: calibrate/raw/overlap-h200/overlap.jsonl (2 of 4 H200, compute beside NCCL collectives);",
         "# host.fsdp_hook_us: calibrate/raw/host8/train_steps.jsonl (FSDP2 host probe, 2 and 4 ranks of a 4x H200 VM).",
     ],
     "dgx-h100": [

@@ -1,5 +1,6 @@
 """The FSDP2 hook host time (profile ``host.fsdp_hook_us``): derived from the host probe rows, set in
-dgx-h100 only, and charged per hook by step_fsdp.py in place of the per-call/per-tensor estimate."""
+the profiles of the machines probed (dgx-h100: one 2x H100 VM; hgx-h200: 2 and 4 ranks of one 4x H200 VM),
+and charged per hook by step_fsdp.py in place of the per-call/per-tensor estimate."""
 
 from __future__ import annotations
 
@@ -64,10 +65,43 @@ def test_dgx_h100_hook_is_the_probe_difference_less_the_model_charge():
     assert 1000 < prof.host.fsdp_hook_us < 2000  # docs/validation.md 6d: about 1.3-1.4 ms per hook
 
 
-@pytest.mark.parametrize("name", ["hgx-h200", "dgx-a100", "cannon-4xa100", "dgx-b200", "gb200-nvl72",
+@pytest.mark.parametrize("name", ["dgx-a100", "cannon-4xa100", "dgx-b200", "gb200-nvl72",
                                   "cannon-4xh100", "h100-pcie"])
 def test_hook_is_not_carried_to_other_machines(name):
     assert resolve_profile(name).host.fsdp_hook_us is None
+
+
+H200_PROBE = ROOT / "calibrate" / "raw" / "host8" / "train_steps.jsonl"
+
+
+def test_hgx_h200_hook_per_shard_group_size_is_its_probe_pair():
+    rows = {r["run_id"]: r for r in (json.loads(x) for x in H200_PROBE.read_text().splitlines() if x.strip())}
+    prof = resolve_profile("hgx-h200")
+    table = prof.host.fsdp_hook_us
+    assert sorted(table) == [2, 4]
+    for ranks, (lo, hi) in ((2, ("h7-fsdp2", "h7-fsdp2-4mb")), (4, ("h8-fsdp4", "h8-fsdp4-4mb"))):
+        lo, hi = rows[lo], rows[hi]
+        assert lo["world_size"] == hi["world_size"] == ranks and "H200" in lo["gpu"]
+        (h_lo, n_lo), (h_hi, n_hi) = step_host(lo, 0.0), step_host(hi, 0.0)
+        per_mb = (hi["step_time_s"] - lo["step_time_s"]) / (hi["micro_batches"] - lo["micro_batches"])
+        expected = (per_mb - (h_hi - h_lo) / 2) / ((n_hi - n_lo) / 2) * 1e6
+        assert table[ranks] == pytest.approx(expected, abs=0.1)
+    # the 4-rank probe costs more host time per hook than the 2-rank one on the same VM (165.1 vs 136.9 ms
+    # per micro-batch of 32 layers, docs/validation.md 6e)
+    assert table[4] > 1.2 * table[2]
+
+
+def test_hook_table_is_read_at_the_shard_group_size():
+    prof = resolve_profile("hgx-h200")
+    at = prof.host.fsdp_hook_us_at
+    assert at(2) == prof.host.fsdp_hook_us[2] and at(4) == prof.host.fsdp_hook_us[4]
+    assert at(2) < at(3) < at(4)            # log2 interpolation between the measured sizes
+    assert at(1) == at(2) and at(64) == at(4)  # the nearest measured size outside them, no extrapolation
+    # run.transformer_step reads it at dp (x cp): the 4-rank FSDP step charges the 4-rank value
+    row = {"scenario_file": "scenarios/ref-fsdp2.yaml", "overrides": [
+        "model.layers=2", "parallelism.dp=4", "cluster.gpus=4", "training.global_batch=8", "training.micro_batch=1"]}
+    rs = resolve_scenario(ROOT / row["scenario_file"], row["overrides"])
+    assert transformer_step(rs).fsdp_hook_s == pytest.approx(at(4) * 1e-6)
 
 
 def test_probe_rows_give_back_their_micro_batch_difference():

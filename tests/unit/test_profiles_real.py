@@ -54,7 +54,9 @@ def test_h200_source_is_the_measurement(h200):
     assert s.date == meta["date"][:10]
     kern = ["raw/h200/kernels.jsonl"] if (RAW / "h200" / "kernels.jsonl").is_file() else []
     assert set(s.files) == {"raw/h200x2/bench-graph.jsonl", "raw/h200x4/bench-graph.jsonl",
-                            "raw/h200x2/bench-run1.jsonl", *kern}
+                            "raw/h200x2/bench-run1.jsonl", *kern,
+                            # the compute/NCCL overlap probe and the FSDP2 host probe (2 and 4 of 4 H200)
+                            "raw/overlap-h200/overlap.jsonl", "raw/host8/train_steps.jsonl"}
     for f in s.files:
         assert (ROOT / "calibrate" / f).is_file()
 
