@@ -667,6 +667,8 @@ class Measured:
     """this rank's step seconds (the row is written by rank 0)"""
     issue_rank0: list
     """this rank's host seconds until the step was issued"""
+    issue_ranks: list = None
+    """every rank's host seconds until the step was issued, [rank][step] (the skew between the ranks' hosts)"""
     reserved_bytes: float = 0.0
     """max over ranks of torch.cuda.max_memory_reserved: what the caching allocator took from the driver"""
     device_used_bytes: float = 0.0
@@ -699,9 +701,16 @@ def gather(launch: Launch, losses: list, times: list, issue: list) -> Measured:
         for t_ in mx:
             dist.all_reduce(t_, op=dist.ReduceOp.MAX)
         loss_vec, cnt, tvec, peak = ts[0].cpu(), ts[1].cpu(), mx[0].cpu(), mx[1].cpu()
+        # every rank's host issue times (one small gather after the timed steps; on the device as NCCL needs)
+        iv = torch.tensor(issue, dtype=torch.float64, device=comm_dev)
+        parts = [torch.empty_like(iv) for _ in range(launch.world)]
+        dist.all_gather(parts, iv)
+        issue_ranks = [p_.cpu().tolist() for p_ in parts]
+    else:
+        issue_ranks = [list(issue)]
     return Measured(losses=(loss_vec / max(cnt.item(), 1.0)).tolist(), step_times=tvec.tolist(),
                     peak_bytes=peak[0].item(), reserved_bytes=peak[1].item(), device_used_bytes=peak[2].item(),
-                    times_rank0=times, issue_rank0=issue)
+                    times_rank0=times, issue_rank0=issue, issue_ranks=issue_ranks)
 
 
 def result_row(args, sc: Scenario, launch: Launch, *, impl: dict, dtype_name: str, n_params: int,
@@ -749,6 +758,7 @@ def result_row(args, sc: Scenario, launch: Launch, *, impl: dict, dtype_name: st
         # host seconds from the step's start until the last kernel of the step was issued (rank 0):
         # equal to the step time when the step is bound by the CPU that issues the kernels
         "host_issue_s_rank0": meas.issue_rank0,
+        "host_issue_s_ranks": meas.issue_ranks,
         "forced_ddp": bool(args.force_ddp),
         "wall_s_rank0": sum(meas.times_rank0),
         "tokens_per_s": tokens / med,
