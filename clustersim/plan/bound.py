@@ -21,7 +21,7 @@ Host issue time, collectives and recompute-extra kernels only add to ``T``.
 
 from __future__ import annotations
 
-from clustersim.workload.schedule import is_overlapped
+from clustersim.workload.step_pipeline import overlap_pair
 from clustersim.workload.segments import ComputeSegment, TPCommSegment, segment_time
 
 
@@ -90,39 +90,59 @@ def _compute_seconds(units) -> float:
 
 
 def _split_schedule_bound(step, comm=None) -> float:
-    """Per rank: the earliest its first op can start plus its compute (its chunks in its own order:
-    forward, input- and weight-gradient passes of every micro-batch each chunk runs; DualPipe's
-    chunks run half the micro-batches each) and optimizer step; the largest over the ranks.
+    """Per rank: the earliest its first op can start plus the GPU seconds of its compute ops (its
+    slots in its own order: forward, input- and weight-gradient passes of every micro-batch each
+    chunk runs; DualPipe's chunks run half the micro-batches each) and optimizer step; the largest
+    over the ranks.
 
     A rank's first op is a forward of one of its chunks, whose micro-batch must first cross every
     model stage before that chunk's stage (``vstage`` numbers the stages in the direction the data
     flows, DualPipe's reverse copies included), so it starts no earlier than the smallest sum of
-    those stages' forwards over the rank's chunks. A pass that runs alone counts its layers' TP
-    collectives as the other schedules do; in DualPipe's overlapped F&B pairs they may hide behind
-    the other chunk's compute, so there only the compute counts (a bound may undercount, never
-    overcount).
+    those stages' forwards over the rank's chunks.
+
+    A slot is counted at the GPU seconds of the compute op the DAG makes of it, read by the
+    executors' :func:`segment_time`: its chunks' units with the gradient work of its micro-batches
+    and, for DualPipe's overlapped F&B pair, each collective beside the other chunk's compute
+    (:func:`~clustersim.workload.step_pipeline.overlap_pair`). Where data parallelism splits a
+    slot into one op per unit, the units run unpaired, which takes at least as long (the pair
+    takes ``max(comm, compute)`` where they run apart ``comm + compute``). Without ``comm``, or
+    with collectives of another axis (EP, CP) in a pair, a pair counts its compute only (a weaker
+    bound).
     """
     opt = _optimizer_seconds(step)
     fwd = [_compute_seconds(step.chunk_units(vs, "F")) for vs in range(step.n_virtual_stages)]
     before = [sum(fwd[:vs]) for vs in range(step.n_virtual_stages)]
-    # a pass that runs alone has its layers' TP collectives on the compute stream as in 1F1B; only
-    # DualPipe's overlapped F&B pairs may hide them behind the other chunk's compute
     out = 0.0
     for j in range(step.pp):
         group = step.layout.group("tp", dp=0, pp=j) if step.tp > 1 else None
-        busy = {}
         work = 0.0
-        for slot in step.slots[j]:
-            paired = is_overlapped(slot)
-            for kind, _, chunk in slot:
-                key = (kind, chunk, paired)
-                if key not in busy:
-                    units = step.chunk_units(step.vstage(j, chunk), kind)
-                    busy[key] = _compute_seconds(units) if paired else _busy(units, group, comm)
-                work += busy[key]
+        for sig, n in step.slot_counts(j).items():
+            units = [step.chunk_units(step.vstage(j, chunk), kind, step.micro_batch_like(later, last))
+                     for kind, chunk, later, last in sig]
+            if len(sig) > 1 and sig[0][0] == "F":  # an overlapped F&B pair (schedule.is_overlapped)
+                work += n * _pair_busy(units[0], [u for us in units[1:] for u in us], group, comm)
+            else:
+                work += n * sum(_busy(us, group, comm) for us in units)
         start = min(before[step.vstage(j, c)] for c in range(step.virtual_stages))
         out = max(out, start + work + opt[j])
     return out
+
+
+def _pair_busy(first, second, tp_group, comm) -> float:
+    """GPU seconds of the overlapped pair of the units ``first`` and ``second`` (as
+    :func:`~clustersim.workload.step_pipeline._fused_slot` makes it), or their compute only
+    where that cannot be read here (no ``comm``, or a collective of another axis)."""
+    a = [seg for u in first for seg in u.segments]
+    b = [seg for u in second for seg in u.segments]
+    if comm is None or tp_group is None or any(isinstance(x, TPCommSegment) and x.axis != "tp" for x in a + b):
+        return _compute_seconds(first) + _compute_seconds(second)
+    total = 0.0
+    for seg in overlap_pair(a, b):
+        if isinstance(seg, ComputeSegment):
+            total += seg.seconds
+        elif isinstance(seg, TPCommSegment):
+            total += segment_time(seg.bind([tp_group]), comm)[0]
+    return total
 
 
 class UnitCache:
