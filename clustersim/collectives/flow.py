@@ -256,8 +256,10 @@ def _weight_by_class(model, ctx, ranks, phases, order):
 
 
 def run_collective(sim, model: CollectiveModel, op: str, ranks, size_bytes: float, *, algorithm: str = "auto",
-                   protocol: str = "auto", tag: dict | None = None, res: CollectiveResult | None = None):
-    """SimPy process body on ``sim``: latency, then flows per phase; returns the result with the simulated time."""
+                   protocol: str = "auto", tag: dict | None = None, res: CollectiveResult | None = None,
+                   phases: list | None = None):
+    """SimPy process body on ``sim``: latency, then flows per phase; returns the result with the simulated time.
+    ``phases``: ``plan(model, res, ranks)`` when the caller has it already."""
     env = sim.env
     t0 = env.now
     m = model
@@ -265,7 +267,7 @@ def run_collective(sim, model: CollectiveModel, op: str, ranks, size_bytes: floa
     rk = m.ranks_of(ranks)
     if res is None:
         res = m.estimate(op, rk, size_bytes, algorithm, protocol)
-    for lat, bwt, paths, nb in plan(m, res, rk):
+    for lat, bwt, paths, nb in (phases if phases is not None else plan(m, res, rk)):
         if lat > 0:
             yield env.timeout(lat)
         if bwt > 0 and len(paths):
@@ -292,14 +294,22 @@ class FlowCollectives:
 
     def __init__(self, model: CollectiveModel):
         self.model = model
+        #: (op, ranks, bytes, algorithm, protocol) -> (estimate, phases): a training step repeats the
+        #: same few collectives thousands of times, and both are pure functions of those
+        self._memo: dict[tuple, tuple] = {}
 
     def start(self, sim, op: str, ranks, size_bytes: float, *, algorithm: str = "auto", protocol: str = "auto",
               tag: dict | None = None):
         """Start ``op`` on ``sim`` as a SimPy process; its value is the :class:`CollectiveResult` it took."""
         rk = self.model.ranks_of(ranks)
-        res = self.model.estimate(op, rk, size_bytes, algorithm, protocol)  # bad input raises here, not in env.run
+        key = (op, rk, size_bytes, algorithm, protocol)
+        hit = self._memo.get(key)
+        if hit is None:
+            res = self.model.estimate(op, rk, size_bytes, algorithm, protocol)  # bad input raises here, not in env.run
+            hit = self._memo[key] = (res, plan(self.model, res, rk))
+        res, phases = hit
         return sim.env.process(run_collective(sim, self.model, op, rk, size_bytes, algorithm=algorithm,
-                                              protocol=protocol, tag=tag or {}, res=res))
+                                              protocol=protocol, tag=tag or {}, res=res, phases=phases))
 
 
 def flow_simulation(cluster, profile=None, *, nvls: bool | None = None, p2p: bool = True, gdr: bool = True,

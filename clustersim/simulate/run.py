@@ -301,10 +301,11 @@ def _execute_graph(rs: ResolvedScenario, cluster: Any, graph: Any, comm: CommCac
                                          "stretch_s": sum(stretch.values())}
 
     if fidelity == "analytical":
-        tl = execute_analytical(graph, comm)
+        reuse: dict = {}  # order, host issue and op costs: the same in both passes
+        tl = execute_analytical(graph, comm, reuse=reuse)
         stretch = overlap_stretch(graph, tl.start, tl.end)  # second pass: overlapped work slowed
         report(stretch)
-        return (execute_analytical(graph, comm, stretch) if stretch else tl), None, None
+        return (execute_analytical(graph, comm, stretch, reuse=reuse) if stretch else tl), None, None
     from clustersim.collectives.flow import flow_simulation
     from clustersim.simulate.flow import execute_flow
 

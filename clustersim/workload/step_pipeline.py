@@ -126,15 +126,16 @@ def _fused_slot(graph: Graph, step, chunks: ChunkOps, segment_cache: dict, repli
                 tp_group: list[int], slot) -> None:
     """One compute op for the chunks of ``slot``: a full backward (B then W) or, overlapped, an
     F&B pair (:func:`overlap_pair`)."""
-    lists = [[seg for u in step.chunk_units(step.vstage(stage, c), k, mb) for seg in u.segments]
-             for k, mb, c in slot]
-    if is_overlapped(slot):  # the forward against the whole backward (B and W)
-        segment_lists = [overlap_pair(lists[0], [seg for lst in lists[1:] for seg in lst])]
-    else:
-        segment_lists = lists
+    # the chunks' units depend on (kind, virtual stage, micro-batch > 0, last micro-batch) only
     key = (replica, stage, tuple((k, step.vstage(stage, c), mb > 0, mb == step.micro_batches - 1) for k, mb, c in slot))
     hit = segment_cache.get(key)
     if hit is None:
+        lists = [[seg for u in step.chunk_units(step.vstage(stage, c), k, mb) for seg in u.segments]
+                 for k, mb, c in slot]
+        if is_overlapped(slot):  # the forward against the whole backward (B and W)
+            segment_lists = [overlap_pair(lists[0], [seg for lst in lists[1:] for seg in lst])]
+        else:
+            segment_lists = lists
         hit = segment_cache[key] = op_segments(segment_lists, [tp_group], step.host_call_s, step.host_kernel_s,
                                                axis_groups=step.expert_axis_groups(replica, stage))
     segments, host_s = hit
