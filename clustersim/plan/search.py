@@ -45,37 +45,54 @@ class PlanOptions:
     exhaustive: bool = False
     #: simulate at least every mix whose lower bound is below this many seconds (rank checks)
     simulate_below_s: float | None = None
+    #: execute a DAG identical to one already executed only once (:mod:`clustersim.simulate.memo`);
+    #: False executes every mix's DAG (the reference the tests compare against)
+    reuse: bool = True
 
 
 def _gib(x: float) -> str:
     return f"{x / 2**30:.1f} GiB"
 
 
-def _screen(mixes: list[Mix]) -> tuple[list[tuple[Mix, float, dict]], Tally]:
-    """Scenario rules and memory for ``mixes``: the feasible ones with (bound, memory), and the tally."""
+def _screen(mixes: list[Mix], keys: list | None = None) -> tuple[list[tuple[Mix, float, dict]], Tally, dict]:
+    """Scenario rules and memory for ``mixes``: the feasible ones with (bound, memory), the tally,
+    and per constraint the dropped mix of smallest ``keys`` entry (default: the first) as
+    ``{constraint: (key, mix, reason)}``, so the examples do not depend on how work was split."""
     with _no_gc():
-        return _screen_all(mixes)
+        return _screen_all(mixes, keys if keys is not None else list(range(len(mixes))))
 
 
-def _screen_all(mixes: list[Mix]) -> tuple[list[tuple[Mix, float, dict]], Tally]:
+def _screen_part(job: tuple[list, list]):
+    """:func:`_screen` of a pool task ``(mixes, keys)``."""
+    return _screen(*job)
+
+
+def _screen_all(mixes: list[Mix], keys: list) -> tuple[list[tuple[Mix, float, dict]], Tally, dict]:
     ev = _EV
     tally = Tally()
+    first: dict[str, tuple] = {}
     out = []
-    for mix in mixes:
+
+    def drop(name: str, mix: Mix, reason: str, key) -> None:
+        tally.drop(name, mix, reason)
+        if name not in first or key < first[name][0]:
+            first[name] = (key, mix, reason)
+
+    for mix, key in zip(mixes, keys):
         try:
             sc = ev.scenario_for(mix)
         except (ValueError, ClusterSimError) as exc:
-            tally.drop("scenario-rules", mix, str(exc).splitlines()[-1][:200])
+            drop("scenario-rules", mix, str(exc).splitlines()[-1][:200], key)
             continue
         s = ev.screen(sc)
         mem = s.memory
         if not mem["fits"]:
-            tally.drop("memory", mix, f"pipeline stage {mem['stage']} needs {_gib(mem['peak_bytes_per_gpu'])} "
-                                      f"(states {_gib(mem['params'] + mem['grads'] + mem['optimizer'])}, activations "
-                                      f"{_gib(mem['activations'])}) > {_gib(mem['capacity_bytes'])} HBM")
+            drop("memory", mix, f"pipeline stage {mem['stage']} needs {_gib(mem['peak_bytes_per_gpu'])} "
+                                f"(states {_gib(mem['params'] + mem['grads'] + mem['optimizer'])}, activations "
+                                f"{_gib(mem['activations'])}) > {_gib(mem['capacity_bytes'])} HBM", key)
             continue
         out.append((mix, s.bound_s, mem))
-    return out, tally
+    return out, tally, first
 
 
 def _simulate(job: tuple[tuple[Mix, ...], str]) -> list[dict]:
@@ -106,6 +123,11 @@ class _no_gc:
     def __exit__(self, *exc):
         if self.was:
             gc.enable()
+
+
+def _shape_key(mix: Mix) -> tuple:
+    """What decides a mix's pipeline schedule (its orders and in-flight counts), then its label."""
+    return mix.schedule, mix.pp, mix.virtual_stages, mix.dp * mix.micro_batch, mix.label()
 
 
 def _share_key(mix: Mix, bound: float) -> tuple:
@@ -160,7 +182,7 @@ def _branch_and_bound(pool: _Pool, feasible: list, keep: int, opts: PlanOptions,
     Mixes that may share a DAG go to one task (:func:`_groups`); a group's members have one bound."""
     done = []
     times: list[float] = []
-    groups = _groups(feasible)
+    groups = _groups(feasible) if opts.reuse else [[e] for e in feasible]
     i = 0
     while i < len(groups):
         if not opts.exhaustive and len(times) >= keep:
@@ -186,7 +208,7 @@ def _flow_rerank(pool: _Pool, plans: list[Plan], meta: list[tuple[str | None, in
     analytical ``(digest, ops)``."""
     by: dict[object, list[int]] = {}
     for k, (d, _) in enumerate(meta):
-        by.setdefault(d if d is not None else ("plan", k), []).append(k)
+        by.setdefault(d if d is not None else ("plan", k), []).append(k)  # no digest (no memo): alone
     tasks = sorted(by.values(), key=lambda ks: -meta[ks[0]][1])
     res = pool.map(_simulate, [(tuple(plans[k].mix for k in ks), "flow") for ks in tasks])
     for ks, rs in zip(tasks, res):
@@ -206,6 +228,8 @@ def plan(source, overrides: list[str] | None = None, options: PlanOptions | None
     opts = options or PlanOptions()
     t0 = time.perf_counter()
     ev = Evaluator(source, overrides)
+    if not opts.reuse:
+        ev.memo = None
     _EV = ev
     m, tr = ev.base.model, ev.base.training
     ctx = Context(heads=m.heads, kv_heads=m.kv_heads, ffn_hidden=m.ffn_hidden, layers=m.layers, seq_len=m.seq_len,
@@ -225,12 +249,25 @@ def plan(source, overrides: list[str] | None = None, options: PlanOptions | None
     workers = max(1, min(opts.workers, len(survivors)))
     pool = _Pool(workers)
     try:
+        # mixes of one pipeline shape (schedule, depth, chunks, micro-batches) share the schedule's
+        # orders and counts (TransformerStep's caches): keep them in one worker, in contiguous parts.
+        # A constraint's example is the dropped mix first in (index mod 4 x workers, index) order of
+        # the enumeration, whatever the split (the order of the strided parts of earlier versions).
         n_chunks = max(1, workers * 4)
-        parts = [survivors[k::n_chunks] for k in range(n_chunks)]
+        order = sorted(range(len(survivors)), key=lambda k: _shape_key(survivors[k]))
+        size = max(1, -(-len(order) // n_chunks))
+        parts = [([survivors[k] for k in ks], [(k % n_chunks, k) for k in ks])
+                 for ks in (order[i:i + size] for i in range(0, len(order), size))]
         feasible = []
-        for ok, t in pool.map(_screen, parts):
+        firsts: dict[str, tuple] = {}
+        for ok, t, first in pool.map(_screen_part, parts):
             feasible += ok
-            tally.merge(t)
+            tally.merge(Tally(removed=t.removed))
+            for name, e in first.items():
+                if name not in firsts or e[0] < firsts[name][0]:
+                    firsts[name] = e
+        for name, (_, mx, reason) in firsts.items():
+            tally.example.setdefault(name, (mx, reason))
         feasible.sort(key=lambda x: (x[1], x[0].label()))
         t_screen = time.perf_counter()
         keep = opts.keep or max(opts.top, opts.flow_top, 1)
@@ -269,7 +306,7 @@ def why_dropped(source, mix: Mix, overrides: list[str] | None = None, tp_across_
     bad = structural_violation(mix, ctx)
     if bad is not None:
         return bad
-    _, t = _screen([mix])
+    _, t, _ = _screen([mix])
     for name, (_, reason) in t.example.items():
         return name, reason
     return None

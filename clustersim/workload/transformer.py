@@ -155,6 +155,7 @@ class TransformerStep:
             tp_comm_overlap=par.tp_comm_overlap, grad_dtype_bytes=self.grad_dtype_bytes, experts=self.experts,
             context=self.context)
         self._backward_cache: dict[tuple, list[Unit]] = {}
+        self._split_made: dict[tuple, tuple] = {}  # (kind, id(backward unit)) -> (unit, its B or W unit)
 
     # ------------------------------------------------------------------ shape of the step
     @property
@@ -382,14 +383,32 @@ class TransformerStep:
         head_b, embed_b = split.head.backward, split.embedding.backward
         units = ([head_b] if last else []) + [self._layer_backward(lu) for lu in reversed(layers)] \
             + ([embed_b] if first else [])
-        if kind == "B":
-            return [Unit(u.name, u.segments, 0.0 if u.weight_grad is not None else u.grad_bytes, u.param_count,
-                         u.tensors) for u in units]
-        return [Unit(u.name, list(u.weight_grad), u.grad_bytes, u.param_count, u.tensors)
-                for u in units if u.weight_grad is not None]
+        # one B (W) unit per distinct full backward unit: the layers of every chunk share them
+        made = self._split_made
+        out = []
+        for u in units:
+            if kind != "B" and u.weight_grad is None:
+                continue
+            hit = made.get((kind, id(u)))
+            if hit is None:
+                if kind == "B":
+                    new = Unit(u.name, u.segments, 0.0 if u.weight_grad is not None else u.grad_bytes, u.param_count,
+                               u.tensors)
+                else:
+                    new = Unit(u.name, list(u.weight_grad), u.grad_bytes, u.param_count, u.tensors)
+                hit = made[(kind, id(u))] = (u, new)  # u kept alive: its id stays its own
+            out.append(hit[1])
+        return out
 
     def _layer_backward(self, layer_units) -> Unit:
-        """Backward unit of a layer with the forward work recomputation repeats before it."""
+        """Backward unit of a layer with the forward work recomputation repeats before it (one
+        object per layer units, shared by every chunk)."""
+        hit = self._split_made.get(("layer", id(layer_units)))
+        if hit is None:
+            hit = self._split_made[("layer", id(layer_units))] = (layer_units, self._make_layer_backward(layer_units))
+        return hit[1]
+
+    def _make_layer_backward(self, layer_units) -> Unit:
         layer_f, layer_b, layer_extra = layer_units
         repeated: list = []
         if self.training.recompute == "full":
