@@ -38,6 +38,7 @@ True
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import replace
 
@@ -257,9 +258,9 @@ def _weight_by_class(model, ctx, ranks, phases, order):
 
 def run_collective(sim, model: CollectiveModel, op: str, ranks, size_bytes: float, *, algorithm: str = "auto",
                    protocol: str = "auto", tag: dict | None = None, res: CollectiveResult | None = None,
-                   phases: list | None = None):
+                   phases: list | None = None, res_dict: dict | None = None):
     """SimPy process body on ``sim``: latency, then flows per phase; returns the result with the simulated time.
-    ``phases``: ``plan(model, res, ranks)`` when the caller has it already."""
+    ``phases``, ``res_dict``: ``plan(model, res, ranks)`` and ``res.to_dict()`` when the caller has them already."""
     env = sim.env
     t0 = env.now
     m = model
@@ -279,7 +280,14 @@ def run_collective(sim, model: CollectiveModel, op: str, ranks, size_bytes: floa
     alg = res.size_bytes / t / 1e9 if t > 0 else 0.0
     out = replace(res, time_s=t, algbw_GBps=alg, busbw_GBps=alg * (res.busbw_GBps / res.algbw_GBps
                                                                     if res.algbw_GBps else 0.0))
-    sim.records.append({"op": op, "start_s": t0, "end_s": env.now, "tag": dict(tag), **out.to_dict()})
+    if res_dict is None:
+        rec = out.to_dict()
+    else:  # out.to_dict(), from res's: the three fields replace changed and time_us (asdict is slow)
+        rec = {**res_dict, "time_s": out.time_s, "algbw_GBps": out.algbw_GBps, "busbw_GBps": out.busbw_GBps,
+               "time_us": out.time_s * 1e6}
+        if "extra" in rec:
+            rec["extra"] = copy.deepcopy(out.extra)
+    sim.records.append({"op": op, "start_s": t0, "end_s": env.now, "tag": dict(tag), **rec})
     return out
 
 
@@ -306,10 +314,11 @@ class FlowCollectives:
         hit = self._memo.get(key)
         if hit is None:
             res = self.model.estimate(op, rk, size_bytes, algorithm, protocol)  # bad input raises here, not in env.run
-            hit = self._memo[key] = (res, plan(self.model, res, rk))
-        res, phases = hit
+            hit = self._memo[key] = (res, plan(self.model, res, rk), res.to_dict())
+        res, phases, res_dict = hit
         return sim.env.process(run_collective(sim, self.model, op, rk, size_bytes, algorithm=algorithm,
-                                              protocol=protocol, tag=tag or {}, res=res, phases=phases))
+                                              protocol=protocol, tag=tag or {}, res=res, phases=phases,
+                                              res_dict=res_dict))
 
 
 def flow_simulation(cluster, profile=None, *, nvls: bool | None = None, p2p: bool = True, gdr: bool = True,

@@ -79,3 +79,23 @@ def test_bound_below_the_step_with_tensor_parallelism(gpt3_small_batch, schedule
         r = ev.simulate(mix)
         assert 0 < s.bound_s <= r.step_time_s, mix.label()
         assert s.bound_s >= 0.75 * r.step_time_s, mix.label()  # 16 micro-batches: the fill is large
+
+
+def test_flow_collectives_memo_changes_nothing():
+    """FlowCollectives memoises each collective's estimate, phases and result dict: a repeated
+    collective runs as the first, and each record equals its own result's to_dict (key order too)."""
+    from clustersim.collectives.flow import flow_simulation
+    from clustersim.topology import load_cluster
+
+    sim = flow_simulation(load_cluster("hgx-h200", gpus=2), None)
+    procs = []
+    for _ in range(3):  # one after the other: uncontended, each takes the closed form
+        p = sim.collective("all_reduce", [0, 1], 2**20, tag={"group": "dp"})
+        sim.env.run(p)
+        procs.append(p)
+    assert len(sim.collectives._memo) == 1
+    for p, rec in zip(procs, sim.records):
+        assert p.value.time_s == pytest.approx(procs[0].value.time_s, rel=1e-9)  # later start: float noise only
+        want = {"op": "all_reduce", "start_s": rec["start_s"], "end_s": rec["end_s"], "tag": {"group": "dp"},
+                **p.value.to_dict()}
+        assert rec == want and list(rec) == list(want)
