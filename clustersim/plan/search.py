@@ -10,16 +10,22 @@ Order of work, cheapest first:
 3. mixes are simulated analytically (``run_scenario``) in order of their lower bound until the
    next bound cannot beat the ``keep``-th best step time found (branch and bound: every skipped
    mix is provably slower than every kept plan); ``exhaustive`` simulates them all;
-4. the best ``flow_top`` are re-simulated at flow fidelity and re-ranked among themselves.
+4. the best ``flow_top`` are re-simulated at flow fidelity and re-ranked among themselves, each
+   as soon as it is provably among them (overlapping the end of step 3).
 
 Steps 2-4 run on a process pool (``workers``; the resolved cluster and profile are inherited
-by fork, not rebuilt).
+by fork, not rebuilt). Mixes whose DAGs are identical (ZeRO-1/2, selective recompute under flash
+attention) are executed once (:mod:`clustersim.simulate.memo`); nothing is approximated, the
+plans are those of executing every mix (``PlanOptions(reuse=False)``, the tests' reference).
 """
 
 from __future__ import annotations
 
+import collections
 import gc
+import math
 import multiprocessing as mp
+import queue
 import time
 from dataclasses import dataclass, field, replace
 
@@ -153,10 +159,13 @@ def _placement(ev: Evaluator, mix: Mix) -> str:
 
 
 class _Pool:
-    """A fork pool over the evaluator, or inline work for one worker."""
+    """A fork pool over the evaluator, or inline work for one worker: ``submit(fn, arg, tag)`` a
+    task, ``next()`` the ``(tag, result)`` of one that finished (inline: in submission order)."""
 
     def __init__(self, workers: int):
         self.pool = None
+        self._done: queue.Queue = queue.Queue()
+        self._inline: collections.deque = collections.deque()
         if workers > 1:
             # the workers inherit the evaluator (cluster, profile, caches) by fork; frozen, the
             # collector never walks those objects again in them (nor copies their pages)
@@ -170,52 +179,93 @@ class _Pool:
             return [fn(x) for x in items]
         return self.pool.map(fn, items, chunksize=chunksize)
 
+    def submit(self, fn, arg, tag) -> None:
+        if self.pool is None:
+            self._inline.append((tag, fn, arg))
+            return
+        self.pool.apply_async(fn, (arg,), callback=lambda r: self._done.put((tag, r, None)),
+                              error_callback=lambda e: self._done.put((tag, None, e)))
+
+    def next(self):
+        if self.pool is None:
+            tag, fn, arg = self._inline.popleft()
+            return tag, fn(arg)
+        tag, r, err = self._done.get()
+        if err is not None:
+            raise err
+        return tag, r
+
     def close(self):
         if self.pool is not None:
             self.pool.close()
             self.pool.join()
 
 
-def _branch_and_bound(pool: _Pool, feasible: list, keep: int, opts: PlanOptions, batch: int) -> list:
-    """Analytical results of the feasible mixes (sorted by bound) until the bound cuts off.
+def _search(pool: _Pool, feasible: list, keep: int, n_flow: int, opts: PlanOptions, workers: int
+            ) -> tuple[list, dict, float]:
+    """Branch and bound at analytical fidelity, and the flow re-ranking of the best ``n_flow``,
+    on one pool: ``(done, flow results by label, time the last analytical result came)``.
 
-    Mixes that may share a DAG go to one task (:func:`_groups`); a group's members have one bound."""
-    done = []
-    times: list[float] = []
+    Analytical: the feasible mixes in order of their bound, as groups that may share a DAG
+    (:func:`_groups`; a group's members have one bound), ``2 x workers`` tasks in flight; no group
+    is started once its bound reaches the ``keep``-th best step time found (every skipped mix is
+    provably slower than every kept plan).
+
+    Flow: a plan is re-simulated as soon as it is provably among the final best ``n_flow``: it
+    ranks there now, and its step time is below the bound of every mix not yet simulated (in
+    flight or to come), so no later mix can pass it. The flow runs overlap the end of the
+    analytical search instead of waiting for it. Plans whose analytical DAGs had one digest go
+    to one task (the worker's memo plays a repeated DAG once, checking the flow DAG's own
+    digest), longest DAG first.
+    """
     groups = _groups(feasible) if opts.reuse else [[e] for e in feasible]
-    i = 0
-    while i < len(groups):
-        if not opts.exhaustive and len(times) >= keep:
-            cut = sorted(times)[keep - 1]
-            if opts.simulate_below_s is not None:
-                cut = max(cut, opts.simulate_below_s)
-            if groups[i][0][1] >= cut:
-                break
-        chunk = groups[i:i + batch]
-        res = pool.map(_simulate, [(tuple(m for m, _, _ in g), "analytical") for g in chunk])
-        for g, rs in zip(chunk, res):
-            for (m, b, mem), r in zip(g, rs):
+    done: list = []
+    times: list[float] = []
+    flow: dict[str, dict] = {}
+    sent: set[str] = set()
+    in_flight: dict[int, tuple] = {}  # task id -> ("ana", group index) | ("flow", labels)
+    gi, stopped, task, t_ana = 0, False, 0, time.perf_counter()
+    cap = 2 * workers
+    while True:
+        while not stopped and gi < len(groups) and sum(k == "ana" for k, _ in in_flight.values()) < cap:
+            if not opts.exhaustive and len(times) >= keep:
+                cut = sorted(times)[keep - 1]
+                if opts.simulate_below_s is not None:
+                    cut = max(cut, opts.simulate_below_s)
+                if groups[gi][0][1] >= cut:
+                    stopped = True
+                    break
+            pool.submit(_simulate, (tuple(m for m, _, _ in groups[gi]), "analytical"), task)
+            in_flight[task] = ("ana", gi)
+            task, gi = task + 1, gi + 1
+        if n_flow:
+            pending = [groups[g][0][1] for k, g in in_flight.values() if k == "ana"]
+            if not stopped and gi < len(groups):
+                pending.append(groups[gi][0][1])
+            threshold = min(pending, default=math.inf)
+            best = sorted(done, key=lambda x: (x[2]["step_time_s"], x[0].label()))[:n_flow]
+            new = [e for e in best if e[2]["step_time_s"] < threshold and e[0].label() not in sent]
+            by: dict[object, list] = {}
+            for e in new:
+                d = e[2]["digest"]
+                by.setdefault(d if d is not None else ("mix", e[0].label()), []).append(e)
+            for es in sorted(by.values(), key=lambda es: -es[0][2]["ops"]):
+                labels = tuple(e[0].label() for e in es)
+                sent.update(labels)
+                pool.submit(_simulate, (tuple(e[0] for e in es), "flow"), task)
+                in_flight[task] = ("flow", labels)
+                task += 1
+        if not in_flight:
+            return done, flow, t_ana
+        tag, res = pool.next()
+        kind, what = in_flight.pop(tag)
+        if kind == "ana":
+            for (m, b, _), r in zip(groups[what], res):
                 done.append((m, b, r))
                 times.append(r["step_time_s"])
-        i += len(chunk)
-    return done
-
-
-def _flow_rerank(pool: _Pool, plans: list[Plan], meta: list[tuple[str | None, int]]) -> None:
-    """Re-simulate ``plans`` at flow fidelity (in place). Plans whose analytical DAGs had one digest
-    go to one task, longest DAG first, so the two workers share the work evenly and a repeated
-    DAG is played once (the worker's memo checks the flow DAG's own digest). ``meta``: each plan's
-    analytical ``(digest, ops)``."""
-    by: dict[object, list[int]] = {}
-    for k, (d, _) in enumerate(meta):
-        by.setdefault(d if d is not None else ("plan", k), []).append(k)  # no digest (no memo): alone
-    tasks = sorted(by.values(), key=lambda ks: -meta[ks[0]][1])
-    res = pool.map(_simulate, [(tuple(plans[k].mix for k in ks), "flow") for ks in tasks])
-    for ks, rs in zip(tasks, res):
-        for k, r in zip(ks, rs):
-            p = plans[k]
-            p.step_time_s, p.mfu, p.tokens_per_s = r["step_time_s"], r["mfu"], r["tokens_per_s"]
-            p.breakdown, p.fidelity = r["breakdown"], "flow"
+            t_ana = time.perf_counter()
+        else:
+            flow.update(zip(what, res))
 
 
 def plan(source, overrides: list[str] | None = None, options: PlanOptions | None = None) -> PlanReport:
@@ -271,16 +321,18 @@ def plan(source, overrides: list[str] | None = None, options: PlanOptions | None
         feasible.sort(key=lambda x: (x[1], x[0].label()))
         t_screen = time.perf_counter()
         keep = opts.keep or max(opts.top, opts.flow_top, 1)
-        done = _branch_and_bound(pool, feasible, keep, opts, batch=2 * workers)
+        done, flow, t_ana = _search(pool, feasible, keep, max(opts.flow_top, 0), opts, workers)
         done.sort(key=lambda x: (x[2]["step_time_s"], x[0].label()))
-        t_ana = time.perf_counter()
         plans = [Plan(mix=mx, step_time_s=r["step_time_s"], mfu=r["mfu"], tokens_per_s=r["tokens_per_s"],
                       peak_bytes_per_gpu=r["peak_bytes_per_gpu"], fits=r["fits"], fidelity="analytical",
                       analytical_step_time_s=r["step_time_s"], bound_s=b, breakdown=r["breakdown"],
                       placement=_placement(ev, mx)) for mx, b, r in done]
         n_flow = min(opts.flow_top, len(plans))
         if n_flow:
-            _flow_rerank(pool, plans[:n_flow], [(r["digest"], r["ops"]) for _, _, r in done[:n_flow]])
+            for p in plans[:n_flow]:
+                r = flow[p.mix.label()]
+                p.step_time_s, p.mfu, p.tokens_per_s = r["step_time_s"], r["mfu"], r["tokens_per_s"]
+                p.breakdown, p.fidelity = r["breakdown"], "flow"
             plans[:n_flow] = sorted(plans[:n_flow], key=lambda p: (p.step_time_s, p.mix.label()))
     finally:
         pool.close()
