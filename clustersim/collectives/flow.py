@@ -291,6 +291,9 @@ def run_collective(sim, model: CollectiveModel, op: str, ranks, size_bytes: floa
     return out
 
 
+_MEMO_LINKS = 4_000_000  # path entries FlowCollectives keeps memoised (see its _memo)
+
+
 class FlowCollectives:
     """The collective algorithms a :class:`~clustersim.engine.Simulation` runs at flow fidelity.
 
@@ -302,9 +305,12 @@ class FlowCollectives:
 
     def __init__(self, model: CollectiveModel):
         self.model = model
-        #: (op, ranks, bytes, algorithm, protocol) -> (estimate, phases): a training step repeats the
-        #: same few collectives thousands of times, and both are pure functions of those
+        #: (op, ranks, bytes, algorithm, protocol) -> (estimate, phases, record): a training step
+        #: repeats the same few collectives thousands of times, and all are pure functions of those;
+        #: kept up to _MEMO_LINKS path entries in all (8 bytes each: 32 MB), so the phases of huge
+        #: groups (a 10,000-rank ring is ~500,000 entries) are rebuilt rather than held
         self._memo: dict[tuple, tuple] = {}
+        self._memo_links = 0
 
     def start(self, sim, op: str, ranks, size_bytes: float, *, algorithm: str = "auto", protocol: str = "auto",
               tag: dict | None = None):
@@ -314,7 +320,11 @@ class FlowCollectives:
         hit = self._memo.get(key)
         if hit is None:
             res = self.model.estimate(op, rk, size_bytes, algorithm, protocol)  # bad input raises here, not in env.run
-            hit = self._memo[key] = (res, plan(self.model, res, rk), res.to_dict())
+            hit = (res, plan(self.model, res, rk), res.to_dict())
+            links = sum(len(p) for _, _, paths, _ in hit[1] for p in paths)
+            if self._memo_links + links <= _MEMO_LINKS:
+                self._memo[key] = hit
+                self._memo_links += links
         res, phases, res_dict = hit
         return sim.env.process(run_collective(sim, self.model, op, rk, size_bytes, algorithm=algorithm,
                                               protocol=protocol, tag=tag or {}, res=res, phases=phases,
