@@ -189,32 +189,43 @@ def add_pipeline_transfers(graph: Graph, step, chunks: ChunkOps) -> None:
     stages, and each backward's wait for its own forward."""
     model, layout, pp = step.model, step.layout, step.pp
     act_bytes = 2 * step.micro_batch * model.seq_len * model.hidden / (step.tp * step.cp)  # CP: the local tokens
+    ops, first, last, host_call = graph.ops, chunks.first, chunks.last, step.host_call_s
+    # where a chunk's output goes: (kind, chunk) -> (next pipeline rank, its chunk) or None, per rank
+    hops: dict[tuple, tuple | None] = {}
     for replica in step.replicas:
+        pairs: dict[int, list] = {}  # next pipeline rank -> the TP ranks' (sender, receiver) pairs
         for stage in range(pp):
             rank = layout.rank(dp=replica, pp=stage)
+            src = layout.group("tp", dp=replica, pp=stage)
+            pairs.clear()
             for kind, mb, chunk in step.orders[stage]:
                 if kind == "W":  # the weight gradient stays on the rank
                     continue
-                vstage = step.vstage(stage, chunk)
-                next_vstage = vstage + 1 if kind == "F" else vstage - 1
-                if next_vstage < 0 or next_vstage >= step.n_virtual_stages:
+                hop_key = (stage, kind, chunk)
+                if hop_key not in hops:
+                    vstage = step.vstage(stage, chunk)
+                    next_vstage = vstage + 1 if kind == "F" else vstage - 1
+                    hops[hop_key] = (placement(step.schedule, pp, next_vstage, chunk)
+                                     if 0 <= next_vstage < step.n_virtual_stages else None)
+                hop = hops[hop_key]
+                if hop is None:
                     continue
-                next_stage, next_chunk = placement(step.schedule, pp, next_vstage, chunk)
+                next_stage, next_chunk = hop
                 src_key = (replica, stage, kind, mb, chunk)
                 dst_key = (replica, next_stage, kind, mb, next_chunk)
                 if next_stage == stage:  # same GPU: no transfer, direct dependency
-                    _depend(graph, chunks.first[dst_key], chunks.last[src_key])
+                    _depend(graph, first[dst_key], last[src_key])
                     continue
-                src = layout.group("tp", dp=replica, pp=stage)
-                dst = layout.group("tp", dp=replica, pp=next_stage)
-                coll = Coll("send_recv", [[a, b] for a, b in zip(src, dst)], act_bytes, "pp")
+                if next_stage not in pairs:
+                    pairs[next_stage] = list(zip(src, layout.group("tp", dp=replica, pp=next_stage)))
+                coll = Coll("send_recv", [[a, b] for a, b in pairs[next_stage]], act_bytes, "pp")
                 sid = graph.add(rank, "pp_" + ("f" if kind == "F" else "b"), f"send {kind}{mb}", "comm_pp",
-                                coll=coll, deps=[chunks.last[src_key]])
+                                coll=coll, deps=[last[src_key]])
                 # the sender's host issues the send and the receiver's host the matching recv
                 # (torch.distributed.pipelining: one batch_isend_irecv call each)
-                for oid in (chunks.last[src_key], chunks.first[dst_key]):
-                    graph.ops[oid].args.add_host(step.host_call_s)
-                graph.ops[chunks.first[dst_key]].deps.append(sid)
+                for oid in (last[src_key], first[dst_key]):
+                    ops[oid].args.add_host(host_call)
+                ops[first[dst_key]].deps.append(sid)
             # backward of the last virtual stage waits for its own forward, a weight pass for its backward
             for kind, mb, chunk in step.orders[stage]:
                 if kind != "F":
