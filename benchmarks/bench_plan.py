@@ -6,8 +6,8 @@ Default: GPT-3 175B on 1,024 H100 (scenarios/gpt3-175b.yaml), the full default s
 re-ranking of the top 5 included. Also times one analytical ``run_scenario`` of the scenario as
 it is (in-process, cluster resolved once), the cost the planner avoids per configuration.
 ``cpu_s`` (user + system seconds of the planner and its workers) is less sensitive than the
-wall time to other jobs on a shared machine; the 1-minute load average is printed beside it.
-Timings, not asserts: the numbers go in docs/planning.md with the command, date and machine.
+wall time to other jobs on a shared machine; the 1-minute load average is printed beside it,
+and ``max_rss_mib`` the peak memory of the planner and of its largest worker. Timings, not asserts: the numbers go in docs/planning.md with the command, date and machine.
 """
 
 from __future__ import annotations
@@ -57,6 +57,9 @@ def main() -> None:
         "pruned_by_bound": rep.pruned_by_bound, "flow_reranked": rep.flow_reranked,
         "wall_s": rep.wall_s, "per_configuration_ms": 1e3 * rep.wall_s / max(rep.evaluated, 1),
         "cpu_s": cpu, "load_average_1min": load,
+        # peak resident memory of this process and of its largest worker (ru_maxrss is in KiB on Linux)
+        "max_rss_mib": {"planner": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                        "worker": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024},
         "timings_s": rep.timings,
         "best": best.mix.label() if best else None,
         "best_step_time_s": best.step_time_s if best else None, "best_fidelity": best.fidelity if best else None,

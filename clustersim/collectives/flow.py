@@ -38,6 +38,7 @@ True
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import replace
 
@@ -256,8 +257,10 @@ def _weight_by_class(model, ctx, ranks, phases, order):
 
 
 def run_collective(sim, model: CollectiveModel, op: str, ranks, size_bytes: float, *, algorithm: str = "auto",
-                   protocol: str = "auto", tag: dict | None = None, res: CollectiveResult | None = None):
-    """SimPy process body on ``sim``: latency, then flows per phase; returns the result with the simulated time."""
+                   protocol: str = "auto", tag: dict | None = None, res: CollectiveResult | None = None,
+                   phases: list | None = None, res_dict: dict | None = None):
+    """SimPy process body on ``sim``: latency, then flows per phase; returns the result with the simulated time.
+    ``phases``, ``res_dict``: ``plan(model, res, ranks)`` and ``res.to_dict()`` when the caller has them already."""
     env = sim.env
     t0 = env.now
     m = model
@@ -265,7 +268,7 @@ def run_collective(sim, model: CollectiveModel, op: str, ranks, size_bytes: floa
     rk = m.ranks_of(ranks)
     if res is None:
         res = m.estimate(op, rk, size_bytes, algorithm, protocol)
-    for lat, bwt, paths, nb in plan(m, res, rk):
+    for lat, bwt, paths, nb in (phases if phases is not None else plan(m, res, rk)):
         if lat > 0:
             yield env.timeout(lat)
         if bwt > 0 and len(paths):
@@ -277,8 +280,18 @@ def run_collective(sim, model: CollectiveModel, op: str, ranks, size_bytes: floa
     alg = res.size_bytes / t / 1e9 if t > 0 else 0.0
     out = replace(res, time_s=t, algbw_GBps=alg, busbw_GBps=alg * (res.busbw_GBps / res.algbw_GBps
                                                                     if res.algbw_GBps else 0.0))
-    sim.records.append({"op": op, "start_s": t0, "end_s": env.now, "tag": dict(tag), **out.to_dict()})
+    if res_dict is None:
+        rec = out.to_dict()
+    else:  # out.to_dict(), from res's: the three fields replace changed and time_us (asdict is slow)
+        rec = {**res_dict, "time_s": out.time_s, "algbw_GBps": out.algbw_GBps, "busbw_GBps": out.busbw_GBps,
+               "time_us": out.time_s * 1e6}
+        if "extra" in rec:
+            rec["extra"] = copy.deepcopy(out.extra)
+    sim.records.append({"op": op, "start_s": t0, "end_s": env.now, "tag": dict(tag), **rec})
     return out
+
+
+_MEMO_LINKS = 4_000_000  # path entries FlowCollectives keeps memoised (see its _memo)
 
 
 class FlowCollectives:
@@ -292,14 +305,30 @@ class FlowCollectives:
 
     def __init__(self, model: CollectiveModel):
         self.model = model
+        #: (op, ranks, bytes, algorithm, protocol) -> (estimate, phases, record): a training step
+        #: repeats the same few collectives thousands of times, and all are pure functions of those;
+        #: kept up to _MEMO_LINKS path entries in all (8 bytes each: 32 MB), so the phases of huge
+        #: groups (a 10,000-rank ring is ~500,000 entries) are rebuilt rather than held
+        self._memo: dict[tuple, tuple] = {}
+        self._memo_links = 0
 
     def start(self, sim, op: str, ranks, size_bytes: float, *, algorithm: str = "auto", protocol: str = "auto",
               tag: dict | None = None):
         """Start ``op`` on ``sim`` as a SimPy process; its value is the :class:`CollectiveResult` it took."""
         rk = self.model.ranks_of(ranks)
-        res = self.model.estimate(op, rk, size_bytes, algorithm, protocol)  # bad input raises here, not in env.run
+        key = (op, rk, size_bytes, algorithm, protocol)
+        hit = self._memo.get(key)
+        if hit is None:
+            res = self.model.estimate(op, rk, size_bytes, algorithm, protocol)  # bad input raises here, not in env.run
+            hit = (res, plan(self.model, res, rk), res.to_dict())
+            links = sum(len(p) for _, _, paths, _ in hit[1] for p in paths)
+            if self._memo_links + links <= _MEMO_LINKS:
+                self._memo[key] = hit
+                self._memo_links += links
+        res, phases, res_dict = hit
         return sim.env.process(run_collective(sim, self.model, op, rk, size_bytes, algorithm=algorithm,
-                                              protocol=protocol, tag=tag or {}, res=res))
+                                              protocol=protocol, tag=tag or {}, res=res, phases=phases,
+                                              res_dict=res_dict))
 
 
 def flow_simulation(cluster, profile=None, *, nvls: bool | None = None, p2p: bool = True, gdr: bool = True,

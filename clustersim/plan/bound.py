@@ -21,36 +21,66 @@ Host issue time, collectives and recompute-extra kernels only add to ``T``.
 
 from __future__ import annotations
 
-from clustersim.workload.schedule import is_overlapped
+from clustersim.workload.step_pipeline import overlap_pair
 from clustersim.workload.segments import ComputeSegment, TPCommSegment, segment_time
 
 
-def _unit_busy(u, tp_group, comm) -> float:
-    """GPU seconds of unit ``u`` on the compute stream: its compute segments plus its TP collectives
-    on ``tp_group``, read by the executors' own :func:`segment_time` (a collective beside a GEMM
-    costs ``max(comm, GEMM)``). Without ``comm`` the collectives count 0 s (a weaker bound)."""
-    tot = 0.0
-    for seg in u.segments:
-        if isinstance(seg, ComputeSegment):
-            tot += seg.seconds
-        elif isinstance(seg, TPCommSegment):
-            if comm is None or tp_group is None or seg.axis == "cp":
-                tot += seg.overlapped_gemm_s  # CP collectives: their attention blocks at least (a weaker bound)
+class _Busy:
+    """GPU seconds of units on the compute stream, memoised for one bound: a unit's compute
+    segments plus its TP collectives on a TP group, read by the executors' own
+    :func:`segment_time` (a collective beside a GEMM costs ``max(comm, GEMM)``). Without ``comm``
+    the collectives count 0 s (a weaker bound).
+
+    ``seg_times``: ``{(TP segment, group): seconds}`` kept across bounds (the planner's
+    :class:`UnitCache`): the same few layer collectives on the same groups recur in every mix.
+    """
+
+    def __init__(self, comm, seg_times: dict | None = None):
+        self.comm = comm
+        self.seg_times = {} if seg_times is None else seg_times
+        self._units: dict[tuple, tuple] = {}  # (id(unit), group) -> (unit, seconds): the unit kept alive
+
+    def seg(self, seg, tp_group) -> float:
+        """Seconds of TP segment ``seg`` on ``tp_group`` (a list of ranks)."""
+        key = (seg, tuple(tp_group))
+        t = self.seg_times.get(key)
+        if t is None:
+            t = self.seg_times[key] = segment_time(seg.bind([tp_group]), self.comm)[0]
+        return t
+
+    def unit(self, u, tp_group) -> float:
+        """GPU seconds of unit ``u`` with its TP collectives on ``tp_group`` (None: no TP)."""
+        gk = None if tp_group is None else tuple(tp_group)
+        hit = self._units.get((id(u), gk))
+        if hit is not None and hit[0] is u:
+            return hit[1]
+        tot = 0.0
+        for seg in u.segments:
+            if isinstance(seg, ComputeSegment):
+                tot += seg.seconds
+            elif isinstance(seg, TPCommSegment):
+                if self.comm is None or tp_group is None or seg.axis == "cp":
+                    tot += seg.overlapped_gemm_s  # CP collectives: their attention blocks at least (a weaker bound)
+                else:
+                    tot += self.seg(seg, tp_group)
+        self._units[(id(u), gk)] = (u, tot)
+        return tot
+
+    def units(self, units, tp_group) -> float:
+        """Summed :meth:`unit` of ``units`` (a chunk repeats one layer unit: summed once per object)."""
+        seen: dict[int, list] = {}
+        for u in units:
+            e = seen.get(id(u))
+            if e is None:
+                seen[id(u)] = [u, 1]
             else:
-                tot += segment_time(seg.bind([tp_group]), comm)[0]
-    return tot
+                e[1] += 1
+        return sum(self.unit(u, tp_group) * n for u, n in seen.values())
 
 
 def _busy(units, tp_group, comm) -> float:
-    """Summed :func:`_unit_busy` of ``units`` (a chunk repeats one layer unit: summed once per object)."""
-    seen: dict[int, list] = {}
-    for u in units:
-        e = seen.get(id(u))
-        if e is None:
-            seen[id(u)] = [u, 1]
-        else:
-            e[1] += 1
-    return sum(_unit_busy(u, tp_group, comm) * n for u, n in seen.values())
+    """GPU seconds of ``units`` with their TP collectives on ``tp_group`` (see :class:`_Busy`)."""
+    return _Busy(comm).units(units, tp_group)
 
 
 def _optimizer_seconds(step) -> list[float]:
@@ -64,19 +94,21 @@ def _optimizer_seconds(step) -> list[float]:
     return out
 
 
-def step_lower_bound(step, comm=None) -> float:
+def step_lower_bound(step, comm=None, seg_times: dict | None = None) -> float:
     """Lower bound (seconds) on the step time of ``step`` (a ``TransformerStep``).
 
     ``comm``: the run's collective-time memo (``CommCache``); with it the TP collectives inside
     each layer count, on the TP group of the stage that runs it (as the DAG lays them out).
+    ``seg_times``: a memo of those collectives' times kept across bounds (see :class:`_Busy`).
     """
+    bz = _Busy(comm, seg_times)
     p, v, m = step.pp, step.virtual_stages, step.micro_batches
     nvs = step.n_virtual_stages
     if step.split_backward:  # zero-bubble and DualPipe schedules: every chunk a rank runs, at its own count
-        return _split_schedule_bound(step, comm)
+        return _split_schedule_bound(step, bz)
     groups = [step.layout.group("tp", dp=0, pp=j) if step.tp > 1 else None for j in range(p)]
-    fwd = [_busy(step.chunk_units(vs, "F"), groups[vs % p], comm) for vs in range(nvs)]
-    bwd = [_busy(step.chunk_units(vs, "B"), groups[vs % p], comm) for vs in range(nvs)]
+    fwd = [bz.units(step.chunk_units(vs, "F"), groups[vs % p]) for vs in range(nvs)]
+    bwd = [bz.units(step.chunk_units(vs, "B"), groups[vs % p]) for vs in range(nvs)]
     work = [m * sum(fwd[c * p + j] + bwd[c * p + j] for c in range(v)) for j in range(p)]
     opt = _optimizer_seconds(step)
     bound = max(w + o for w, o in zip(work, opt))
@@ -89,40 +121,66 @@ def _compute_seconds(units) -> float:
     return sum(seg.seconds for u in units for seg in u.segments if hasattr(seg, "seconds"))
 
 
-def _split_schedule_bound(step, comm=None) -> float:
-    """Per rank: the earliest its first op can start plus its compute (its chunks in its own order:
-    forward, input- and weight-gradient passes of every micro-batch each chunk runs; DualPipe's
-    chunks run half the micro-batches each) and optimizer step; the largest over the ranks.
+def _split_schedule_bound(step, bz: _Busy) -> float:
+    """Per rank: the earliest its first op can start plus the GPU seconds of its compute ops (its
+    slots in its own order: forward, input- and weight-gradient passes of every micro-batch each
+    chunk runs; DualPipe's chunks run half the micro-batches each) and optimizer step; the largest
+    over the ranks.
 
     A rank's first op is a forward of one of its chunks, whose micro-batch must first cross every
     model stage before that chunk's stage (``vstage`` numbers the stages in the direction the data
     flows, DualPipe's reverse copies included), so it starts no earlier than the smallest sum of
-    those stages' forwards over the rank's chunks. A pass that runs alone counts its layers' TP
-    collectives as the other schedules do; in DualPipe's overlapped F&B pairs they may hide behind
-    the other chunk's compute, so there only the compute counts (a bound may undercount, never
-    overcount).
+    those stages' forwards over the rank's chunks.
+
+    A slot is counted at the GPU seconds of the compute op the DAG makes of it, read by the
+    executors' :func:`segment_time`: its chunks' units with the gradient work of its micro-batches
+    and, for DualPipe's overlapped F&B pair, each collective beside the other chunk's compute
+    (:func:`~clustersim.workload.step_pipeline.overlap_pair`). Where data parallelism splits a
+    slot into one op per unit, the units run unpaired, which takes at least as long (the pair
+    takes ``max(comm, compute)`` where they run apart ``comm + compute``). Without ``comm``, or
+    with collectives of another axis (EP, CP) in a pair, a pair counts its compute only (a weaker
+    bound).
     """
     opt = _optimizer_seconds(step)
+    pairs: dict[tuple, tuple] = {}  # (unit ids, group) -> (units, seconds): the units kept alive
     fwd = [_compute_seconds(step.chunk_units(vs, "F")) for vs in range(step.n_virtual_stages)]
     before = [sum(fwd[:vs]) for vs in range(step.n_virtual_stages)]
-    # a pass that runs alone has its layers' TP collectives on the compute stream as in 1F1B; only
-    # DualPipe's overlapped F&B pairs may hide them behind the other chunk's compute
     out = 0.0
     for j in range(step.pp):
         group = step.layout.group("tp", dp=0, pp=j) if step.tp > 1 else None
-        busy = {}
         work = 0.0
-        for slot in step.slots[j]:
-            paired = is_overlapped(slot)
-            for kind, _, chunk in slot:
-                key = (kind, chunk, paired)
-                if key not in busy:
-                    units = step.chunk_units(step.vstage(j, chunk), kind)
-                    busy[key] = _compute_seconds(units) if paired else _busy(units, group, comm)
-                work += busy[key]
+        for sig, n in step.slot_counts(j).items():
+            units = [step.chunk_units(step.vstage(j, chunk), kind, step.micro_batch_like(later, last))
+                     for kind, chunk, later, last in sig]
+            if len(sig) > 1 and sig[0][0] == "F":  # an overlapped F&B pair (schedule.is_overlapped)
+                first, second = units[0], [u for us in units[1:] for u in us]
+                key = (tuple(map(id, first)), tuple(map(id, second)), None if group is None else tuple(group))
+                hit = pairs.get(key)
+                if hit is None:
+                    hit = pairs[key] = ((first, second), _pair_busy(first, second, group, bz))
+                work += n * hit[1]
+            else:
+                work += n * sum(bz.units(us, group) for us in units)
         start = min(before[step.vstage(j, c)] for c in range(step.virtual_stages))
         out = max(out, start + work + opt[j])
     return out
+
+
+def _pair_busy(first, second, tp_group, bz: _Busy) -> float:
+    """GPU seconds of the overlapped pair of the units ``first`` and ``second`` (as
+    :func:`~clustersim.workload.step_pipeline._fused_slot` makes it), or their compute only
+    where that cannot be read here (no ``comm``, or a collective of another axis)."""
+    a = [seg for u in first for seg in u.segments]
+    b = [seg for u in second for seg in u.segments]
+    if bz.comm is None or tp_group is None or any(isinstance(x, TPCommSegment) and x.axis != "tp" for x in a + b):
+        return _compute_seconds(first) + _compute_seconds(second)
+    total = 0.0
+    for seg in overlap_pair(a, b):
+        if isinstance(seg, ComputeSegment):
+            total += seg.seconds
+        elif isinstance(seg, TPCommSegment):
+            total += bz.seg(seg, tp_group)
+    return total
 
 
 class UnitCache:
@@ -138,6 +196,8 @@ class UnitCache:
 
     def __init__(self):
         self._units: dict[tuple, tuple] = {}
+        self._split: dict[tuple, tuple] = {}  # the split-backward units (zero-bubble schedules)
+        self.seg_times: dict[tuple, float] = {}  # TP collective times on their groups (_Busy)
 
     def attach(self, step) -> None:
         """Give ``step`` the units of its key (computing them on the first call)."""
@@ -146,17 +206,25 @@ class UnitCache:
         hit = self._units.get(key)
         if hit is None:
             units = step.units  # computes them and sets compute_duty / compute.clock_slowdown
-            self._units[key] = (units, step.compute_duty, step.compute.clock_slowdown)
-            return
-        step.use_units(*hit)
+            hit = self._units[key] = (units, step.compute_duty, step.compute.clock_slowdown)
+        else:
+            step.use_units(*hit)
+        if step.split_backward:  # the split backward's units: the same key decides them
+            split = self._split.get(key)
+            if split is None:
+                split = self._split[key] = (step.split_units, step._split_moe_layer)
+            step.__dict__["split_units"], step.__dict__["_split_moe_layer"] = split
 
 
 def screen_step(rs, units: UnitCache | None = None, comm=None) -> tuple[dict, float]:
-    """``(memory report, step-time lower bound)`` of the resolved scenario ``rs``."""
+    """``(memory report, step-time lower bound)`` of the resolved scenario ``rs`` (bound 0 when it
+    does not fit: the planner drops it unbounded)."""
     from clustersim.simulate.run import transformer_step
 
     step = transformer_step(rs)
     if units is not None:
         units.attach(step)
     memory = step.memory(rs.cluster.gpu_spec.hbm_GB * 1e9)
-    return memory, step_lower_bound(step, comm)
+    if not memory["fits"]:  # dropped for memory: its bound is never read
+        return memory, 0.0
+    return memory, step_lower_bound(step, comm, units.seg_times if units is not None else None)

@@ -8,8 +8,9 @@ So ``clustersim run`` on a written plan reproduces its step time and memory exac
 
 What does not change between mixes is done once per :class:`Evaluator`: the scenario file is
 loaded, the topology built and the profile read once (``resolve_scenario`` costs ~0.8 s for
-1,024 GPUs), and the closed-form collective times are memoised across mixes in one
-:class:`~clustersim.simulate.execute.CommCache` (same cluster, profile and switches).
+1,024 GPUs), the closed-form collective times are memoised across mixes in one
+:class:`~clustersim.simulate.execute.CommCache` (same cluster, profile and switches), and a DAG
+already executed is not executed again (:class:`~clustersim.simulate.memo.StepMemo`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from clustersim.config.scenario import Scenario
 from clustersim.errors import ClusterSimError
 from clustersim.plan.space import Mix
+from clustersim.simulate.memo import StepMemo
 from clustersim.simulate.resolve import ResolvedScenario, ScenarioInputs, build_resolved, resolve_scenario
 from clustersim.simulate.run import RunResult, comm_cache_for, run_scenario
 
@@ -61,6 +63,9 @@ class Evaluator:
 
         self.units = UnitCache()  # per-layer kernel costs keyed by (tp, micro_batch, sp, recompute)
         self.comm = None  # the shared CommCache (comm_cache_for), made by the first simulation
+        #: executed DAGs by digest: mixes with the same DAG (ZeRO-1/2, selective recompute under
+        #: flash attention) are executed once (one per fidelity, see clustersim.simulate.memo)
+        self.memo = StepMemo()
 
     @property
     def n_gpus(self) -> int:
@@ -104,4 +109,4 @@ class Evaluator:
         if self.comm is None:
             self.comm = comm_cache_for(self.rs)
         sc = self.scenario_for(mix, fidelity)
-        return run_scenario(self.resolved(sc), fidelity=fidelity, comm=self.comm)
+        return run_scenario(self.resolved(sc), fidelity=fidelity, comm=self.comm, memo=self.memo)

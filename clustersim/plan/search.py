@@ -10,17 +10,24 @@ Order of work, cheapest first:
 3. mixes are simulated analytically (``run_scenario``) in order of their lower bound until the
    next bound cannot beat the ``keep``-th best step time found (branch and bound: every skipped
    mix is provably slower than every kept plan); ``exhaustive`` simulates them all;
-4. the best ``flow_top`` are re-simulated at flow fidelity and re-ranked among themselves.
+4. the best ``flow_top`` are re-simulated at flow fidelity and re-ranked among themselves, each
+   as soon as it is provably among them (overlapping the end of step 3).
 
 Steps 2-4 run on a process pool (``workers``; the resolved cluster and profile are inherited
-by fork, not rebuilt).
+by fork, not rebuilt). Mixes whose DAGs are identical (ZeRO-1/2, selective recompute under flash
+attention) are executed once (:mod:`clustersim.simulate.memo`); nothing is approximated, the
+plans are those of executing every mix (``PlanOptions(reuse=False)``, the tests' reference).
 """
 
 from __future__ import annotations
 
+import collections
+import gc
+import math
 import multiprocessing as mp
+import queue
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from clustersim.errors import ClusterSimError
 from clustersim.plan.constraints import Context, Tally, structural_violation
@@ -44,41 +51,104 @@ class PlanOptions:
     exhaustive: bool = False
     #: simulate at least every mix whose lower bound is below this many seconds (rank checks)
     simulate_below_s: float | None = None
+    #: execute a DAG identical to one already executed only once (:mod:`clustersim.simulate.memo`);
+    #: False executes every mix's DAG (the reference the tests compare against)
+    reuse: bool = True
 
 
 def _gib(x: float) -> str:
     return f"{x / 2**30:.1f} GiB"
 
 
-def _screen(mixes: list[Mix]) -> tuple[list[tuple[Mix, float, dict]], Tally]:
-    """Scenario rules and memory for ``mixes``: the feasible ones with (bound, memory), and the tally."""
+def _screen(mixes: list[Mix], keys: list | None = None) -> tuple[list[tuple[Mix, float, dict]], Tally, dict]:
+    """Scenario rules and memory for ``mixes``: the feasible ones with (bound, memory), the tally,
+    and per constraint the dropped mix of smallest ``keys`` entry (default: the first) as
+    ``{constraint: (key, mix, reason)}``, so the examples do not depend on how work was split."""
+    with _no_gc():
+        return _screen_all(mixes, keys if keys is not None else list(range(len(mixes))))
+
+
+def _screen_part(job: tuple[list, list]):
+    """:func:`_screen` of a pool task ``(mixes, keys)``."""
+    return _screen(*job)
+
+
+def _screen_all(mixes: list[Mix], keys: list) -> tuple[list[tuple[Mix, float, dict]], Tally, dict]:
     ev = _EV
     tally = Tally()
+    first: dict[str, tuple] = {}
     out = []
-    for mix in mixes:
+
+    def drop(name: str, mix: Mix, reason: str, key) -> None:
+        tally.drop(name, mix, reason)
+        if name not in first or key < first[name][0]:
+            first[name] = (key, mix, reason)
+
+    for mix, key in zip(mixes, keys):
         try:
             sc = ev.scenario_for(mix)
         except (ValueError, ClusterSimError) as exc:
-            tally.drop("scenario-rules", mix, str(exc).splitlines()[-1][:200])
+            drop("scenario-rules", mix, str(exc).splitlines()[-1][:200], key)
             continue
         s = ev.screen(sc)
         mem = s.memory
         if not mem["fits"]:
-            tally.drop("memory", mix, f"pipeline stage {mem['stage']} needs {_gib(mem['peak_bytes_per_gpu'])} "
-                                      f"(states {_gib(mem['params'] + mem['grads'] + mem['optimizer'])}, activations "
-                                      f"{_gib(mem['activations'])}) > {_gib(mem['capacity_bytes'])} HBM")
+            drop("memory", mix, f"pipeline stage {mem['stage']} needs {_gib(mem['peak_bytes_per_gpu'])} "
+                                f"(states {_gib(mem['params'] + mem['grads'] + mem['optimizer'])}, activations "
+                                f"{_gib(mem['activations'])}) > {_gib(mem['capacity_bytes'])} HBM", key)
             continue
         out.append((mix, s.bound_s, mem))
-    return out, tally
+    return out, tally, first
 
 
-def _simulate(job: tuple[Mix, str]) -> dict:
-    """Step time and memory of one mix at one fidelity (a pool task)."""
-    mix, fidelity = job
-    r = _EV.simulate(mix, fidelity)
-    return {"step_time_s": r.step_time_s, "mfu": r.mfu, "tokens_per_s": r.tokens_per_s,
-            "peak_bytes_per_gpu": r.memory["peak_bytes_per_gpu"], "fits": bool(r.memory["fits"]),
-            "breakdown": r.breakdown}
+def _simulate(job: tuple[tuple[Mix, ...], str]) -> list[dict]:
+    """Step time and memory of a group of mixes at one fidelity (a pool task). The group is mixes
+    likely to share one DAG (:func:`_groups`): the evaluator's memo executes a DAG once, the
+    others only have their DAG built and compared (:mod:`clustersim.simulate.memo`)."""
+    mixes, fidelity = job
+    out = []
+    with _no_gc():
+        for mix in mixes:
+            r = _EV.simulate(mix, fidelity)
+            out.append({"step_time_s": r.step_time_s, "mfu": r.mfu, "tokens_per_s": r.tokens_per_s,
+                        "peak_bytes_per_gpu": r.memory["peak_bytes_per_gpu"], "fits": bool(r.memory["fits"]),
+                        "breakdown": r.breakdown, "digest": r.digest, "ops": r.ops})
+    return out
+
+
+class _no_gc:
+    """Cyclic garbage collection off for one task. A step's DAG is ~10^4 fresh objects, and the
+    collector's young-generation passes over them took ~25 % of an analytical simulation
+    (measured on GPT-3 175B mixes); the few cycles a task leaves (SimPy events) are collected when
+    it ends. Nested uses keep it off."""
+
+    def __enter__(self):
+        self.was = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc):
+        if self.was:
+            gc.enable()
+
+
+def _shape_key(mix: Mix) -> tuple:
+    """What decides a mix's pipeline schedule (its orders and in-flight counts), then its label."""
+    return mix.schedule, mix.pp, mix.virtual_stages, mix.dp * mix.micro_batch, mix.label()
+
+
+def _share_key(mix: Mix, bound: float) -> tuple:
+    """Mixes that may share one DAG: same bound, same everything but the recompute policy and
+    ZeRO-1 versus ZeRO-2 (scheduling only: whether they do is decided by the DAG digest)."""
+    return bound, replace(mix, recompute="", zero=1 if mix.zero == 2 else mix.zero)
+
+
+def _groups(entries: list) -> list[list]:
+    """``entries`` (``(mix, bound, memory)`` sorted by bound) grouped by :func:`_share_key`, in order
+    of their first member."""
+    out: dict[tuple, list] = {}
+    for e in entries:
+        out.setdefault(_share_key(e[0], e[1]), []).append(e)
+    return list(out.values())
 
 
 def _placement(ev: Evaluator, mix: Mix) -> str:
@@ -89,17 +159,41 @@ def _placement(ev: Evaluator, mix: Mix) -> str:
 
 
 class _Pool:
-    """A fork pool over the evaluator, or inline work for one worker."""
+    """A fork pool over the evaluator, or inline work for one worker: ``submit(fn, arg, tag)`` a
+    task, ``next()`` the ``(tag, result)`` of one that finished (inline: in submission order)."""
 
     def __init__(self, workers: int):
         self.pool = None
+        self._done: queue.Queue = queue.Queue()
+        self._inline: collections.deque = collections.deque()
         if workers > 1:
+            # the workers inherit the evaluator (cluster, profile, caches) by fork; frozen, the
+            # collector never walks those objects again in them (nor copies their pages)
+            gc.collect()
+            gc.freeze()
             self.pool = mp.get_context("fork").Pool(workers)
+            gc.unfreeze()
 
     def map(self, fn, items, chunksize: int = 1):
         if self.pool is None:
             return [fn(x) for x in items]
         return self.pool.map(fn, items, chunksize=chunksize)
+
+    def submit(self, fn, arg, tag) -> None:
+        if self.pool is None:
+            self._inline.append((tag, fn, arg))
+            return
+        self.pool.apply_async(fn, (arg,), callback=lambda r: self._done.put((tag, r, None)),
+                              error_callback=lambda e: self._done.put((tag, None, e)))
+
+    def next(self):
+        if self.pool is None:
+            tag, fn, arg = self._inline.popleft()
+            return tag, fn(arg)
+        tag, r, err = self._done.get()
+        if err is not None:
+            raise err
+        return tag, r
 
     def close(self):
         if self.pool is not None:
@@ -107,25 +201,71 @@ class _Pool:
             self.pool.join()
 
 
-def _branch_and_bound(pool: _Pool, feasible: list, keep: int, opts: PlanOptions, batch: int) -> list:
-    """Analytical results of the feasible mixes (sorted by bound) until the bound cuts off."""
-    done = []
+def _search(pool: _Pool, feasible: list, keep: int, n_flow: int, opts: PlanOptions, workers: int
+            ) -> tuple[list, dict, float]:
+    """Branch and bound at analytical fidelity, and the flow re-ranking of the best ``n_flow``,
+    on one pool: ``(done, flow results by label, time the last analytical result came)``.
+
+    Analytical: the feasible mixes in order of their bound, as groups that may share a DAG
+    (:func:`_groups`; a group's members have one bound), ``2 x workers`` tasks in flight; no group
+    is started once its bound reaches the ``keep``-th best step time found (every skipped mix is
+    provably slower than every kept plan).
+
+    Flow: a plan is re-simulated as soon as it is provably among the final best ``n_flow``: it
+    ranks there now, and its step time is below the bound of every mix not yet simulated (in
+    flight or to come), so no later mix can pass it. The flow runs overlap the end of the
+    analytical search instead of waiting for it. Plans whose analytical DAGs had one digest go
+    to one task (the worker's memo plays a repeated DAG once, checking the flow DAG's own
+    digest), longest DAG first.
+    """
+    groups = _groups(feasible) if opts.reuse else [[e] for e in feasible]
+    done: list = []
     times: list[float] = []
-    i = 0
-    while i < len(feasible):
-        if not opts.exhaustive and len(times) >= keep:
-            cut = sorted(times)[keep - 1]
-            if opts.simulate_below_s is not None:
-                cut = max(cut, opts.simulate_below_s)
-            if feasible[i][1] >= cut:
-                break
-        chunk = feasible[i:i + batch]
-        res = pool.map(_simulate, [(m, "analytical") for m, _, _ in chunk])
-        for (m, b, mem), r in zip(chunk, res):
-            done.append((m, b, r))
-            times.append(r["step_time_s"])
-        i += len(chunk)
-    return done
+    flow: dict[str, dict] = {}
+    sent: set[str] = set()
+    in_flight: dict[int, tuple] = {}  # task id -> ("ana", group index) | ("flow", labels)
+    gi, stopped, task, t_ana = 0, False, 0, time.perf_counter()
+    cap = 2 * workers
+    while True:
+        while not stopped and gi < len(groups) and sum(k == "ana" for k, _ in in_flight.values()) < cap:
+            if not opts.exhaustive and len(times) >= keep:
+                cut = sorted(times)[keep - 1]
+                if opts.simulate_below_s is not None:
+                    cut = max(cut, opts.simulate_below_s)
+                if groups[gi][0][1] >= cut:
+                    stopped = True
+                    break
+            pool.submit(_simulate, (tuple(m for m, _, _ in groups[gi]), "analytical"), task)
+            in_flight[task] = ("ana", gi)
+            task, gi = task + 1, gi + 1
+        if n_flow:
+            pending = [groups[g][0][1] for k, g in in_flight.values() if k == "ana"]
+            if not stopped and gi < len(groups):
+                pending.append(groups[gi][0][1])
+            threshold = min(pending, default=math.inf)
+            best = sorted(done, key=lambda x: (x[2]["step_time_s"], x[0].label()))[:n_flow]
+            new = [e for e in best if e[2]["step_time_s"] < threshold and e[0].label() not in sent]
+            by: dict[object, list] = {}
+            for e in new:
+                d = e[2]["digest"]
+                by.setdefault(d if d is not None else ("mix", e[0].label()), []).append(e)
+            for es in sorted(by.values(), key=lambda es: -es[0][2]["ops"]):
+                labels = tuple(e[0].label() for e in es)
+                sent.update(labels)
+                pool.submit(_simulate, (tuple(e[0] for e in es), "flow"), task)
+                in_flight[task] = ("flow", labels)
+                task += 1
+        if not in_flight:
+            return done, flow, t_ana
+        tag, res = pool.next()
+        kind, what = in_flight.pop(tag)
+        if kind == "ana":
+            for (m, b, _), r in zip(groups[what], res):
+                done.append((m, b, r))
+                times.append(r["step_time_s"])
+            t_ana = time.perf_counter()
+        else:
+            flow.update(zip(what, res))
 
 
 def plan(source, overrides: list[str] | None = None, options: PlanOptions | None = None) -> PlanReport:
@@ -138,6 +278,8 @@ def plan(source, overrides: list[str] | None = None, options: PlanOptions | None
     opts = options or PlanOptions()
     t0 = time.perf_counter()
     ev = Evaluator(source, overrides)
+    if not opts.reuse:
+        ev.memo = None
     _EV = ev
     m, tr = ev.base.model, ev.base.training
     ctx = Context(heads=m.heads, kv_heads=m.kv_heads, ffn_hidden=m.ffn_hidden, layers=m.layers, seq_len=m.seq_len,
@@ -157,26 +299,38 @@ def plan(source, overrides: list[str] | None = None, options: PlanOptions | None
     workers = max(1, min(opts.workers, len(survivors)))
     pool = _Pool(workers)
     try:
+        # mixes of one pipeline shape (schedule, depth, chunks, micro-batches) share the schedule's
+        # orders and counts (TransformerStep's caches): keep them in one worker, in contiguous parts.
+        # A constraint's example is the dropped mix first in (index mod 4 x workers, index) order of
+        # the enumeration, whatever the split (the order of the strided parts of earlier versions).
         n_chunks = max(1, workers * 4)
-        parts = [survivors[k::n_chunks] for k in range(n_chunks)]
+        order = sorted(range(len(survivors)), key=lambda k: _shape_key(survivors[k]))
+        size = max(1, -(-len(order) // n_chunks))
+        parts = [([survivors[k] for k in ks], [(k % n_chunks, k) for k in ks])
+                 for ks in (order[i:i + size] for i in range(0, len(order), size))]
         feasible = []
-        for ok, t in pool.map(_screen, parts):
+        firsts: dict[str, tuple] = {}
+        for ok, t, first in pool.map(_screen_part, parts):
             feasible += ok
-            tally.merge(t)
+            tally.merge(Tally(removed=t.removed))
+            for name, e in first.items():
+                if name not in firsts or e[0] < firsts[name][0]:
+                    firsts[name] = e
+        for name, (_, mx, reason) in firsts.items():
+            tally.example.setdefault(name, (mx, reason))
         feasible.sort(key=lambda x: (x[1], x[0].label()))
         t_screen = time.perf_counter()
         keep = opts.keep or max(opts.top, opts.flow_top, 1)
-        done = _branch_and_bound(pool, feasible, keep, opts, batch=2 * workers)
+        done, flow, t_ana = _search(pool, feasible, keep, max(opts.flow_top, 0), opts, workers)
         done.sort(key=lambda x: (x[2]["step_time_s"], x[0].label()))
-        t_ana = time.perf_counter()
         plans = [Plan(mix=mx, step_time_s=r["step_time_s"], mfu=r["mfu"], tokens_per_s=r["tokens_per_s"],
                       peak_bytes_per_gpu=r["peak_bytes_per_gpu"], fits=r["fits"], fidelity="analytical",
                       analytical_step_time_s=r["step_time_s"], bound_s=b, breakdown=r["breakdown"],
                       placement=_placement(ev, mx)) for mx, b, r in done]
         n_flow = min(opts.flow_top, len(plans))
         if n_flow:
-            flow = pool.map(_simulate, [(p.mix, "flow") for p in plans[:n_flow]])
-            for p, r in zip(plans[:n_flow], flow):
+            for p in plans[:n_flow]:
+                r = flow[p.mix.label()]
                 p.step_time_s, p.mfu, p.tokens_per_s = r["step_time_s"], r["mfu"], r["tokens_per_s"]
                 p.breakdown, p.fidelity = r["breakdown"], "flow"
             plans[:n_flow] = sorted(plans[:n_flow], key=lambda p: (p.step_time_s, p.mix.label()))
@@ -204,7 +358,7 @@ def why_dropped(source, mix: Mix, overrides: list[str] | None = None, tp_across_
     bad = structural_violation(mix, ctx)
     if bad is not None:
         return bad
-    _, t = _screen([mix])
+    _, t, _ = _screen([mix])
     for name, (_, reason) in t.example.items():
         return name, reason
     return None

@@ -24,6 +24,7 @@ import numpy as np
 from clustersim.config.scenario import Scenario, check_work
 from clustersim.errors import ClusterSimError
 from clustersim.simulate.execute import CommCache, Timeline, breakdown, execute_analytical
+from clustersim.simulate.memo import StepMemo, graph_digest
 from clustersim.simulate.resolve import ResolvedScenario, resolve_scenario
 from clustersim.workload.compute import ComputeModel
 from clustersim.workload.ops import Graph
@@ -69,6 +70,8 @@ class RunResult:
     extra: dict = field(default_factory=dict)
     #: the simulated ops and their times, kept when ``run_scenario(keep_timeline=True)`` (not in ``to_dict``)
     step: StepTimeline | None = field(default=None, repr=False, compare=False)
+    #: :func:`~clustersim.simulate.memo.graph_digest` of the executed DAG when run with a ``memo`` (not in ``to_dict``)
+    digest: str | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
         """JSON-ready dictionary."""
@@ -300,10 +303,11 @@ def _execute_graph(rs: ResolvedScenario, cluster: Any, graph: Any, comm: CommCac
                                          "stretch_s": sum(stretch.values())}
 
     if fidelity == "analytical":
-        tl = execute_analytical(graph, comm)
+        reuse: dict = {}  # order, host issue and op costs: the same in both passes
+        tl = execute_analytical(graph, comm, reuse=reuse)
         stretch = overlap_stretch(graph, tl.start, tl.end)  # second pass: overlapped work slowed
         report(stretch)
-        return (execute_analytical(graph, comm, stretch) if stretch else tl), None, None
+        return (execute_analytical(graph, comm, stretch, reuse=reuse) if stretch else tl), None, None
     from clustersim.collectives.flow import flow_simulation
     from clustersim.simulate.flow import execute_flow
 
@@ -402,7 +406,7 @@ def _fault_report(rs: ResolvedScenario, cluster: Any, *, fidelity: str, sim: Any
 
 def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str | None = None,
                  overrides: list[str] | None = None, reduced: bool = True, top_links: int = 8,
-                 keep_timeline: bool = False, comm: CommCache | None = None) -> RunResult:
+                 keep_timeline: bool = False, comm: CommCache | None = None, memo: StepMemo | None = None) -> RunResult:
     """Simulate one step of a scenario (Contract 5).
 
     Parameters
@@ -417,6 +421,11 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
         :class:`StepTimeline`) for a trace (:func:`clustersim.trace.chrome.write_trace`) or a report.
     comm: a :func:`comm_cache_for` memo made on the same cluster, profile and ``cluster:``
         switches, reused across runs (the planner); default: a fresh one.
+    memo: a :class:`~clustersim.simulate.memo.StepMemo` shared by runs on the same cluster,
+        profile and ``cluster:`` switches (the planner's): a DAG already executed at this
+        fidelity (same :func:`~clustersim.simulate.memo.graph_digest`) takes the stored step
+        time, breakdown and links instead of being executed again; memory and the other
+        metrics are always the scenario's own. Not used with faults or ``keep_timeline``.
     """
     t_wall = time.perf_counter()
     rs, fidelity = _resolve_for_run(source, fidelity, overrides, reduced)
@@ -432,18 +441,30 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
     graph, exec_ranks, step = _build_step_graph(rs, cluster, reduced=reduced, fault_causes=fault_causes, comm=comm)
 
     extra: dict = {}
-    tl, sim, private = _execute_graph(rs, cluster, graph, comm, fidelity=fidelity, extra=extra)
-    makespan = tl.makespan
     iters = sc.job.iterations if sc.job is not None else 1
+    digest = None
+    if memo is not None and not keep_timeline and sc.faults is None:
+        digest = graph_digest(graph, fidelity, tuple(exec_ranks), iters, top_links, step is None,
+                              step is None or step.experts is None, step is None or step.context is None)
+    hit = memo.get(digest) if digest is not None else None
+    if hit is not None:  # the same DAG on the same cluster: the same timeline
+        makespan, bd, links, done_extra = hit
+        bd, links = dict(bd), [dict(x) for x in links]
+        extra.update(done_extra)
+    else:
+        tl, sim, private = _execute_graph(rs, cluster, graph, comm, fidelity=fidelity, extra=extra)
+        makespan = tl.makespan
+        bd = breakdown(graph, tl, exec_ranks, makespan)
+        bd = {k: v / iters for k, v in bd.items()}
+        if step is None or step.experts is None:
+            bd.pop("comm_ep", None)  # expert-parallel traffic exists only in MoE models
+        if step is None or step.context is None:
+            bd.pop("comm_cp", None)  # context-parallel traffic exists only with parallelism.cp > 1
+        links = _busiest_links(cluster, graph, tl, comm, fidelity=fidelity, sim=sim, private=private,
+                               makespan=makespan, top_links=top_links)
+        if digest is not None:
+            memo.put(digest, (makespan, dict(bd), [dict(x) for x in links], dict(extra)))
     step_time = makespan / iters
-    bd = breakdown(graph, tl, exec_ranks, makespan)
-    bd = {k: v / iters for k, v in bd.items()}
-    if step is None or step.experts is None:
-        bd.pop("comm_ep", None)  # expert-parallel traffic exists only in MoE models
-    if step is None or step.context is None:
-        bd.pop("comm_cp", None)  # context-parallel traffic exists only with parallelism.cp > 1
-    links = _busiest_links(cluster, graph, tl, comm, fidelity=fidelity, sim=sim, private=private,
-                           makespan=makespan, top_links=top_links)
 
     n = cluster.n_gpus
     tokens_per_s, samples_per_s, mfu, memory = _step_metrics(sc, step, spec, n=n, step_time=step_time,
@@ -454,6 +475,7 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
     res = RunResult(scenario=sc.name, fidelity=fidelity, step_time_s=step_time, tokens_per_s=tokens_per_s,
                     samples_per_s=samples_per_s, mfu=mfu, breakdown=bd, memory=memory, links=links,
                     n_gpus=n, ops=len(graph), wall_s=0.0, extra=extra)
+    res.digest = digest
     if keep_timeline:
         res.step = StepTimeline(graph=graph, timeline=tl, cluster=cluster, comm_time=comm)
     res.wall_s = time.perf_counter() - t_wall

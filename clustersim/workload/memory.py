@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from clustersim.workload.context_parallel import cp_buffer_bytes, kv_block_bytes
 from clustersim.workload.model import DTYPE_BYTES, ModelDims
 from clustersim.workload.moe import moe_mlp_activation_bytes
-from clustersim.workload.schedule import max_in_flight
 
 MiB = 2 ** 20
 
@@ -220,7 +219,7 @@ def _stage_row(step, stage: int, state_bytes: StateBytes, act_layer: float) -> d
     act = _act_bytes(training.precision)
     tokens = step.micro_batch * model.seq_len // step.cp  # this CP rank's tokens of a micro-batch
     sp_shard = tp if step.sequence_parallel else 1
-    inflight = max_in_flight(step.orders[stage])
+    inflight = step.in_flight(stage)  # max_in_flight of the rank's order, cached per schedule
     n_params = step.stage_params(stage)
     expert = step.stage_expert_params(stage)
     states = sharded_states(n_params - expert, state_bytes, par.zero, dp)

@@ -126,15 +126,16 @@ def _fused_slot(graph: Graph, step, chunks: ChunkOps, segment_cache: dict, repli
                 tp_group: list[int], slot) -> None:
     """One compute op for the chunks of ``slot``: a full backward (B then W) or, overlapped, an
     F&B pair (:func:`overlap_pair`)."""
-    lists = [[seg for u in step.chunk_units(step.vstage(stage, c), k, mb) for seg in u.segments]
-             for k, mb, c in slot]
-    if is_overlapped(slot):  # the forward against the whole backward (B and W)
-        segment_lists = [overlap_pair(lists[0], [seg for lst in lists[1:] for seg in lst])]
-    else:
-        segment_lists = lists
+    # the chunks' units depend on (kind, virtual stage, micro-batch > 0, last micro-batch) only
     key = (replica, stage, tuple((k, step.vstage(stage, c), mb > 0, mb == step.micro_batches - 1) for k, mb, c in slot))
     hit = segment_cache.get(key)
     if hit is None:
+        lists = [[seg for u in step.chunk_units(step.vstage(stage, c), k, mb) for seg in u.segments]
+                 for k, mb, c in slot]
+        if is_overlapped(slot):  # the forward against the whole backward (B and W)
+            segment_lists = [overlap_pair(lists[0], [seg for lst in lists[1:] for seg in lst])]
+        else:
+            segment_lists = lists
         hit = segment_cache[key] = op_segments(segment_lists, [tp_group], step.host_call_s, step.host_kernel_s,
                                                axis_groups=step.expert_axis_groups(replica, stage))
     segments, host_s = hit
@@ -188,32 +189,43 @@ def add_pipeline_transfers(graph: Graph, step, chunks: ChunkOps) -> None:
     stages, and each backward's wait for its own forward."""
     model, layout, pp = step.model, step.layout, step.pp
     act_bytes = 2 * step.micro_batch * model.seq_len * model.hidden / (step.tp * step.cp)  # CP: the local tokens
+    ops, first, last, host_call = graph.ops, chunks.first, chunks.last, step.host_call_s
+    # where a chunk's output goes: (kind, chunk) -> (next pipeline rank, its chunk) or None, per rank
+    hops: dict[tuple, tuple | None] = {}
     for replica in step.replicas:
+        pairs: dict[int, list] = {}  # next pipeline rank -> the TP ranks' (sender, receiver) pairs
         for stage in range(pp):
             rank = layout.rank(dp=replica, pp=stage)
+            src = layout.group("tp", dp=replica, pp=stage)
+            pairs.clear()
             for kind, mb, chunk in step.orders[stage]:
                 if kind == "W":  # the weight gradient stays on the rank
                     continue
-                vstage = step.vstage(stage, chunk)
-                next_vstage = vstage + 1 if kind == "F" else vstage - 1
-                if next_vstage < 0 or next_vstage >= step.n_virtual_stages:
+                hop_key = (stage, kind, chunk)
+                if hop_key not in hops:
+                    vstage = step.vstage(stage, chunk)
+                    next_vstage = vstage + 1 if kind == "F" else vstage - 1
+                    hops[hop_key] = (placement(step.schedule, pp, next_vstage, chunk)
+                                     if 0 <= next_vstage < step.n_virtual_stages else None)
+                hop = hops[hop_key]
+                if hop is None:
                     continue
-                next_stage, next_chunk = placement(step.schedule, pp, next_vstage, chunk)
+                next_stage, next_chunk = hop
                 src_key = (replica, stage, kind, mb, chunk)
                 dst_key = (replica, next_stage, kind, mb, next_chunk)
                 if next_stage == stage:  # same GPU: no transfer, direct dependency
-                    _depend(graph, chunks.first[dst_key], chunks.last[src_key])
+                    _depend(graph, first[dst_key], last[src_key])
                     continue
-                src = layout.group("tp", dp=replica, pp=stage)
-                dst = layout.group("tp", dp=replica, pp=next_stage)
-                coll = Coll("send_recv", [[a, b] for a, b in zip(src, dst)], act_bytes, "pp")
+                if next_stage not in pairs:
+                    pairs[next_stage] = list(zip(src, layout.group("tp", dp=replica, pp=next_stage)))
+                coll = Coll("send_recv", [[a, b] for a, b in pairs[next_stage]], act_bytes, "pp")
                 sid = graph.add(rank, "pp_" + ("f" if kind == "F" else "b"), f"send {kind}{mb}", "comm_pp",
-                                coll=coll, deps=[chunks.last[src_key]])
+                                coll=coll, deps=[last[src_key]])
                 # the sender's host issues the send and the receiver's host the matching recv
                 # (torch.distributed.pipelining: one batch_isend_irecv call each)
-                for oid in (chunks.last[src_key], chunks.first[dst_key]):
-                    graph.ops[oid].args.add_host(step.host_call_s)
-                graph.ops[chunks.first[dst_key]].deps.append(sid)
+                for oid in (last[src_key], first[dst_key]):
+                    ops[oid].args.add_host(host_call)
+                ops[first[dst_key]].deps.append(sid)
             # backward of the last virtual stage waits for its own forward, a weight pass for its backward
             for kind, mb, chunk in step.orders[stage]:
                 if kind != "F":

@@ -34,8 +34,8 @@ from clustersim.workload.model import DTYPE_BYTES, ModelDims
 from clustersim.workload.moe import ep_node_groups, expert_groups, routing
 from clustersim.workload.moe_costs import ExpertParallel, expert_layer_params
 from clustersim.workload.ops import Graph
-from clustersim.workload.schedule import (SPLIT_SCHEDULES, Chunk, Slot, chunks_per_rank, model_stages,
-                                          pipeline_slots, virtual_stage)
+from clustersim.workload.schedule import (SPLIT_SCHEDULES, Chunk, Slot, chunks_per_rank, max_in_flight,
+                                          model_stages, pipeline_slots, virtual_stage)
 from clustersim.workload.segments import ComputeSegment
 from clustersim.workload.step_data_parallel import (add_dualpipe_mirror_reduce, add_grad_norm, add_grad_reductions,
                                                     add_optimizer_steps, add_param_gathers,
@@ -62,6 +62,24 @@ def _rank_schedule(schedule: str, p: int, m: int, rank: int, v: int) -> tuple[tu
     Python to build)."""
     slots = tuple(pipeline_slots(schedule, p, m, rank, v))
     return slots, tuple(c for slot in slots for c in slot)
+
+@lru_cache(maxsize=1024)
+def _schedule_stats(schedule: str, p: int, m: int, v: int) -> tuple[tuple[int, tuple], ...]:
+    """Per pipeline rank of a schedule: ``(max_in_flight, (signature, count) ...)``, the chunks in
+    flight at the peak (activation memory) and how many slots of each signature the rank runs
+    (a slot's signature: ``(kind, chunk, micro-batch > 0, last micro-batch)`` of each of its
+    chunks, what decides its kernels). What the planner's screen reads of a schedule, which
+    thousands of mixes share (walking a 192-micro-batch order is ~1 ms of Python)."""
+    out = []
+    for rank in range(p):
+        slots, order = _rank_schedule(schedule, p, m, rank, v)
+        counts: dict[tuple, int] = {}
+        for slot in slots:
+            key = tuple((kind, chunk, mb > 0, mb == m - 1) for kind, mb, chunk in slot)
+            counts[key] = counts.get(key, 0) + 1
+        out.append((max_in_flight(list(order)), tuple(counts.items())))
+    return tuple(out)
+
 
 class TransformerStep:
     """Builds the op DAG of one training step of a transformer scenario.
@@ -137,6 +155,7 @@ class TransformerStep:
             tp_comm_overlap=par.tp_comm_overlap, grad_dtype_bytes=self.grad_dtype_bytes, experts=self.experts,
             context=self.context)
         self._backward_cache: dict[tuple, list[Unit]] = {}
+        self._split_made: dict[tuple, tuple] = {}  # (kind, id(backward unit)) -> (unit, its B or W unit)
 
     # ------------------------------------------------------------------ shape of the step
     @property
@@ -162,6 +181,27 @@ class TransformerStep:
         """Chunk order of every pipeline rank (the :attr:`slots` flattened)."""
         return {j: list(_rank_schedule(self.schedule, self.pp, self.micro_batches, j,
                                        self.parallelism.virtual_stages)[1]) for j in range(self.pp)}
+
+    def in_flight(self, stage: int) -> int:
+        """Most chunks of pipeline rank ``stage`` whose forward ran and whose backward (split
+        schedules: weight pass) has not, at once (:func:`~clustersim.workload.schedule.max_in_flight`)."""
+        return self._stats[stage][0]
+
+    def slot_counts(self, stage: int) -> dict[tuple, int]:
+        """How many slots of each signature pipeline rank ``stage`` runs: ``{((kind, chunk, mb > 0,
+        mb == last), ...): count}``, one entry per chunk of the slot (as :attr:`slots` holds them)."""
+        return dict(self._stats[stage][1])
+
+    def micro_batch_like(self, later: bool, last: bool) -> int:
+        """A micro-batch index with the given flags (``> 0``, the last one): the gradient work of a
+        backward chunk depends on those only (:meth:`chunk_units`)."""
+        if last:
+            return self.micro_batches - 1
+        return 1 if later else 0
+
+    @cached_property
+    def _stats(self):
+        return _schedule_stats(self.schedule, self.pp, self.micro_batches, self.parallelism.virtual_stages)
 
     def vstage(self, stage: int, chunk: int) -> int:
         """Virtual stage of model chunk ``chunk`` of pipeline rank ``stage`` (interleaved: ``chunk * pp +
@@ -343,14 +383,32 @@ class TransformerStep:
         head_b, embed_b = split.head.backward, split.embedding.backward
         units = ([head_b] if last else []) + [self._layer_backward(lu) for lu in reversed(layers)] \
             + ([embed_b] if first else [])
-        if kind == "B":
-            return [Unit(u.name, u.segments, 0.0 if u.weight_grad is not None else u.grad_bytes, u.param_count,
-                         u.tensors) for u in units]
-        return [Unit(u.name, list(u.weight_grad), u.grad_bytes, u.param_count, u.tensors)
-                for u in units if u.weight_grad is not None]
+        # one B (W) unit per distinct full backward unit: the layers of every chunk share them
+        made = self._split_made
+        out = []
+        for u in units:
+            if kind != "B" and u.weight_grad is None:
+                continue
+            hit = made.get((kind, id(u)))
+            if hit is None:
+                if kind == "B":
+                    new = Unit(u.name, u.segments, 0.0 if u.weight_grad is not None else u.grad_bytes, u.param_count,
+                               u.tensors)
+                else:
+                    new = Unit(u.name, list(u.weight_grad), u.grad_bytes, u.param_count, u.tensors)
+                hit = made[(kind, id(u))] = (u, new)  # u kept alive: its id stays its own
+            out.append(hit[1])
+        return out
 
     def _layer_backward(self, layer_units) -> Unit:
-        """Backward unit of a layer with the forward work recomputation repeats before it."""
+        """Backward unit of a layer with the forward work recomputation repeats before it (one
+        object per layer units, shared by every chunk)."""
+        hit = self._split_made.get(("layer", id(layer_units)))
+        if hit is None:
+            hit = self._split_made[("layer", id(layer_units))] = (layer_units, self._make_layer_backward(layer_units))
+        return hit[1]
+
+    def _make_layer_backward(self, layer_units) -> Unit:
         layer_f, layer_b, layer_extra = layer_units
         repeated: list = []
         if self.training.recompute == "full":
