@@ -5,6 +5,7 @@ Command (from the repository root; reproducible: same inputs -> same files, no d
 
     python calibrate/make_profiles.py            # writes calibrate/profiles/{hgx-h200,dgx-h100}.yaml and the
                                                  # compute section of {dgx-a100,cannon-4xa100,dgx-b200,gb200-nvl72}.yaml
+                                                 # and dgx-a100's link_model section
     python calibrate/make_profiles.py --check    # exits 1 when a shipped profile differs from a fresh fit
     python calibrate/make_profiles.py --bar odd  # issue 5's Bar table on the bench (fit even sizes, predict odd)
 
@@ -34,6 +35,13 @@ What goes where (``calibrate/raw/README.md`` says how each raw file was measured
 * ``dgx-a100``, ``cannon-4xa100`` (from dgx-h100), ``dgx-b200`` and ``gb200-nvl72`` (from hgx-h200): the hand-written
   published link values are kept; the ``compute`` section is the measured one transferred by roofline
   (:func:`clustersim.calibration.transfer.transfer_compute`, see :data:`TRANSFERRED`), with ``provenance``.
+* ``dgx-a100`` also: the ``link_model`` section (:func:`a100_link_model`) fitted on the nccl-tests all_reduce
+  logs of Azure NDv4 A100 nodes at 8 and 16 GPUs (``raw/a100-azure-ndv4``, :data:`A100_COLLECTIVES`) at
+  ``dgx-a100``'s NVLink and network line rates; the 32-GPU log of that set is held out
+  (``tests/unit/test_a100_link_model.py``). Not ``cannon-4xa100`` (:data:`A100_LINK_MODEL` says why).
+* every profile: the ``uncertainty`` section (``calibrate/collective_band.py``): ``hgx-h200`` the 2 -> 4 rank
+  held-out error, ``dgx-a100`` its link model's error on the held-out 32-GPU log, the others the published
+  link classes' error on the A100 logs.
 """
 
 from __future__ import annotations
