@@ -328,9 +328,13 @@ def link_model_section(meas: Measurements, topology: str = "hgx-h200", *, gap_us
     ``gap_us``: time every row carries beyond the NCCL-level call, taken off before the fit (nccl-tests
     logs timed back to back without CUDA graphs include one GPU-side kernel gap per call, which the
     simulator adds to every call: ``compute.kernel_launch_us``; 0 for CUDA-graph replays).
-    ``unmeasured_ops``: ``"from:all_reduce"`` gives the other ops of :data:`MODEL_OPS` the measured
-    op's launch floor and own-chunk rate (NCCL's relative efficiency 1 for point-to-point) so that
-    they run on the fitted link parameters with NCCL's structure; None: only the measured ops.
+    ``unmeasured_ops``: ``"from:all_reduce"`` gives the other collectives of NCCL's table
+    (:data:`TABLE_OPS`: all_gather, reduce_scatter, broadcast, reduce) the measured op's launch floor and
+    own-chunk rate so that they run on the fitted link parameters with NCCL's structure; None: only the
+    measured ops. Point-to-point ops are left to the other models: across nodes the link model gives a
+    call the node's NICs together (right for a ring, which crosses each node boundary once per channel),
+    whereas every GPU of an all_to_all sends its own share through the network (32 A100 on 4 nodes,
+    1 GiB: 11.6 ms where 24 of 32 parts over one 25 GB/s NIC per GPU take at least 32 ms).
     ``note``: what was measured, appended to the method text.
     """
     from clustersim.calibration.fit.linkmodel import LOCAL_OPS, MODEL_OPS, PROTOS, TABLE_OPS, fit_link_model
@@ -377,11 +381,9 @@ def link_model_section(meas: Measurements, topology: str = "hgx-h200", *, gap_us
         ops[op] = entry
     if unmeasured_ops is not None:
         src = unmeasured_ops.split(":", 1)[1]
-        for op in MODEL_OPS:
+        for op in TABLE_OPS:
             if op not in ops:
                 ops[op] = {"floor_us": ops[src]["floor_us"]}
-                if op not in TABLE_OPS:
-                    ops[op]["op_efficiency"] = 1.0     # NCCL's model: no per-op factor
                 if op in LOCAL_OPS:
                     ops[op]["local_GBps"] = ops[src].get("local_GBps", _sig(fit.local_GBps[0]))
         ops = {op: ops[op] for op in MODEL_OPS if op in ops}
@@ -404,9 +406,12 @@ def link_model_section(meas: Measurements, topology: str = "hgx-h200", *, gap_us
                    f"(compute.kernel_launch_us), which the simulator adds to every call")
     if unmeasured_ops is not None:
         measured = ", ".join(fit.ops)
-        method += (f"; only {measured} was measured: the other operations run on the fitted link parameters with "
-                   f"NCCL's structure (step counts, algorithm and protocol choice), with the launch floor and "
-                   f"own-chunk rate of {src} and relative efficiency 1 (NCCL's model has no per-op factor)")
+        method += (f"; only {measured} was measured: the other collectives of NCCL's table ("
+                   f"{', '.join(o for o in TABLE_OPS if o not in fit.ops)}) run on the fitted link parameters "
+                   f"with NCCL's structure (step counts, algorithm and protocol choice) and the launch floor and "
+                   f"own-chunk rate of {src}; point-to-point ops (all_to_all, send_recv) keep NCCL's constants on "
+                   f"the link classes (every GPU of an all_to_all sends through the network, not the node's NICs "
+                   f"together as a ring)")
     method += "." + (f" {note.rstrip('.')}." if note else "") + f" Written by `{COMMAND}`."
     prov = {"files": list(meas.files), "rows": len(rows), "ranks": ranks, "nodes": nodes, "line_rates_GBps": rates}
     if nics is not None:
