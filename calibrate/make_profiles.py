@@ -313,7 +313,7 @@ def _sig(x: float, digits: int = 4) -> float:
 
 
 def link_model_section(meas: Measurements, topology: str = "hgx-h200", *, gap_us: float = 0.0,
-                       unmeasured_ops: str | None = None, note: str = "") -> dict:
+                       unmeasured_from: str | None = None, note: str = "") -> dict:
     """The ``link_model`` section: the link model (:func:`clustersim.calibration.fit.fit_link_model`)
     fitted on every NCCL-level collective row of ``meas`` (NCCL's own algorithm and protocol, no NVLS),
     with the line rates of ``topology`` for the communicators measured.
@@ -328,9 +328,9 @@ def link_model_section(meas: Measurements, topology: str = "hgx-h200", *, gap_us
     ``gap_us``: time every row carries beyond the NCCL-level call, taken off before the fit (nccl-tests
     logs timed back to back without CUDA graphs include one GPU-side kernel gap per call, which the
     simulator adds to every call: ``compute.kernel_launch_us``; 0 for CUDA-graph replays).
-    ``unmeasured_ops``: ``"from:all_reduce"`` gives the other collectives of NCCL's table
-    (:data:`TABLE_OPS`: all_gather, reduce_scatter, broadcast, reduce) the measured op's launch floor and
-    own-chunk rate so that they run on the fitted link parameters with NCCL's structure; None: only the
+    ``unmeasured_from``: a measured op (``"all_reduce"``) whose launch floor and own-chunk rate the
+    unmeasured collectives of NCCL's table (:data:`TABLE_OPS`: all_gather, reduce_scatter, broadcast,
+    reduce) take, so that they run on the fitted link parameters with NCCL's structure; None: only the
     measured ops. Point-to-point ops are left to the other models: across nodes the link model gives a
     call the node's NICs together (right for a ring, which crosses each node boundary once per channel),
     whereas every GPU of an all_to_all sends its own share through the network (32 A100 on 4 nodes,
@@ -379,13 +379,15 @@ def link_model_section(meas: Measurements, topology: str = "hgx-h200", *, gap_us
         if op in LOCAL_OPS:
             entry["local_GBps"] = _sig(fit.local_GBps[i])
         ops[op] = entry
-    if unmeasured_ops is not None:
-        src = unmeasured_ops.split(":", 1)[1]
+    src = unmeasured_from
+    if src is not None:
+        if src not in ops:
+            raise SystemExit(f"unmeasured_from={src!r}: no {src} rows in {', '.join(meas.files)}")
         for op in TABLE_OPS:
             if op not in ops:
                 ops[op] = {"floor_us": ops[src]["floor_us"]}
-                if op in LOCAL_OPS:
-                    ops[op]["local_GBps"] = ops[src].get("local_GBps", _sig(fit.local_GBps[0]))
+                if op in LOCAL_OPS and "local_GBps" in ops[src]:
+                    ops[op]["local_GBps"] = ops[src]["local_GBps"]
         ops = {op: ops[op] for op in MODEL_OPS if op in ops}
     links = {cls: {p: {"efficiency": _sig(fit.eff_intra[j]), "latency_us": _sig(fit.lat_intra_us[j])}
                    for j, p in enumerate(PROTOS)}}
@@ -404,7 +406,7 @@ def link_model_section(meas: Measurements, topology: str = "hgx-h200", *, gap_us
     if gap_us:
         method += (f"; each row's time less {gap_us:g} us, the GPU-side kernel gap of a back-to-back call "
                    f"(compute.kernel_launch_us), which the simulator adds to every call")
-    if unmeasured_ops is not None:
+    if src is not None:
         measured = ", ".join(fit.ops)
         method += (f"; only {measured} was measured: the other collectives of NCCL's table ("
                    f"{', '.join(o for o in TABLE_OPS if o not in fit.ops)}) run on the fitted link parameters "
@@ -578,7 +580,7 @@ def a100_link_model(kernel_launch_us: float) -> dict:
     ``dgx-a100``'s line rates; the logs were timed back to back (old nccl-tests, no CUDA graphs), so
     each time less the profile's kernel gap, which the simulator adds to every call."""
     meas = _merge(*(_read(f) for f in A100_COLLECTIVES))
-    return link_model_section(meas, "dgx-a100", gap_us=kernel_launch_us, unmeasured_ops="from:all_reduce",
+    return link_model_section(meas, "dgx-a100", gap_us=kernel_launch_us, unmeasured_from="all_reduce",
                               note=A100_MACHINE)
 
 
