@@ -66,6 +66,19 @@ def test_section_is_fitted_on_8_and_16_gpus_at_the_topologys_line_rates(a100):
     assert pv.residual_median_pct <= 3.0
 
 
+def test_simulator_evaluates_the_section_across_nodes(a100):
+    """The simulated time is the section's link model on the topology's line rates plus the kernel gap."""
+    from clustersim.collectives.linkmodel import from_profile
+
+    cluster, prof = a100
+    lm = from_profile(prof.link_model)
+    assert (lm.net_line_GBps, lm.nics_per_node) == (25.0, 8)
+    m = CollectiveModel(cluster, prof)
+    for size in (4096, 3 * MiB, 2**30):
+        e = lm.estimate("all_reduce", 16, 2, size, intra_line_GBps=300.0, net_line_GBps=25.0, nics_per_node=8, sm=80)
+        assert m.estimate("all_reduce", 16, size).time_s == pytest.approx(e.time_us * 1e-6 + m.launch_s, rel=1e-9)
+
+
 def test_unmeasured_collectives_run_on_the_fitted_links_with_all_reduces_floor(a100):
     """NCCL's table collectives share the fitted link parameters; point-to-point ops keep NCCL's constants
     (across nodes the link model would give every GPU of an all_to_all the node's 8 NICs together)."""
