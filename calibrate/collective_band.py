@@ -8,9 +8,13 @@ in ``calibrate/raw`` and ``tests/data``, one for each way a shipped profile is m
   recipe, link model included) and predicts every call of the 4-rank bench, all six operations, 1 KiB-4 GiB: the error of a
   calibrated profile at a rank count it was not measured at.
 * **published** (every other profile: NCCL-model link classes, no collective measured): the
-  shipped ``dgx-a100`` profile on ``dgx-a100`` (one node) / ``dgx-a100-superpod`` predicts the
+  published link classes of the shipped ``dgx-a100`` profile (its ``link_model`` section taken
+  out) on ``dgx-a100`` (one node) / ``dgx-a100-superpod`` predict the
   real nccl-tests all_reduce logs of Azure NDv4 A100 nodes (8 A100 on NVLink3, 8 x HDR 200 Gb/s:
   the same link classes and line rates), 8, 16 and 32 GPUs.
+* **A100 link model** (``dgx-a100``: the link model fitted on the 8- and 16-GPU logs of that set):
+  the shipped profile, link model included, predicts the 32-GPU log (four nodes), which the fit
+  never saw: the error of the fitted link model at a scale it was not measured at.
 
 The factor is the 95% quantile of ``|log(predicted / measured)|`` over the held-out points;
 :func:`make_profiles.main` writes it into each profile's ``uncertainty`` section. Run this file
@@ -58,16 +62,37 @@ def factor(log_errors: np.ndarray, coverage: float = COVERAGE) -> float:
     return float(np.exp(np.quantile(np.abs(log_errors), coverage)))
 
 
-def published_errors() -> dict[int, np.ndarray]:
-    """Log errors of the shipped ``dgx-a100`` profile on the A100 all_reduce logs, per GPU count."""
-    from clustersim.collectives import CollectiveModel, load_profile_for
+def _a100_cluster(n: int):
     from clustersim.topology import load_cluster
+
+    return load_cluster("dgx-a100") if n == 8 else load_cluster("dgx-a100-superpod", nodes=n // 8)
+
+
+def published_errors() -> dict[int, np.ndarray]:
+    """Log errors of the published link classes of ``dgx-a100`` (without its fitted ``link_model``,
+    which the other published profiles do not have) on the A100 all_reduce logs, per GPU count."""
+    from clustersim.collectives import CollectiveModel, load_profile_for
 
     out = {}
     for n, path in A100_LOGS.items():
-        cluster = load_cluster("dgx-a100") if n == 8 else load_cluster("dgx-a100-superpod", nodes=n // 8)
-        out[n] = _log_errors(CollectiveModel(cluster, load_profile_for(cluster, "dgx-a100")), _plain_rows(path), n)
+        cluster = _a100_cluster(n)
+        prof = load_profile_for(cluster, "dgx-a100").model_copy(update={"link_model": None})
+        out[n] = _log_errors(CollectiveModel(cluster, prof), _plain_rows(path), n)
     return out
+
+
+#: the A100 log the dgx-a100 link model was not fitted on (make_profiles.A100_COLLECTIVES: 8 and 16 GPUs)
+A100_HELD_OUT = 32
+
+
+def a100_link_errors(profile=None) -> np.ndarray:
+    """Log errors of the ``dgx-a100`` profile (its link model fitted on 8 and 16 GPUs) on the
+    held-out 32-GPU log; ``profile``: the one being written (default: the shipped file)."""
+    from clustersim.collectives import CollectiveModel, load_profile_for
+
+    cluster = _a100_cluster(A100_HELD_OUT)
+    model = CollectiveModel(cluster, profile if profile is not None else load_profile_for(cluster, "dgx-a100"))
+    return _log_errors(model, _plain_rows(A100_LOGS[A100_HELD_OUT]), A100_HELD_OUT)
 
 
 def measured_errors() -> dict[str, np.ndarray]:
@@ -93,10 +118,12 @@ def measured_errors() -> dict[str, np.ndarray]:
     return {op: err[[r["op"] == op for r in held]] for op in sorted({r["op"] for r in held})}
 
 
-def uncertainty_sections() -> dict[str, dict]:
-    """The ``uncertainty`` section for measured and for published profiles."""
+def uncertainty_sections(a100_profile=None) -> dict[str, dict]:
+    """The ``uncertainty`` section for measured and for published profiles, and for ``dgx-a100``'s link
+    model (``a100_profile``: the profile being written; default: the shipped file)."""
     meas = np.concatenate(list(measured_errors().values()))
     pub = np.concatenate(list(published_errors().values()))
+    a100 = a100_link_errors(a100_profile)
     return {
         "measured": {"time_factor": round(factor(meas), 3), "coverage": COVERAGE, "held_out_points": int(meas.size),
                      "method": "hgx-h200 profile fitted again from the 2-rank H200 bench alone, predicting every "
@@ -108,6 +135,12 @@ def uncertainty_sections() -> dict[str, dict]:
                                 "link classes on real nccl-tests all_reduce logs of A100 nodes (dgx-a100 profile, "
                                 "8/16/32 GPUs, 8 x HDR per node): 95% quantile of |log(predicted/measured)|. "
                                 "Written by `python calibrate/make_profiles.py` (calibrate/collective_band.py)."},
+        "a100-link-model": {
+            "time_factor": round(factor(a100), 3), "coverage": COVERAGE, "held_out_points": int(a100.size),
+            "method": "Link model fitted on the Azure NDv4 A100 all_reduce logs at 8 and 16 GPUs (link_model): "
+                      "this profile on dgx-a100-superpod predicting the held-out 32-GPU log of the same set "
+                      "(four nodes, 1 KiB-4 GiB): 95% quantile of |log(predicted/measured)|. Written by "
+                      "`python calibrate/make_profiles.py` (calibrate/collective_band.py)."},
     }
 
 
@@ -118,7 +151,8 @@ def main() -> int:
     for name, err in [*((f"H200 2->4 ranks, {op}", e) for op, e in meas.items()),
                       ("H200 2->4 ranks, all ops", np.concatenate(list(meas.values()))),
                       *((f"A100 published, {n} GPUs", e) for n, e in pub.items()),
-                      ("A100 published, all", np.concatenate(list(pub.values())))]:
+                      ("A100 published, all", np.concatenate(list(pub.values()))),
+                      ("A100 link model 8+16 -> 32 GPUs", a100_link_errors())]:
         print(f"{name:<34}{err.size:>7}{factor(err):>8.3f}{np.exp(np.median(np.abs(err))):>8.3f}"
               f"{np.exp(err.mean()):>8.3f}")
     # out of sample: a factor learned on some points, the share of the others inside it

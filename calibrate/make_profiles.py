@@ -5,6 +5,7 @@ Command (from the repository root; reproducible: same inputs -> same files, no d
 
     python calibrate/make_profiles.py            # writes calibrate/profiles/{hgx-h200,dgx-h100}.yaml and the
                                                  # compute section of {dgx-a100,cannon-4xa100,dgx-b200,gb200-nvl72}.yaml
+                                                 # and dgx-a100's link_model section
     python calibrate/make_profiles.py --check    # exits 1 when a shipped profile differs from a fresh fit
     python calibrate/make_profiles.py --bar odd  # issue 5's Bar table on the bench (fit even sizes, predict odd)
 
@@ -34,6 +35,13 @@ What goes where (``calibrate/raw/README.md`` says how each raw file was measured
 * ``dgx-a100``, ``cannon-4xa100`` (from dgx-h100), ``dgx-b200`` and ``gb200-nvl72`` (from hgx-h200): the hand-written
   published link values are kept; the ``compute`` section is the measured one transferred by roofline
   (:func:`clustersim.calibration.transfer.transfer_compute`, see :data:`TRANSFERRED`), with ``provenance``.
+* ``dgx-a100`` also: the ``link_model`` section (:func:`a100_link_model`) fitted on the nccl-tests all_reduce
+  logs of Azure NDv4 A100 nodes at 8 and 16 GPUs (``raw/a100-azure-ndv4``, :data:`A100_COLLECTIVES`) at
+  ``dgx-a100``'s NVLink and network line rates; the 32-GPU log of that set is held out
+  (``tests/unit/test_a100_link_model.py``). Not ``cannon-4xa100`` (:data:`A100_LINK_MODEL` says why).
+* every profile: the ``uncertainty`` section (``calibrate/collective_band.py``): ``hgx-h200`` the 2 -> 4 rank
+  held-out error, ``dgx-a100`` its link model's error on the held-out 32-GPU log, the others the published
+  link classes' error on the A100 logs.
 """
 
 from __future__ import annotations
@@ -71,6 +79,23 @@ H200_OVERLAP = "raw/overlap-h200/overlap.jsonl"
 H100_FSDP_PROBE = PROBE
 #: the same probe on 2 and on 4 ranks of one 4x H200 VM (host8_configs.txt), 2026-11-26
 H200_FSDP_PROBE = H200_PROBE
+
+#: nccl-tests all_reduce logs of Azure NDv4 (8x A100-SXM4-40GB per node on NVSwitch, 12 NVLink3 per GPU,
+#: 8x HDR 200 Gb/s InfiniBand per node) on 8 GPUs (one node) and 16 GPUs (two nodes): the link model of the
+#: A100 profiles in A100_LINK_MODEL. The 32-GPU log of the same set (tests/data/a100-azure-ndv4/all_reduce_32.log,
+#: four nodes) is kept out of calibrate/raw: it is the held-out transfer check of issue 13.
+A100_COLLECTIVES = ["raw/a100-azure-ndv4/all_reduce_8.log", "raw/a100-azure-ndv4/all_reduce_16.log"]
+#: A100 profiles whose topology has the link classes and line rates measured on NDv4 (NVLink3 12 x 25 GB/s per
+#: GPU into NVSwitch, 8 NICs of 25 GB/s per node). Not cannon-4xa100: its 4 GPUs are NVLink-connected in pairs
+#: (4 links = 100 GB/s per pair, no NVSwitch) and its node has one HDR100 NIC (12.5 GB/s) for 4 GPUs.
+A100_LINK_MODEL = ("dgx-a100",)
+A100_MACHINE = (
+    "Machine measured: Azure NDv4 (8x A100-SXM4-40GB per node on NVSwitch, 12 NVLink3 x 25 GB/s per GPU, "
+    "8x HDR 200 Gb/s InfiniBand per node; old-format nccl-tests logs, NCCL version not printed), not a DGX "
+    "A100: the same GPU die, NVSwitch and 8x HDR 200G per node, another host and fabric; the efficiencies and "
+    "latencies learned there are applied to the dgx-a100 line rates, which are the ones measured. Only "
+    "all_reduce was measured (8 GPUs = 1 node, 16 GPUs = 2 nodes); the 32-GPU log of the set is held out "
+    "(docs/calibration.md)")
 
 #: Link classes: the bandwidth NCCL reaches and the line rate of the DGX/HGX H100/H200 node it refers to
 #: (``line_rate_GBps``, the topology's figure: 18 NVLink4 x 25 GB/s, PCIe Gen5 x16 63 GB/s, NDR 400G 50 GB/s);
@@ -287,15 +312,32 @@ def _sig(x: float, digits: int = 4) -> float:
     return float(f"{x:.{digits}g}")
 
 
-def link_model_section(meas: Measurements, topology: str = "hgx-h200") -> dict:
+def link_model_section(meas: Measurements, topology: str = "hgx-h200", *, gap_us: float = 0.0,
+                       unmeasured_from: str | None = None, note: str = "") -> dict:
     """The ``link_model`` section: the link model (:func:`clustersim.calibration.fit.fit_link_model`)
     fitted on every NCCL-level collective row of ``meas`` (NCCL's own algorithm and protocol, no NVLS),
     with the line rates of ``topology`` for the communicators measured.
 
-    Only the classes the rows crossed are written (a one-node bench: the intra-node class, no network):
-    the simulator uses the link model only for communicators whose classes it learned.
+    Only the classes the rows crossed are written (a one-node bench: the intra-node class, no network;
+    rows over several nodes add ``network`` at the topology's NIC line rate, NICs per node in the
+    provenance): the simulator uses the link model only for communicators whose classes it learned.
+    Each rank count's node count in the rows must be the one ``topology`` gives that many GPUs (same
+    GPUs per node), and all rank counts must share one intra-node class and line rate (and, across
+    nodes, one NIC line rate and count).
+
+    ``gap_us``: time every row carries beyond the NCCL-level call, taken off before the fit (nccl-tests
+    logs timed back to back without CUDA graphs include one GPU-side kernel gap per call, which the
+    simulator adds to every call: ``compute.kernel_launch_us``; 0 for CUDA-graph replays).
+    ``unmeasured_from``: a measured op (``"all_reduce"``) whose launch floor and own-chunk rate the
+    unmeasured collectives of NCCL's table (:data:`TABLE_OPS`: all_gather, reduce_scatter, broadcast,
+    reduce) take, so that they run on the fitted link parameters with NCCL's structure; None: only the
+    measured ops. Point-to-point ops are left to the other models: across nodes the link model gives a
+    call the node's NICs together (right for a ring, which crosses each node boundary once per channel),
+    whereas every GPU of an all_to_all sends its own share through the network (32 A100 on 4 nodes,
+    1 GiB: 11.6 ms where 24 of 32 parts over one 25 GB/s NIC per GPU take at least 32 ms).
+    ``note``: what was measured, appended to the method text.
     """
-    from clustersim.calibration.fit.linkmodel import LOCAL_OPS, PROTOS, TABLE_OPS, fit_link_model
+    from clustersim.calibration.fit.linkmodel import LOCAL_OPS, MODEL_OPS, PROTOS, TABLE_OPS, fit_link_model
     from clustersim.calibration.transfer_report import model_rows
     from clustersim.collectives.model import CollectiveModel
     from clustersim.topology import load_cluster
@@ -304,19 +346,30 @@ def link_model_section(meas: Measurements, topology: str = "hgx-h200") -> dict:
     rows = model_rows(meas.rows)
     if not rows:
         raise SystemExit(f"no NCCL-level collective rows in {', '.join(meas.files)} for the link model")
+    if gap_us:
+        rows = [{**r, "time_us": float(r["time_us"]) - gap_us} for r in rows]
     ranks = sorted({int(r.get("ranks") or 2) for r in rows})
     nodes = sorted({int(r.get("nodes") or 1) for r in rows})
-    if nodes != [1]:
-        raise SystemExit("multi-node rows: give the network line rates to link_model_section first")
     model = CollectiveModel(load_cluster(topology, gpus=max(ranks)), None)
     ctx = model.context(model.ranks_of(max(ranks)))
     cls, line = ctx.nccl.intra_hw, ctx.intra_line
-    # every rank count measured must sit on the same line rate (one intra-node class)
+    net = nics = None
+    # every rank count measured must sit on the same line rates (one intra-node class, one NIC rate), and on
+    # as many nodes in the topology as in the rows (the same GPUs per node)
     for n in ranks:
         c = model.context(model.ranks_of(n))
+        measured_nodes = {int(r.get("nodes") or 1) for r in rows if int(r.get("ranks") or 2) == n}
+        if measured_nodes != {c.nccl.nodes}:
+            raise SystemExit(f"{topology}: {n} ranks span {c.nccl.nodes} node(s) there, the rows "
+                             f"{sorted(measured_nodes)}: not the node design measured")
         if c.nccl.intra_hw != cls or c.intra_line != line:
             raise SystemExit(f"{topology}: {n} ranks cross another class or line rate than {max(ranks)} ranks")
-    fit = fit_link_model(rows, intra_line_GBps=line, sm=model.cluster.gpu_spec.sm, intra_hw=cls)
+        if c.nccl.nodes > 1:
+            if net is not None and (c.net_line, c.nccl.nics) != (net, nics):
+                raise SystemExit(f"{topology}: {n} ranks reach the network at another line rate or NIC count")
+            net, nics = c.net_line, c.nccl.nics
+    lines = {"net_line_GBps": net, "nics_per_node": nics} if net is not None else {}
+    fit = fit_link_model(rows, intra_line_GBps=line, sm=model.cluster.gpu_spec.sm, intra_hw=cls, **lines)
     err = 100 * np.abs(np.expm1(fit.residuals))
     ops = {}
     for i, op in enumerate(fit.ops):
@@ -326,20 +379,49 @@ def link_model_section(meas: Measurements, topology: str = "hgx-h200") -> dict:
         if op in LOCAL_OPS:
             entry["local_GBps"] = _sig(fit.local_GBps[i])
         ops[op] = entry
-    return {
-        "links": {cls: {p: {"efficiency": _sig(fit.eff_intra[j]), "latency_us": _sig(fit.lat_intra_us[j])}
-                        for j, p in enumerate(PROTOS)}},
-        "base_us": {p: _sig(fit.base_us[j]) for j, p in enumerate(PROTOS)},
-        "ops": ops,
-        "provenance": {
-            "files": list(meas.files), "rows": len(rows), "ranks": ranks, "nodes": nodes,
-            "line_rates_GBps": {cls: line},
-            "residual_median_pct": round(float(np.median(err)), 2), "residual_worst_pct": round(float(err.max()), 2),
-            "method": (f"clustersim.calibration.fit.fit_link_model on every mode-nccl collective row (NCCL's own "
-                       f"algorithm and protocol, no NVLS) at the {topology} line rate of {cls} ({line:g} GB/s per "
-                       f"GPU); the network class was not measured. Written by `{COMMAND}`."),
-        },
-    }
+    src = unmeasured_from
+    if src is not None:
+        if src not in ops:
+            raise SystemExit(f"unmeasured_from={src!r}: no {src} rows in {', '.join(meas.files)}")
+        for op in TABLE_OPS:
+            if op not in ops:
+                ops[op] = {"floor_us": ops[src]["floor_us"]}
+                if op in LOCAL_OPS and "local_GBps" in ops[src]:
+                    ops[op]["local_GBps"] = ops[src]["local_GBps"]
+        ops = {op: ops[op] for op in MODEL_OPS if op in ops}
+    links = {cls: {p: {"efficiency": _sig(fit.eff_intra[j]), "latency_us": _sig(fit.lat_intra_us[j])}
+                   for j, p in enumerate(PROTOS)}}
+    rates = {cls: line}
+    if net is not None:
+        links["network"] = {p: {"efficiency": _sig(fit.eff_inter[j]), "latency_us": _sig(fit.lat_inter_us[j])}
+                            for j, p in enumerate(PROTOS)}
+        rates["network"] = net
+        method = (f"clustersim.calibration.fit.fit_link_model on every mode-nccl collective row (NCCL's own "
+                  f"algorithm and protocol, no NVLS) at the {topology} line rates: {cls} {line:g} GB/s per GPU, "
+                  f"network {net:g} GB/s per NIC x {nics} NICs per node")
+    else:
+        method = (f"clustersim.calibration.fit.fit_link_model on every mode-nccl collective row (NCCL's own "
+                  f"algorithm and protocol, no NVLS) at the {topology} line rate of {cls} ({line:g} GB/s per "
+                  f"GPU); the network class was not measured")
+    if gap_us:
+        method += (f"; each row's time less {gap_us:g} us, the GPU-side kernel gap of a back-to-back call "
+                   f"(compute.kernel_launch_us), which the simulator adds to every call")
+    if src is not None:
+        measured = ", ".join(fit.ops)
+        method += (f"; only {measured} was measured: the other collectives of NCCL's table ("
+                   f"{', '.join(o for o in TABLE_OPS if o not in fit.ops)}) run on the fitted link parameters "
+                   f"with NCCL's structure (step counts, algorithm and protocol choice) and the launch floor and "
+                   f"own-chunk rate of {src}; point-to-point ops (all_to_all, send_recv) keep NCCL's constants on "
+                   f"the link classes (every GPU of an all_to_all sends through the network, not the node's NICs "
+                   f"together as a ring)")
+    method += "." + (f" {note.rstrip('.')}." if note else "") + f" Written by `{COMMAND}`."
+    prov = {"files": list(meas.files), "rows": len(rows), "ranks": ranks, "nodes": nodes, "line_rates_GBps": rates}
+    if nics is not None:
+        prov["nics_per_node"] = nics
+    prov.update({"residual_median_pct": round(float(np.median(err)), 2),
+                 "residual_worst_pct": round(float(err.max()), 2), "method": method})
+    return {"links": links, "base_us": {p: _sig(fit.base_us[j]) for j, p in enumerate(PROTOS)}, "ops": ops,
+            "provenance": prov}
 
 
 def make_h200() -> Profile:
@@ -476,6 +558,32 @@ def transferred_compute(measured: Profile, source_gpu: str, target_gpu: str) -> 
                                                                                          exclude_none=True)
 
 
+def with_link_model(text: str, section: dict) -> str:
+    """A profile file's text with its top-level ``link_model:`` section replaced by ``section`` (or put
+    right before ``compute:`` where it has none)."""
+    lines, out, skip = text.split("\n"), [], False
+    for line in lines:
+        if line.startswith("link_model:"):
+            skip = True
+            continue
+        if skip and line and not line.startswith((" ", "#")):
+            skip = False
+        if not skip:
+            out.append(line)
+    head, tail = "\n".join(out).split("\ncompute:", 1)
+    body = yaml.safe_dump({"link_model": section}, sort_keys=False, default_flow_style=None, width=120)
+    return head + "\n" + body + "compute:" + tail
+
+
+def a100_link_model(kernel_launch_us: float) -> dict:
+    """The ``link_model`` section of the A100 profiles from the NDv4 logs (:data:`A100_COLLECTIVES`) at
+    ``dgx-a100``'s line rates; the logs were timed back to back (old nccl-tests, no CUDA graphs), so
+    each time less the profile's kernel gap, which the simulator adds to every call."""
+    meas = _merge(*(_read(f) for f in A100_COLLECTIVES))
+    return link_model_section(meas, "dgx-a100", gap_us=kernel_launch_us, unmeasured_from="all_reduce",
+                              note=A100_MACHINE)
+
+
 def with_compute(text: str, compute: dict) -> str:
     """A profile file's text with its ``compute:`` section (the last one) replaced by ``compute``."""
     head = text.split("\ncompute:", 1)[0] + "\n"
@@ -584,16 +692,25 @@ def main(argv: list[str] | None = None) -> int:
     for name, (target, src_name, src_gpu) in TRANSFERRED.items():
         # published link / NCCL values stay as written by hand; only the compute section is generated
         shipped = (HERE / "profiles" / f"{name}.yaml").read_text(encoding="utf-8")
-        text = with_compute(shipped, transferred_compute(measured[src_name], src_gpu, target))
+        compute = transferred_compute(measured[src_name], src_gpu, target)
+        text = with_compute(shipped, compute)
+        if name in A100_LINK_MODEL:
+            text = with_link_model(text, a100_link_model(float(compute["kernel_launch_us"])))
         validate(Profile, yaml.safe_load(text), file=name)
         outputs.append((name, text))
     for name in HAND_WRITTEN:   # links and compute by hand; only the uncertainty section is generated
         outputs.append((name, (HERE / "profiles" / f"{name}.yaml").read_text(encoding="utf-8")))
     from collective_band import uncertainty_sections
 
-    bands = uncertainty_sections()
-    outputs = [(name, with_uncertainty(text, bands["measured" if name in MEASURED_COLLECTIVES else "published"]))
-               for name, text in outputs]
+    # dgx-a100's band is its link model's error on the held-out 32-GPU log: of the profile written now
+    a100 = dict(outputs)["dgx-a100"]
+    bands = uncertainty_sections(validate(Profile, yaml.safe_load(a100), file="dgx-a100"))
+    def band(name: str) -> str:
+        if name in MEASURED_COLLECTIVES:
+            return "measured"
+        return "a100-link-model" if name in A100_LINK_MODEL else "published"
+
+    outputs = [(name, with_uncertainty(text, bands[band(name)])) for name, text in outputs]
     for name, text in outputs:
         validate(Profile, yaml.safe_load(text), file=name)
         path = Path(args.out) / f"{name}.yaml"

@@ -311,7 +311,7 @@ def from_profile(section: Any) -> LinkModel:
         eff_intra=arr(intra_cls, "efficiency", prior_eff), eff_inter=arr(net, "efficiency", prior_eff),
         intra_line_GBps=float(section.provenance.line_rates_GBps.get(intra or "nvlink", 0.0) or 0.0),
         net_line_GBps=float(section.provenance.line_rates_GBps.get("network", 0.0) or 0.0),
-        intra_class=intra or "nvlink")
+        nics_per_node=int(section.provenance.nics_per_node or 0), intra_class=intra or "nvlink")
 
 
 def _logit(x: np.ndarray) -> np.ndarray:

@@ -411,6 +411,9 @@ class LinkModelProvenance(StrictModel):
     line_rates_GBps: dict[LinkClass, Pos] = Field(
         default_factory=dict, description="Line rate of each class on the hardware measured, GB/s per direction "
         "(per GPU for nvlink / pcie, per NIC for network).")
+    nics_per_node: int | None = Field(None, ge=1, description="Network NICs per node on the hardware measured "
+                                      "(count; with the network line rate, the node's rate to the network); "
+                                      "null: no network class was measured.")
     residual_median_pct: NonNeg | None = Field(None, description="Median |model / measured - 1| at the fit rows, "
                                                "percent.")
     residual_worst_pct: NonNeg | None = Field(None, description="Largest |model / measured - 1| at the fit rows, "
