@@ -8,11 +8,10 @@ in ``calibrate/raw`` and ``tests/data``, one for each way a shipped profile is m
   recipe, link model included) and predicts every call of the 4-rank bench, all six operations, 1 KiB-4 GiB: the error of a
   calibrated profile at a rank count it was not measured at.
 * **published** (every other profile: NCCL-model link classes, no collective measured): the
-  published link classes of the shipped ``dgx-a100`` profile (its ``link_model`` section taken
-  out) on ``dgx-a100`` (one node) / ``dgx-a100-superpod`` predict the
+  published link classes of the shipped ``dgx-a100`` profile on ``dgx-a100`` (one node) / ``dgx-a100-superpod`` predict the
   real nccl-tests all_reduce logs of Azure NDv4 A100 nodes (8 A100 on NVLink3, 8 x HDR 200 Gb/s:
   the same link classes and line rates), 8, 16 and 32 GPUs.
-* **A100 link model** (``dgx-a100``: the link model fitted on the 8- and 16-GPU logs of that set):
+* **A100 link model** (``azure-ndv4``: the link model fitted on the 8- and 16-GPU logs of that set):
   the shipped profile, link model included, predicts the 32-GPU log (four nodes), which the fit
   never saw: the error of the fitted link model at a scale it was not measured at.
 
@@ -81,17 +80,18 @@ def published_errors() -> dict[int, np.ndarray]:
     return out
 
 
-#: the A100 log the dgx-a100 link model was not fitted on (make_profiles.A100_COLLECTIVES: 8 and 16 GPUs)
+#: the A100 log the azure-ndv4 link model was not fitted on (make_profiles.A100_COLLECTIVES: 8 and 16 GPUs)
 A100_HELD_OUT = 32
 
 
 def a100_link_errors(profile=None) -> np.ndarray:
-    """Log errors of the ``dgx-a100`` profile (its link model fitted on 8 and 16 GPUs) on the
-    held-out 32-GPU log; ``profile``: the one being written (default: the shipped file)."""
+    """Log errors of the ``azure-ndv4`` profile (its link model fitted on 8 and 16 GPUs of that machine)
+    on the held-out 32-GPU log; ``profile``: the one being written (default: the shipped file)."""
     from clustersim.collectives import CollectiveModel, load_profile_for
+    from clustersim.topology import load_cluster
 
-    cluster = _a100_cluster(A100_HELD_OUT)
-    model = CollectiveModel(cluster, profile if profile is not None else load_profile_for(cluster, "dgx-a100"))
+    cluster = load_cluster("azure-ndv4", gpus=A100_HELD_OUT)
+    model = CollectiveModel(cluster, profile if profile is not None else load_profile_for(cluster, "azure-ndv4"))
     return _log_errors(model, _plain_rows(A100_LOGS[A100_HELD_OUT]), A100_HELD_OUT)
 
 
@@ -119,7 +119,7 @@ def measured_errors() -> dict[str, np.ndarray]:
 
 
 def uncertainty_sections(a100_profile=None) -> dict[str, dict]:
-    """The ``uncertainty`` section for measured and for published profiles, and for ``dgx-a100``'s link
+    """The ``uncertainty`` section for measured and for published profiles, and for ``azure-ndv4``'s link
     model (``a100_profile``: the profile being written; default: the shipped file)."""
     meas = np.concatenate(list(measured_errors().values()))
     pub = np.concatenate(list(published_errors().values()))
@@ -138,7 +138,7 @@ def uncertainty_sections(a100_profile=None) -> dict[str, dict]:
         "a100-link-model": {
             "time_factor": round(factor(a100), 3), "coverage": COVERAGE, "held_out_points": int(a100.size),
             "method": "Link model fitted on the Azure NDv4 A100 all_reduce logs at 8 and 16 GPUs (link_model): "
-                      "this profile on dgx-a100-superpod predicting the held-out 32-GPU log of the same set "
+                      "this profile on the azure-ndv4 preset (4 nodes) predicting the held-out 32-GPU log of the set "
                       "(four nodes, 1 KiB-4 GiB): 95% quantile of |log(predicted/measured)|. Written by "
                       "`python calibrate/make_profiles.py` (calibrate/collective_band.py)."},
     }

@@ -5,7 +5,7 @@ Command (from the repository root; reproducible: same inputs -> same files, no d
 
     python calibrate/make_profiles.py            # writes calibrate/profiles/{hgx-h200,dgx-h100}.yaml and the
                                                  # compute section of {dgx-a100,cannon-4xa100,dgx-b200,gb200-nvl72}.yaml
-                                                 # and dgx-a100's link_model section
+                                                 # and azure-ndv4's link_model section
     python calibrate/make_profiles.py --check    # exits 1 when a shipped profile differs from a fresh fit
     python calibrate/make_profiles.py --bar odd  # issue 5's Bar table on the bench (fit even sizes, predict odd)
 
@@ -32,15 +32,16 @@ What goes where (``calibrate/raw/README.md`` says how each raw file was measured
 * both: the kernel-class tables (``attention_table``, ``gemm_layout_table``, ``memory_table``;
   :func:`fit_kernels`) from the ``kernel`` rows of ``raw/h200/kernels.jsonl`` resp.
   ``raw/h100/kernels-20261124.jsonl`` (``calibrate bench --ops none --kernels``), when the file exists.
-* ``dgx-a100``, ``cannon-4xa100`` (from dgx-h100), ``dgx-b200`` and ``gb200-nvl72`` (from hgx-h200): the hand-written
+* ``dgx-a100``, ``azure-ndv4``, ``cannon-4xa100`` (from dgx-h100), ``dgx-b200`` and ``gb200-nvl72`` (from hgx-h200): the hand-written
   published link values are kept; the ``compute`` section is the measured one transferred by roofline
   (:func:`clustersim.calibration.transfer.transfer_compute`, see :data:`TRANSFERRED`), with ``provenance``.
-* ``dgx-a100`` also: the ``link_model`` section (:func:`a100_link_model`) fitted on the nccl-tests all_reduce
+* ``azure-ndv4`` also: the ``link_model`` section (:func:`a100_link_model`) fitted on the nccl-tests all_reduce
   logs of Azure NDv4 A100 nodes at 8 and 16 GPUs (``raw/a100-azure-ndv4``, :data:`A100_COLLECTIVES`) at
-  ``dgx-a100``'s NVLink and network line rates; the 32-GPU log of that set is held out
-  (``tests/unit/test_a100_link_model.py``). Not ``cannon-4xa100`` (:data:`A100_LINK_MODEL` says why).
+  the ``azure-ndv4`` preset's NVLink and network line rates; the 32-GPU log of that set is held out
+  (``tests/unit/test_a100_link_model.py``). Not ``dgx-a100`` (a DGX A100 on Selene's fabric is another
+  machine: its published NCCL-model link classes stay) nor ``cannon-4xa100`` (:data:`A100_LINK_MODEL`).
 * every profile: the ``uncertainty`` section (``calibrate/collective_band.py``): ``hgx-h200`` the 2 -> 4 rank
-  held-out error, ``dgx-a100`` its link model's error on the held-out 32-GPU log, the others the published
+  held-out error, ``azure-ndv4`` its link model's error on the held-out 32-GPU log, the others the published
   link classes' error on the A100 logs.
 """
 
@@ -88,12 +89,13 @@ A100_COLLECTIVES = ["raw/a100-azure-ndv4/all_reduce_8.log", "raw/a100-azure-ndv4
 #: A100 profiles whose topology has the link classes and line rates measured on NDv4 (NVLink3 12 x 25 GB/s per
 #: GPU into NVSwitch, 8 NICs of 25 GB/s per node). Not cannon-4xa100: its 4 GPUs are NVLink-connected in pairs
 #: (4 links = 100 GB/s per pair, no NVSwitch) and its node has one HDR100 NIC (12.5 GB/s) for 4 GPUs.
-A100_LINK_MODEL = ("dgx-a100",)
+A100_LINK_MODEL = ("azure-ndv4",)
 A100_MACHINE = (
     "Machine measured: Azure NDv4 (8x A100-SXM4-40GB per node on NVSwitch, 12 NVLink3 x 25 GB/s per GPU, "
     "8x HDR 200 Gb/s InfiniBand per node; old-format nccl-tests logs, NCCL version not printed), not a DGX "
     "A100: the same GPU die, NVSwitch and 8x HDR 200G per node, another host and fabric; the efficiencies and "
-    "latencies learned there are applied to the dgx-a100 line rates, which are the ones measured. Only "
+    "latencies learned there are applied to the azure-ndv4 preset's line rates (the DGX A100 node design "
+    "with the 40GB GPU), which are the ones measured; not to dgx-a100 (another host and fabric). Only "
     "all_reduce was measured (8 GPUs = 1 node, 16 GPUs = 2 nodes); the 32-GPU log of the set is held out "
     "(docs/calibration.md)")
 
@@ -527,6 +529,7 @@ def make_h100(h200: Profile | None = None) -> Profile:
 #: <- H100 3.35; B200, GB200 8 TB/s <- H200 4.8).
 TRANSFERRED = {
     "dgx-a100": ("A100-SXM-80GB", "dgx-h100", "H100-SXM"),
+    "azure-ndv4": ("A100-SXM-40GB", "dgx-h100", "H100-SXM"),
     "cannon-4xa100": ("A100-SXM-40GB", "dgx-h100", "H100-SXM"),
     "dgx-b200": ("B200", "hgx-h200", "H200-SXM"),
     "gb200-nvl72": ("GB200", "hgx-h200", "H200-SXM"),
@@ -580,7 +583,7 @@ def a100_link_model(kernel_launch_us: float) -> dict:
     ``dgx-a100``'s line rates; the logs were timed back to back (old nccl-tests, no CUDA graphs), so
     each time less the profile's kernel gap, which the simulator adds to every call."""
     meas = _merge(*(_read(f) for f in A100_COLLECTIVES))
-    return link_model_section(meas, "dgx-a100", gap_us=kernel_launch_us, unmeasured_from="all_reduce",
+    return link_model_section(meas, "azure-ndv4", gap_us=kernel_launch_us, unmeasured_from="all_reduce",
                               note=A100_MACHINE)
 
 
@@ -703,8 +706,8 @@ def main(argv: list[str] | None = None) -> int:
     from collective_band import uncertainty_sections
 
     # dgx-a100's band is its link model's error on the held-out 32-GPU log: of the profile written now
-    a100 = dict(outputs)["dgx-a100"]
-    bands = uncertainty_sections(validate(Profile, yaml.safe_load(a100), file="dgx-a100"))
+    a100 = dict(outputs)["azure-ndv4"]
+    bands = uncertainty_sections(validate(Profile, yaml.safe_load(a100), file="azure-ndv4"))
     def band(name: str) -> str:
         if name in MEASURED_COLLECTIVES:
             return "measured"

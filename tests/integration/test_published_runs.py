@@ -102,17 +102,7 @@ def scenario_of(row) -> Scenario:
 # gradient reduce-scatter of the last micro-batch: with only 4 micro-batches per replica, 0.37 s of
 # fp32 gradient traffic (4B parameters per TP rank) cannot hide behind one micro-batch's backward;
 # the source does not state the gradient-reduction precision (bf16 would halve it).
-# Known misses N7.5B and N18B (since dgx-a100's link model, 2026-11-26): their TP all-reduces (16.8 MB on 4
-# GPUs, 25.2 MB on 8 GPUs of a node) and DP all-reduces (2 resp. 1 GPU per node over 16 resp. 32 nodes) now take
-# the collective times measured on Azure NDv4 A100 nodes (calibrate/raw/a100-azure-ndv4) instead of NCCL's
-# published constants: NDv4 reaches ~125 GB/s bus bandwidth across nodes (8 x HDR 200G) where the published
-# 24 GB/s per NIC gives 192, and 125-207 GB/s at 16-64 MiB on one node. Selene's fabric and NCCL version are
-# not NDv4's; nothing was tuned to these rows.
-KNOWN_MISS = {"B32B": "exposed DP gradient reduce-scatter after the last of 4 micro-batches (fp32 grads assumed)",
-              "N7.5B": "+15.0% (4.26 s predicted, 3.70 reported): comm_tp 0.474 -> 0.638 s, comm_dp 0.331 -> "
-                       "0.456 s with the A100 collectives measured on Azure NDv4 (dgx-a100 link_model)",
-              "N18B": "+16.2% (10.93 s predicted, 9.40 reported): comm_tp 1.874 -> 2.278 s, comm_dp 0.800 -> "
-                      "1.115 s with the A100 collectives measured on Azure NDv4 (dgx-a100 link_model)"}
+KNOWN_MISS = {"B32B": "exposed DP gradient reduce-scatter after the last of 4 micro-batches (fp32 grads assumed)"}
 
 
 @cache
@@ -139,15 +129,12 @@ def test_at_least_six_rows_within_tolerance():
 
 
 #: Issue 14's bar for a GPU without its own measurements: every A100 row within 10% through the kernel
-#: tables transferred from dgx-h100 (docs/validation.md section 3a) and the link model fitted on Azure NDv4
-#: A100 collectives. Rows that miss it, with the numbers of ``python tests/integration/test_published_runs.py``
-#: (2026-11-26, after the link model: K530B-sel -11.6% -> -10.1%, N7.5B and N18B joined); strict, so a row
-#: that starts to pass (or a passing one that fails) shows up.
+#: tables transferred from dgx-h100 (docs/validation.md section 3a). Rows that miss it, with the numbers
+#: of ``python tests/integration/test_published_runs.py`` (2026-11-26); strict, so a row that starts
+#: to pass (or a passing one that fails) shows up.
 A100_MISS_10 = {
-    "K530B-sel": "-10.1% (34.02 s predicted, 37.83 s reported): too fast; compute 27.6 s of the step",
-    "N1.7B": "-11.1% (3.14 s predicted, 3.53 s reported): too fast; compute 2.93 s of the step",
-    "N7.5B": KNOWN_MISS["N7.5B"],
-    "N18B": KNOWN_MISS["N18B"],
+    "K530B-sel": "-11.6% (33.43 s predicted, 37.83 s reported): too fast; compute 27.6 s of the step",
+    "N1.7B": "-11.9% (3.11 s predicted, 3.53 s reported): too fast; compute 2.93 s of the step",
 }
 A100_ROWS = [r for r in ROWS if "a100" in r[2]]
 

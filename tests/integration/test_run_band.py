@@ -50,7 +50,7 @@ def test_shipped_factors_are_the_held_out_quantiles():
     mod = _band_module()
     pub = np.concatenate(list(mod.published_errors().values()))
     meas = np.concatenate(list(mod.measured_errors().values()))
-    a100 = mod.a100_link_errors()     # dgx-a100's link model (8 + 16 GPUs) on the held-out 32-GPU log
+    a100 = mod.a100_link_errors()     # azure-ndv4's link model (8 + 16 GPUs) on the held-out 32-GPU log
     assert pub.size == 152 and meas.size == 138 and a100.size == 46
     # held-out points outside the band: about 5%, by construction of the quantile
     for err in (pub, meas, a100):
@@ -58,7 +58,7 @@ def test_shipped_factors_are_the_held_out_quantiles():
         assert 0.03 <= np.mean(np.abs(err) > np.log(f)) <= 0.07
     for path in sorted((ROOT / "calibrate" / "profiles").glob("*.yaml")):
         prof = load_model(Profile, path)
-        expect = mod.factor({"hgx-h200": meas, "dgx-a100": a100}.get(prof.name, pub))
+        expect = mod.factor({"hgx-h200": meas, "azure-ndv4": a100}.get(prof.name, pub))
         assert prof.uncertainty is not None, path.name
         assert abs(prof.uncertainty.time_factor - expect) < 1e-3, path.name
 
