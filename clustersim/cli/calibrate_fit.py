@@ -99,6 +99,22 @@ def _check_fitted(res, meas, base) -> None:
                               file=", ".join(meas.files) or None)
 
 
+def _fit_side(meas, holdout: str):
+    """``meas`` without the collective sizes ``--holdout`` leaves for ``calibrate report`` (per op, rank
+    count, node count and mode, as the piecewise fit splits them)."""
+    from clustersim.calibration.fit.grouping import split_holdout
+    from clustersim.calibration.fit.measurements import Measurements
+
+    if holdout == "none":
+        return meas
+    groups: dict = {}
+    for r in meas.rows:
+        if r.get("kind") == "collective":
+            groups.setdefault((r.get("op"), r.get("ranks"), r.get("nodes"), r.get("mode")), []).append(r)
+    kept = [r for g in groups.values() for r in split_holdout(g, holdout)[0]]
+    return Measurements(rows=[r for r in meas.rows if r.get("kind") != "collective"] + kept, files=meas.files)
+
+
 def _link_bw(lp) -> str:
     """A link class's bandwidth as the fit table shows it."""
     if lp.fraction is None:
@@ -120,11 +136,18 @@ def fit_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print the fitted profile as one JSON document."),
     topology: Optional[str] = typer.Option(
         None, "--topology", help="Topology the measurements were taken on (name or YAML): fitted link classes record "
-        "its line rates, so their efficiency follows what-ifs on other topologies."),
+        "its line rates, so their efficiency follows what-ifs on other topologies, and NCCL-level collective rows "
+        "also give the profile a link model (per link class and protocol an efficiency of those line rates and a "
+        "per-step latency, per op a launch floor), used for the rank counts and sizes not measured."),
 ) -> None:
     """Fit a calibration profile from measurements.
 
-    Example: clustersim calibrate fit calibrate/raw/h200x2/*.jsonl -o calibrate/profiles/hgx-h200.yaml
+    Examples:
+
+      clustersim calibrate fit calibrate/raw/h200x2/*.jsonl -o calibrate/profiles/hgx-h200.yaml
+
+      clustersim calibrate fit calibrate/raw/h200x2/bench-graph.jsonl calibrate/raw/h200x4/bench-graph.jsonl
+      --topology hgx-h200 -o my-h200.yaml   (also writes the link_model section)
     """
     from clustersim.calibration.fit import fit_profile, load_profile, read_measurements, write_profile
 
@@ -139,17 +162,31 @@ def fit_cmd(
                               max_segments=max_segments, min_sizes=min_sizes,
                               files=[str(p) for p in measurements], ci=ci, seed=seed)
         _check_fitted(res, meas, base_p)
+        command = _command_line(
+            measurements, output, name=name, base=base, holdout=None if holdout == "none" else holdout,
+            peak_tflops=peak_tflops, max_segments=None if max_segments == 6 else max_segments,
+            min_sizes=None if min_sizes == 3 else min_sizes, ci=None if ci == "t" else ci,
+            seed=None if ci == "t" else seed, topology=topology)
         if topology is not None:
             from clustersim.topology import load_cluster
 
             cluster = load_cluster(topology)
             rates = {k: cluster.class_line_rate(k) for k in ("nvlink", "pcie", "network")}
             res.profile = res.profile.with_line_rates({k: v / 1e9 for k, v in rates.items() if v})
-        write_profile(res.profile, output, command=_command_line(
-            measurements, output, name=name, base=base, holdout=None if holdout == "none" else holdout,
-            peak_tflops=peak_tflops, max_segments=None if max_segments == 6 else max_segments,
-            min_sizes=None if min_sizes == 3 else min_sizes, ci=None if ci == "t" else ci,
-            seed=None if ci == "t" else seed, topology=topology))
+            if any(r.get("kind") == "collective" and r.get("mode", "nccl") == "nccl" for r in meas.rows):
+                # the link model (NCCL's cost structure jointly over every op, size and rank count) at this
+                # topology's line rates: what the simulator uses for rank counts and sizes not measured
+                from clustersim.calibration.fit.link_section import link_model_section
+                from clustersim.collectives.model import communicator_lines
+                from clustersim.config.profile import LinkModelParams
+
+                side = _fit_side(meas, holdout)
+                lines, sm = communicator_lines(topology, max(int(r.get("ranks") or 2) for r in side.rows
+                                                              if r.get("kind") == "collective"))
+                with progress("fitting the link model"):
+                    sec = link_model_section(side, str(topology), lines, sm, command=command)
+                res.profile = res.profile.model_copy(update={"link_model": LinkModelParams.model_validate(sec)})
+        write_profile(res.profile, output, command=command)
     except ClusterSimError as exc:
         fail(exc)
         return
@@ -167,6 +204,12 @@ def fit_cmd(
                    f"profile {res.profile.name} -> {output}")
     c = res.profile.compute
     console.print(f"links: {', '.join(f'{k}: {v.latency_us:.3g} us, {_link_bw(v)}' for k, v in res.profile.links.items()) or 'none'}")
+    lm = res.profile.link_model
+    if lm is not None:
+        pv = lm.provenance
+        console.print(f"link model: {', '.join(lm.links)} at {pv.line_rates_GBps} GB/s line rate, {pv.rows} rows "
+                      f"(ranks {pv.ranks}, nodes {pv.nodes}), fit residual median {pv.residual_median_pct}%, "
+                      f"worst {pv.residual_worst_pct}%")
     if meas.of("gemm"):
         console.print(f"GEMM: efficiency {c.gemm_efficiency} of peak (large), half at {c.gemm_half_flops:.3g} FLOPs, "
                       f"{len(c.gemm_table)} points")

@@ -559,3 +559,24 @@ def tuner_switches(model: CollectiveModel, op: str, ranks: int | Sequence[int], 
             out.append(float(math.ceil(y)))
             prev = cur
     return out
+
+
+def communicator_lines(topology, max_gpus: int):
+    """``(lines, sm)`` for fitting a link model on ``topology`` (name or file): ``lines(n)`` is what the
+    topology gives a communicator of its first ``n`` GPUs (``intra_hw`` class, ``intra_line`` GB/s,
+    ``nodes``, ``net_line`` GB/s per NIC, ``nics`` per node), ``sm`` its GPU's compute capability x 10.
+
+    >>> lines, sm = communicator_lines("hgx-h200", 8)
+    >>> lines(2)["intra_line"], lines(2)["nodes"], sm
+    (450.0, 1, 90)
+    """
+    from clustersim.topology import load_cluster
+
+    model = CollectiveModel(load_cluster(topology, gpus=max_gpus), None)
+
+    def lines(n: int) -> dict:
+        c = model.context(model.ranks_of(n))
+        return {"intra_hw": c.nccl.intra_hw, "intra_line": c.intra_line, "nodes": c.nccl.nodes,
+                "net_line": c.net_line, "nics": c.nccl.nics}
+
+    return lines, model.cluster.gpu_spec.sm
