@@ -625,21 +625,31 @@ class Trainer:
         flush()
 
 
+#: (peak allocated, peak reserved) bytes of every step of this process, warm-up included (timed_steps)
+STEP_PEAKS: list = []
+
+
 def timed_steps(args, launch: Launch, trainer: Trainer):
     """Warm-up, then timed steps, each bracketed by a device sync: (losses, step seconds, host-issue seconds)."""
     if launch.device_kind == "cuda":
         torch.cuda.reset_peak_memory_stats(launch.device)
     losses, times, issue = [], [], []
+    cuda = launch.device_kind == "cuda"
     for i in range(args.warmup + args.steps):
         if i == args.warmup and launch.distributed:
             launch.sync()
             dist.barrier()
         launch.sync()
+        if cuda:  # the allocator's peak per step (warm-up included): which step sets the run's peak
+            torch.cuda.reset_peak_memory_stats(launch.device)
         t = time.perf_counter()
         loss = trainer.step(i)
         t_issued = time.perf_counter()  # the host has issued the whole step (no sync inside it)
         launch.sync()
         dt = time.perf_counter() - t
+        if cuda:
+            STEP_PEAKS.append((float(torch.cuda.max_memory_allocated(launch.device)),
+                               float(torch.cuda.max_memory_reserved(launch.device))))
         if i >= args.warmup:
             times.append(dt)
             issue.append(t_issued - t)
@@ -685,7 +695,9 @@ def gather(launch: Launch, losses: list, times: list, issue: list) -> Measured:
     tvec = torch.tensor(times, dtype=torch.float64)
     if device_kind == "cuda":
         free, total = torch.cuda.mem_get_info(device)
-        mem = [float(torch.cuda.max_memory_allocated(device)), float(torch.cuda.max_memory_reserved(device)),
+        # the run's peaks are the largest of the per-step peaks (the statistics are reset at every step)
+        mem = [max([a for a, _ in STEP_PEAKS] + [float(torch.cuda.max_memory_allocated(device))]),
+               max([r for _, r in STEP_PEAKS] + [float(torch.cuda.max_memory_reserved(device))]),
                float(total - free)]
     else:
         mem = [0.0, 0.0, 0.0]
@@ -764,6 +776,8 @@ def result_row(args, sc: Scenario, launch: Launch, *, impl: dict, dtype_name: st
         "tokens_per_s": tokens / med,
         "samples_per_s": tr.global_batch / med,
         "peak_memory_bytes": int(meas.peak_bytes) if device_kind == "cuda" else None,
+        # rank 0's allocator peak of every step, warm-up steps first (bytes)
+        "peak_memory_bytes_per_step_rank0": [int(a) for a, _ in STEP_PEAKS] if device_kind == "cuda" else None,
         "peak_reserved_bytes": int(meas.reserved_bytes) if device_kind == "cuda" else None,
         "device_used_bytes": int(meas.device_used_bytes) if device_kind == "cuda" else None,
         "losses": meas.losses,

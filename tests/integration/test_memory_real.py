@@ -66,11 +66,12 @@ def predict(row: dict, extra: list[str] | None = None) -> dict:
     return TransformerStep(rs.scenario, cm).memory(rs.cluster.gpu_spec.hbm_GB * 1e9)
 
 
-_DDP_ACCUMULATION = ("torch DDP (gradient_as_bucket_view=False): some runs (2 or 4 micro-batches per rank, H100 "
-                     "and H200) peak one 16-bit copy of every gradient above the model (2.6-4.0 GiB), others of the "
-                     "same layout do not (rg-ddp2: exact on 2x H100, +2.64 GiB on 2x H200); the steady-state step "
-                     "is exact (calibrate/step_trace.py phase peaks of ac-ddp2 and b2-ddp2 on 2x H200 = the model "
-                     "within 0.02 GiB, calibrate/raw/diag8): a transient outside the steady state, not identified")
+_DDP_ACCUMULATION = ("torch DDP (gradient_as_bucket_view=False): a one-time transient of the second step, one "
+                     "16-bit copy of every gradient (2.6-4.0 GiB) above the steady-state peak, in some runs and not "
+                     "in others of the same layout (the per-step peaks of calibrate/raw/ddp-steps: rg-ddp2 32.60 GiB "
+                     "in step 2, 29.96 in every other step; ac-ddp2 and b2-ddp2 29.96 in every step that run). "
+                     "Consistent with DDP's one-time bucket rebuild after the first iteration; the model gives the "
+                     "steady state (exact within 0.05 GiB on every such row)")
 #: rows whose peak allocated memory the model misses (docs/validation.md 6c, 6e)
 KNOWN_MEMORY_MISS = {"ac-ddp2-h100": _DDP_ACCUMULATION, "b2-ddp2-h100": _DDP_ACCUMULATION,
                      # blind sets 8 and 9 (4x H200 VM, 2026-11-26)
@@ -94,13 +95,15 @@ KNOWN_IN_USE_MISS.update({f"{rid}@{src}": _IN_USE_4XH200 for src, rids in (
     ("blind8", ("e8-ddp4", "e8-tp4", "e8-pp4-1f1b", "e8-pp4-interleaved", "e8-tp2-dp2", "e8-pp2-dp2")),
     ("blind9", ("rg-ddp2", "rg-pp2-1f1b", "rg-pp2-interleaved", "b2-ddp2", "gv-fsdp2", "gv-pp2-interleaved",
                 "w7-ddp2", "w7-fsdp2", "d7-pp2-1f1b", "d7-pp2-interleaved")),
-    ("host8", ("h7-ddp2", "h7-fsdp2", "h7-fsdp2-4mb", "h8-ddp4", "h8-fsdp4", "h8-fsdp4-4mb"))) for rid in rids})
+    ("host8", ("h7-ddp2", "h7-fsdp2", "h7-fsdp2-4mb", "h8-ddp4", "h8-fsdp4", "h8-fsdp4-4mb")),
+    ("ddp-steps", ("ac-ddp2",))) for rid in rids})
 
 
 def _run_key(row: dict) -> str:
     """The row's run id; for the 4x H200 VM's sets (whose ids repeat other sets' H200 names) tagged with the set."""
     src = str(row.get("source", "")).split("/")[0]
-    return f"{row.get('run_id')}@{src}" if src in ("blind8", "blind9", "host8") else str(row.get("run_id"))
+    return (f"{row.get('run_id')}@{src}" if src in ("blind8", "blind9", "host8", "ddp-steps")
+            else str(row.get("run_id")))
 
 
 def known_miss(row: dict) -> str | None:
@@ -189,6 +192,32 @@ def test_calculon_plan_with_sharded_gradients_is_near_calculon():
     z2, z1 = calculon_case(2), calculon_case(1)
     assert z2["peak_allocated_bytes"] / 2**30 == pytest.approx(CALCULON_GIB, rel=0.03)
     assert z2["fits"] and not z1["fits"]
+
+
+STEP_ROWS = [json.loads(line) for line in (ROOT / "calibrate" / "raw" / "ddp-steps" / "train_steps.jsonl")
+             .read_text().splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("row", STEP_ROWS, ids=[r["run_id"] for r in STEP_ROWS])
+def test_ddp_steady_state_peak_within_5_percent_and_the_transient_is_step_2(row):
+    """Rows with rank 0's allocator peak of every step (train_gpt.py resets the statistics per step): the model's
+    peak is the steady state (every step from the third on) within 5%; any excess of the run's peak over it sits in
+    the second step and is at most one 16-bit copy of the gradients (the DDP bucket set)."""
+    steps = row["peak_memory_bytes_per_step_rank0"]
+    assert len(steps) == 11  # 3 warm-up + 8 timed
+    steady = max(steps[2:])
+    assert min(steps[2:]) == pytest.approx(steady, rel=0.001)
+    pred = predict(row)
+    assert pred["peak_allocated_bytes"] == pytest.approx(steady, rel=TOL)
+    excess = max(steps) - steady
+    assert excess == 0 or (steps.index(max(steps)) == 1 and excess <= 1.05 * pred["ddp_buckets"])
+
+
+def test_the_step_2_transient_was_seen():
+    """rg-ddp2's run of calibrate/raw/ddp-steps shows it (+2.64 GiB in step 2), ac-ddp2's does not."""
+    by = {r["run_id"]: r["peak_memory_bytes_per_step_rank0"] for r in STEP_ROWS}
+    assert max(by["rg-ddp2"]) - max(by["rg-ddp2"][2:]) > 2.5 * 2**30
+    assert max(by["ac-ddp2"]) == max(by["ac-ddp2"][2:])
 
 
 def table() -> str:
