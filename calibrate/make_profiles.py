@@ -461,26 +461,32 @@ def transferred_compute(measured: Profile, source_gpu: str, target_gpu: str) -> 
                                                                                          exclude_none=True)
 
 
-def with_link_model(text: str, section: dict) -> str:
-    """A profile file's text with its top-level ``link_model:`` section replaced by ``section`` (or put
-    right before ``compute:`` where it has none)."""
-    lines, out, skip = text.split("\n"), [], False
-    for line in lines:
-        if line.startswith("link_model:"):
+def without_section(text: str, key: str) -> list[str]:
+    """The lines of a profile file's text without its top-level ``key:`` section (the key's line and
+    every indented or comment line after it)."""
+    out, skip = [], False
+    for line in text.split("\n"):
+        if line.startswith(f"{key}:"):
             skip = True
             continue
         if skip and line and not line.startswith((" ", "#")):
             skip = False
         if not skip:
             out.append(line)
-    head, tail = "\n".join(out).split("\ncompute:", 1)
+    return out
+
+
+def with_link_model(text: str, section: dict) -> str:
+    """A profile file's text with its top-level ``link_model:`` section replaced by ``section`` (or put
+    right before ``compute:`` where it has none)."""
+    head, tail = "\n".join(without_section(text, "link_model")).split("\ncompute:", 1)
     body = yaml.safe_dump({"link_model": section}, sort_keys=False, default_flow_style=None, width=120)
     return head + "\n" + body + "compute:" + tail
 
 
 def a100_link_model(kernel_launch_us: float) -> dict:
     """The ``link_model`` section of the A100 profiles from the NDv4 logs (:data:`A100_COLLECTIVES`) at
-    ``dgx-a100``'s line rates; the logs were timed back to back (old nccl-tests, no CUDA graphs), so
+    the ``azure-ndv4`` preset's line rates; the logs were timed back to back (old nccl-tests, no CUDA graphs), so
     each time less the profile's kernel gap, which the simulator adds to every call."""
     meas = _merge(*(_read(f) for f in A100_COLLECTIVES))
     return link_model_section(meas, "azure-ndv4", gap_us=kernel_launch_us, unmeasured_from="all_reduce",
@@ -505,15 +511,7 @@ def with_uncertainty(text: str, section: dict) -> str:
 
     The section goes last, after ``compute:``; :func:`with_compute` drops it and this puts it back.
     """
-    lines, out, skip = text.rstrip("\n").split("\n"), [], False
-    for line in lines:
-        if line.startswith("uncertainty:"):
-            skip = True
-            continue
-        if skip and line and not line.startswith((" ", "#")):
-            skip = False
-        if not skip:
-            out.append(line)
+    out = without_section(text.rstrip("\n"), "uncertainty")
     body = yaml.safe_dump({"uncertainty": section}, sort_keys=False, width=120)
     return "\n".join(out) + "\n" + body
 
