@@ -201,9 +201,20 @@ class HostParams(StrictModel):
     @field_validator("fsdp_hook_us", mode="before")
     @classmethod
     def _rank_keys(cls, v):
-        # JSON and some YAML writers turn the integer rank keys into strings ("2": ...): read them back
+        # JSON and some YAML writers turn the integer rank keys into strings ("2": ...): read them back;
+        # a mapping is checked here so that its error names the key, not the number branch of the union
         if isinstance(v, dict):
-            return {(int(k) if isinstance(k, str) and k.strip().isdigit() else k): x for k, x in v.items()}
+            out = {}
+            for k, x in v.items():
+                r = int(k) if isinstance(k, str) and k.strip().isdigit() else k
+                if isinstance(r, bool) or not isinstance(r, int) or r < 1:
+                    raise ValueError(f"keys are shard-group sizes (ranks, integers >= 1), got {k!r}")
+                if isinstance(x, bool) or not isinstance(x, (int, float)) or x < 0:
+                    raise ValueError(f"values are microseconds >= 0, got {x!r} for {r} ranks")
+                out[r] = float(x)
+            if not out:
+                raise ValueError("an empty mapping: give at least one {ranks: microseconds}")
+            return out
         return v
 
     def fsdp_hook_us_at(self, ranks: int) -> float | None:
