@@ -218,9 +218,29 @@ B6_MISS_5 = {"gv-fsdp2": _FSDP_MISS}
 B6_ISSUE_ROWS = [n for n in B6 if n.split("-", 1)[1] in ("ddp2", "fsdp2", "pp2-interleaved")]
 
 
-def _b6_param(names, misses):
-    return [pytest.param(B6[n], marks=pytest.mark.xfail(reason=misses[n], strict=True), id=n) if n in misses
-            else pytest.param(B6[n], id=n) for n in names]
+def _param(table, names, misses):
+    """Rows ``names`` of ``table`` as test parameters, those in ``misses`` strict expected failures."""
+    return [pytest.param(table[n], marks=pytest.mark.xfail(reason=misses[n], strict=True), id=n) if n in misses
+            else pytest.param(table[n], id=n) for n in names]
+
+
+def _within(row, tol, fidelities_agree=False):
+    """Both fidelities within ``tol`` of the measured step (and within 1% of each other if asked)."""
+    p = predict(row)
+    for fid, t in p.items():
+        assert t == pytest.approx(row["measured_s"], rel=tol), (fid, t, row["measured_s"])
+    if fidelities_agree:
+        assert p["flow"] == pytest.approx(p["analytical"], rel=0.01)
+
+
+def _signs_match(overheads, table):
+    """At both fidelities every predicted overhead of ``overheads(times)`` has the measured sign."""
+    measured = overheads({n: r["measured_s"] for n, r in table.items()})
+    for fid in ("analytical", "flow"):
+        pred = overheads({n: predict(r)[fid] for n, r in table.items()})
+        for k, v in measured.items():
+            assert (pred[k] > 0) == (v > 0), (fid, k, pred[k], v)
+    return measured
 
 
 def test_blind6_rows_complete():
@@ -228,19 +248,15 @@ def test_blind6_rows_complete():
     assert len(B6_ISSUE_ROWS) == 10
 
 
-@pytest.mark.parametrize("row", _b6_param(list(B6), B6_MISS_10))
+@pytest.mark.parametrize("row", _param(B6, list(B6), B6_MISS_10))
 def test_blind6_step_time_within_10_percent(row):
-    p = predict(row)
-    for fid, t in p.items():
-        assert t == pytest.approx(row["measured_s"], rel=TOL), (fid, t, row["measured_s"])
-    assert p["flow"] == pytest.approx(p["analytical"], rel=0.01)
+    _within(row, TOL, fidelities_agree=True)
 
 
-@pytest.mark.parametrize("row", _b6_param(B6_ISSUE_ROWS, B6_MISS_5))
+@pytest.mark.parametrize("row", _param(B6, B6_ISSUE_ROWS, B6_MISS_5))
 def test_blind6_two_gpu_step_time_within_5_percent(row):
     """Issue 14's bar for the 2-GPU DDP, FSDP and interleaved rows: within 5% each, both fidelities."""
-    for fid, t in predict(row).items():
-        assert t == pytest.approx(row["measured_s"], rel=ISSUE_TOL), (fid, t, row["measured_s"])
+    _within(row, ISSUE_TOL)
 
 
 def b6_overheads(times) -> dict[str, float]:
@@ -260,12 +276,8 @@ def b6_overheads(times) -> dict[str, float]:
 def test_blind6_every_overhead_has_the_measured_sign():
     """DDP and FSDP cost more than one GPU doing the same per-GPU work, interleaving beats 1F1B: the sign of
     every overhead measured on 2 H100 is the predicted one (both fidelities)."""
-    measured = b6_overheads({n: r["measured_s"] for n, r in B6.items()})
+    measured = _signs_match(b6_overheads, B6)
     assert all(v > 0 for k, v in measured.items() if k != "interleaved-vs-1f1b") and measured["interleaved-vs-1f1b"] < 0
-    for fid in ("analytical", "flow"):
-        pred = b6_overheads({n: predict(r)[fid] for n, r in B6.items()})
-        for k, v in measured.items():
-            assert (pred[k] > 0) == (v > 0), (fid, k, pred[k], v)
 
 
 # Blind set 9 (issue 14, 2-GPU overheads on 2x H200): 19 runs on 2 of 4 H200 of one VM, 2026-11-26
@@ -285,11 +297,6 @@ B9_ISSUE_ROWS = [n for n in B9 if n.split("-", 1)[1] in ("ddp2", "fsdp2", "pp2-i
 B9_BASE = {"rg": 0.5, "b2": 1.0, "gv": 0.5, "w7": 1.0, "d7": 1.0}
 
 
-def _param(table, names, misses):
-    return [pytest.param(table[n], marks=pytest.mark.xfail(reason=misses[n], strict=True), id=n) if n in misses
-            else pytest.param(table[n], id=n) for n in names]
-
-
 def test_blind9_rows_complete():
     assert len(B9_ROWS) == 19 and all("cluster.topology=dgx-h100" not in r["overrides"] for r in B9_ROWS)
     assert len(B9_ISSUE_ROWS) == 12
@@ -297,17 +304,13 @@ def test_blind9_rows_complete():
 
 @pytest.mark.parametrize("row", _param(B9, list(B9), B9_MISS_10))
 def test_blind9_step_time_within_10_percent(row):
-    p = predict(row)
-    for fid, t in p.items():
-        assert t == pytest.approx(row["measured_s"], rel=TOL), (fid, t, row["measured_s"])
-    assert p["flow"] == pytest.approx(p["analytical"], rel=0.01)
+    _within(row, TOL, fidelities_agree=True)
 
 
 @pytest.mark.parametrize("row", _param(B9, B9_ISSUE_ROWS, B9_MISS_5))
 def test_blind9_two_gpu_step_time_within_5_percent(row):
     """Issue 14's bar on 2x H200: the DDP, FSDP and interleaved rows within 5% each, both fidelities."""
-    for fid, t in predict(row).items():
-        assert t == pytest.approx(row["measured_s"], rel=ISSUE_TOL), (fid, t, row["measured_s"])
+    _within(row, ISSUE_TOL)
 
 
 def b9_overheads(times) -> dict[str, float]:
@@ -323,12 +326,8 @@ def b9_overheads(times) -> dict[str, float]:
 
 
 def test_blind9_every_overhead_has_the_measured_sign():
-    measured = b9_overheads({n: r["measured_s"] for n, r in B9.items()})
+    measured = _signs_match(b9_overheads, B9)
     assert all((v > 0) == ("interleaved" not in k) for k, v in measured.items()), measured
-    for fid in ("analytical", "flow"):
-        pred = b9_overheads({n: predict(r)[fid] for n, r in B9.items()})
-        for k, v in measured.items():
-            assert (pred[k] > 0) == (v > 0), (fid, k, pred[k], v)
 
 
 # Blind set 8 (issue 14, 2 -> 4 GPUs): 8 runs on 4 H200 of the same VM, predicted with d92da75 and committed
@@ -349,8 +348,7 @@ def test_blind8_rows_complete():
 
 @pytest.mark.parametrize("row", _param(B8, list(B8), B8_MISS_10))
 def test_blind8_four_gpu_step_time_within_10_percent(row):
-    for fid, t in predict(row).items():
-        assert t == pytest.approx(row["measured_s"], rel=TOL), (fid, t, row["measured_s"])
+    _within(row, TOL)
 
 
 def table(rows=None) -> str:
