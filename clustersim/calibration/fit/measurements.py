@@ -157,6 +157,33 @@ def _nccl_tests_rows(path: Path, warn: Callable[[str], None] | None) -> list[dic
     return list(parse_nccl_tests_log(str(path), warn=warn))
 
 
+def _add_row(out: Measurements, obj: dict[str, Any], file: str, line: int | None,
+             skip: Callable[[str], None]) -> None:
+    """Append ``obj`` to ``out.rows`` normalised, with its ``file`` (unless it names one) and ``line``
+    (JSON lines; ``None`` for a row of an nccl-tests log, which has no line of its own); a row that
+    cannot be read goes to ``skip`` with the reason instead; a kind the fit ignores is dropped.
+
+    >>> out, skipped = Measurements(), []
+    >>> _add_row(out, {"kind": "hbm", "bandwidth_GBps": 4000}, "m.jsonl", 3, skipped.append)
+    >>> _add_row(out, {"kind": "hbm", "bandwidth_GBps": -1}, "m.jsonl", 4, skipped.append)
+    >>> _add_row(out, {"kind": "trace"}, "m.jsonl", 5, skipped.append)
+    >>> out.rows
+    [{'kind': 'hbm', 'bandwidth_GBps': 4000, 'file': 'm.jsonl', 'line': 3}]
+    >>> skipped
+    ["m.jsonl:4: skipped ('bandwidth_GBps' must be > 0, got -1)"]
+    """
+    try:
+        row = normalise_row(obj)
+    except ValueError as exc:
+        skip(f"{file}: skipped a row ({exc})" if line is None else f"{file}:{line}: skipped ({exc})")
+        return
+    if row is not None:
+        row.setdefault("file", file)
+        if line is not None:
+            row["line"] = line
+        out.rows.append(row)
+
+
 def read_measurements(paths: Iterable[str | Path], *, warn: Callable[[str], None] | None = None) -> Measurements:
     """Read Contract 3 JSON-lines files (and nccl-tests logs, when the importer is installed).
 
@@ -182,26 +209,11 @@ def read_measurements(paths: Iterable[str | Path], *, warn: Callable[[str], None
 
         if _is_nccl_tests_log(p):
             for obj in _nccl_tests_rows(p, skip):
-                try:
-                    row = normalise_row(obj)
-                except ValueError as exc:
-                    skip(f"{path}: skipped a row ({exc})")
-                    continue
-                if row is not None:
-                    row.setdefault("file", str(path))
-                    out.rows.append(row)
+                _add_row(out, obj, str(path), None, skip)
             continue
         # a NUL byte is never in a text file: refuse the whole file rather than report every line of it
         if b"\x00" in p.read_bytes():
             raise ClusterSimError("binary file (not JSON lines)", file=str(path))
         for lineno, obj in iter_rows(path, warn=skip):
-            try:
-                row = normalise_row(obj)
-            except ValueError as exc:
-                skip(f"{path}:{lineno}: skipped ({exc})")
-                continue
-            if row is not None:
-                row.setdefault("file", str(path))
-                row["line"] = lineno
-                out.rows.append(row)
+            _add_row(out, obj, str(path), lineno, skip)
     return out
