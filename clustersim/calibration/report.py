@@ -26,6 +26,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from clustersim.calibration.figure import png_figure
 from clustersim.calibration.fit import group_collectives, split_holdout
 from clustersim.calibration.uncertainty import find_entry, predict
 from clustersim.config.profile import Profile
@@ -181,11 +182,6 @@ def markdown(rep: Report) -> str:
 
 def plot(rep: Report, folder: str | Path) -> list[Path]:
     """One log-log PNG per context: fitted points, held-out points, fitted curve and 95% band."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     out_dir = Path(folder)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
@@ -196,26 +192,24 @@ def plot(rep: Report, folder: str | Path) -> list[Path]:
         hi_x = max(xs) * 1.5
         grid = np.geomspace(lo_x, hi_x, 400)
         band = np.array([predict(entry, s) for s in grid]) * 1e6
-        fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
-        ax.fill_between(grid, band[:, 1], band[:, 2], color="tab:blue", alpha=0.2, label="95% band")
-        ax.plot(grid, band[:, 0], color="tab:blue", lw=1.5, label="fitted")
-        if c["fit"]:
-            ax.scatter([s for s, _ in c["fit"]], [t for _, t in c["fit"]], s=14, color="0.45", label="fitted on", zorder=3)
-        ax.scatter([s for s, _ in c["test"]], [t for _, t in c["test"]], s=26, color="tab:red", marker="x",
-                   label="held out" if rep.holdout != "none" else "measured", zorder=4)
-        for seg in entry.segments[1:]:
-            ax.axvline(seg.size_min_bytes, color="0.8", lw=0.8, ls="--")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("size (bytes)")
-        ax.set_ylabel("time (us)")
-        ax.set_title(f"{label} - profile {rep.profile}")
-        ax.grid(True, which="both", alpha=0.25)
-        ax.legend(loc="upper left", fontsize=8)
-        fig.tight_layout()
         path = out_dir / f"{_slug(label)}.png"
-        fig.savefig(path)
-        plt.close(fig)
+        with png_figure(path) as ax:
+            ax.fill_between(grid, band[:, 1], band[:, 2], color="tab:blue", alpha=0.2, label="95% band")
+            ax.plot(grid, band[:, 0], color="tab:blue", lw=1.5, label="fitted")
+            if c["fit"]:
+                ax.scatter([s for s, _ in c["fit"]], [t for _, t in c["fit"]], s=14, color="0.45", label="fitted on",
+                           zorder=3)
+            ax.scatter([s for s, _ in c["test"]], [t for _, t in c["test"]], s=26, color="tab:red", marker="x",
+                       label="held out" if rep.holdout != "none" else "measured", zorder=4)
+            for seg in entry.segments[1:]:
+                ax.axvline(seg.size_min_bytes, color="0.8", lw=0.8, ls="--")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("size (bytes)")
+            ax.set_ylabel("time (us)")
+            ax.set_title(f"{label} - profile {rep.profile}")
+            ax.grid(True, which="both", alpha=0.25)
+            ax.legend(loc="upper left", fontsize=8)
         written.append(path)
     return written
 

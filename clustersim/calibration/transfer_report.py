@@ -15,6 +15,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from clustersim.calibration.figure import png_figure
 from clustersim.calibration.fit.linkmodel import fit_link_model, refine
 from clustersim.calibration.fit.transfer import split_sizes, summarise
 from clustersim.errors import ClusterSimError
@@ -95,31 +96,23 @@ def _check(title: str, model, rows: Sequence[dict[str, Any]], pred: np.ndarray) 
 
 def plot_transfer(checks: dict[str, Any], folder: str | Path) -> list[Path]:
     """One PNG per check: predicted / measured - 1 (%) against size, one colour per rank count."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     out_dir = Path(folder)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name, c in checks.items():
         if c is None:
             continue
-        fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
-        for n in sorted({p[3] for p in c["points"]}):
-            pts = [p for p in c["points"] if p[3] == n]
-            ax.scatter([p[0] for p in pts], [100 * (p[2] / p[1] - 1) for p in pts], s=14, label=f"{n} ranks")
-        ax.axhline(0, color="0.5", lw=0.8)
-        ax.set_xscale("log")
-        ax.set_xlabel("size (bytes)")
-        ax.set_ylabel("predicted / measured - 1 (%)")
-        ax.set_title(f"{name} check: {c['title']}", fontsize=9)
-        ax.grid(True, which="both", alpha=0.25)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
         path = out_dir / f"transfer_{name}.png"
-        fig.savefig(path)
-        plt.close(fig)
+        with png_figure(path) as ax:
+            for n in sorted({p[3] for p in c["points"]}):
+                pts = [p for p in c["points"] if p[3] == n]
+                ax.scatter([p[0] for p in pts], [100 * (p[2] / p[1] - 1) for p in pts], s=14, label=f"{n} ranks")
+            ax.axhline(0, color="0.5", lw=0.8)
+            ax.set_xscale("log")
+            ax.set_xlabel("size (bytes)")
+            ax.set_ylabel("predicted / measured - 1 (%)")
+            ax.set_title(f"{name} check: {c['title']}", fontsize=9)
+            ax.grid(True, which="both", alpha=0.25)
+            ax.legend(fontsize=8)
         written.append(path)
     return written
