@@ -118,18 +118,24 @@ def _finite(value: float, text: object, what: str) -> float:
     return value
 
 
+def _scaled(text: str | int | float, what: str, units: dict[str, float], use: str) -> float:
+    """A plain number as it is, or a number times its unit's factor in ``units``; finite and >= 0.
+    ``use`` lists the units an error message suggests."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return _finite(float(text), text, what)
+    value, unit = _split(text, what)
+    if unit not in units:
+        raise ClusterSimError(f"unknown {what} unit {unit!r} in {text!r} (use {use})")
+    return _finite(value * units[unit], text, what)
+
+
 def parse_time(text: str | int | float) -> float:
     """Seconds from ``"2us"``, ``"1.5ms"``, ``3`` (seconds).
 
     >>> parse_time("1.5ms"), parse_time("2us"), parse_time(3)
     (0.0015, 2e-06, 3.0)
     """
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        return _finite(float(text), text, "time")
-    value, unit = _split(text, "time")
-    if unit not in _TIME_UNITS:
-        raise ClusterSimError(f"unknown time unit {unit!r} in {text!r} (use s, ms, us, ns)")
-    return _finite(value * _TIME_UNITS[unit], text, "time")
+    return _scaled(text, "time", _TIME_UNITS, "s, ms, us, ns")
 
 
 def parse_bandwidth(text: str | int | float) -> float:
@@ -140,12 +146,7 @@ def parse_bandwidth(text: str | int | float) -> float:
     >>> parse_bandwidth("400Gbit/s"), parse_bandwidth("1GiB/s"), parse_bandwidth(1e9)
     (50000000000.0, 1073741824.0, 1000000000.0)
     """
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        return _finite(float(text), text, "bandwidth")
-    value, unit = _split(text, "bandwidth")
-    if unit not in _BW_UNITS:
-        raise ClusterSimError(f"unknown bandwidth unit {unit!r} in {text!r} (use GB/s, GiB/s, Gbit/s)")
-    return _finite(value * _BW_UNITS[unit], text, "bandwidth")
+    return _scaled(text, "bandwidth", _BW_UNITS, "GB/s, GiB/s, Gbit/s")
 
 
 def parse_size_range(text: str) -> list[int]:
