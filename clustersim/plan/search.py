@@ -151,6 +151,14 @@ def _groups(entries: list) -> list[list]:
     return list(out.values())
 
 
+def _context(ev: Evaluator, tp_across_nodes: bool) -> Context:
+    """The facts of the evaluator's scenario that the structural rules check (model shape, batch, node size)."""
+    m, tr = ev.base.model, ev.base.training
+    return Context(heads=m.heads, kv_heads=m.kv_heads, ffn_hidden=m.ffn_hidden, layers=m.layers, seq_len=m.seq_len,
+                   global_batch=tr.global_batch, gpus_per_node=ev.gpus_per_node, attention=m.attention,
+                   tp_across_nodes=tp_across_nodes)
+
+
 def _placement(ev: Evaluator, mix: Mix) -> str:
     gpn = ev.gpus_per_node
     order = ev.base.parallelism.order
@@ -281,14 +289,11 @@ def plan(source, overrides: list[str] | None = None, options: PlanOptions | None
     if not opts.reuse:
         ev.memo = None
     _EV = ev
-    m, tr = ev.base.model, ev.base.training
-    ctx = Context(heads=m.heads, kv_heads=m.kv_heads, ffn_hidden=m.ffn_hidden, layers=m.layers, seq_len=m.seq_len,
-                  global_batch=tr.global_batch, gpus_per_node=ev.gpus_per_node, attention=m.attention,
-                  tp_across_nodes=opts.tp_across_nodes)
+    ctx = _context(ev, opts.tp_across_nodes)
     tally = Tally()
     survivors = []
     evaluated = 0
-    for mix in enumerate_mixes(ev.n_gpus, m.layers, opts.space, seq_len=m.seq_len):
+    for mix in enumerate_mixes(ev.n_gpus, ctx.layers, opts.space, seq_len=ctx.seq_len):
         evaluated += 1
         bad = structural_violation(mix, ctx)
         if bad is None:
@@ -349,10 +354,7 @@ def why_dropped(source, mix: Mix, overrides: list[str] | None = None, tp_across_
     global _EV
     ev = Evaluator(source, overrides)
     _EV = ev
-    m, tr = ev.base.model, ev.base.training
-    ctx = Context(heads=m.heads, kv_heads=m.kv_heads, ffn_hidden=m.ffn_hidden, layers=m.layers, seq_len=m.seq_len,
-                  global_batch=tr.global_batch, gpus_per_node=ev.gpus_per_node, attention=m.attention,
-                  tp_across_nodes=tp_across_nodes)
+    ctx = _context(ev, tp_across_nodes)
     if mix.dp * mix.tp * mix.pp * mix.ep * mix.cp != ev.n_gpus:
         return "world-size", f"dp*tp*pp*ep*cp = {mix.dp * mix.tp * mix.pp * mix.ep * mix.cp} is not the {ev.n_gpus} GPUs"
     bad = structural_violation(mix, ctx)
