@@ -336,20 +336,19 @@ def _print_parameters(params: dict) -> None:
 
     from clustersim.calibration.transfer_report import parameter_rows
 
+    def table(title: str, columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+        t = Table(title=title)
+        for col in columns:  # the name left, the numbers right
+            t.add_column(col, justify="left" if col == columns[0] else "right")
+        for row in rows:
+            t.add_row(*row)
+        console.print(t)
+
     links, ops = parameter_rows(params)
-    t = Table(title=f"link model fitted on every row (residual median {params['fit_residual_median_pct']:.1f}%): "
-                    "per link class and protocol")
-    for col in ("class.protocol", "efficiency of line rate", "us per step", "protocol base us"):
-        t.add_column(col, justify="left" if col == "class.protocol" else "right")
-    for row in links:
-        t.add_row(*row)
-    console.print(t)
-    o = Table(title="per operation")
-    for col in ("op", "floor us", "op efficiency", "own chunk GB/s"):
-        o.add_column(col, justify="left" if col == "op" else "right")
-    for row in ops:
-        o.add_row(*row)
-    console.print(o)
+    table(f"link model fitted on every row (residual median {params['fit_residual_median_pct']:.1f}%): "
+          "per link class and protocol",
+          ("class.protocol", "efficiency of line rate", "us per step", "protocol base us"), links)
+    table("per operation", ("op", "floor us", "op efficiency", "own chunk GB/s"), ops)
 
 
 def _strip_points(checks: dict) -> dict:
