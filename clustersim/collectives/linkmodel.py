@@ -50,7 +50,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from clustersim.collectives.ncclchoice import ALGOS, PROTOS, nccl_choice, node_bandwidth_factor
+from clustersim.collectives.ncclchoice import ALGOS, PROTOS, nccl_choice, node_bandwidth_factor, p2p_channels
 from clustersim.collectives import formulas as F
 from clustersim.errors import ClusterSimError
 
@@ -124,6 +124,7 @@ class Design:
     node_factor: np.ndarray
     fixed_eff: np.ndarray
     exact: np.ndarray
+    p2p_cap: np.ndarray
 
 
 def design(rows: Sequence[dict[str, Any]], *, ops: Sequence[str], intra_line_GBps: float,
@@ -150,6 +151,11 @@ def design(rows: Sequence[dict[str, Any]], *, ops: Sequence[str], intra_line_GBp
     choice = np.zeros(len(rows), dtype=int)
     node_factor = np.ones((len(rows), 3))
     exact = np.zeros(len(rows), dtype=bool)
+    # a point-to-point op on one NVLink node moves its bytes on as many channels as NCCL's p2p schedule
+    # gives it, each at NCCL's per-NVLink rate (20.6 GB/s on SM90; the 4-rank H200 send_recv log: 161 GB/s
+    # on 8 channels = 20.1): bytes/s, inf where no cap applies
+    p2p_cap = np.full(len(rows), np.inf)
+    per_channel = F.nvlink_bw_per_link(sm) * 1e9
     lines = {"sm": sm, "intra_line_GBps": intra_line_GBps, "net_line_GBps": net_line_GBps,
              "nics_per_node": nics_per_node, "intra_hw": intra_hw}
     ctx = np.array([f"{o}|{int(a)}|{int(b)}" for o, a, b in zip(op, n, nodes)])
@@ -164,6 +170,10 @@ def design(rows: Sequence[dict[str, Any]], *, ops: Sequence[str], intra_line_GBp
             exact[m] = protocol is not None
         f = node_bandwidth_factor(o, int(a), int(b), **lines)
         node_factor[m] = f[np.maximum(choice[m], 0) // 3]
+        if o in P2P_OPS:
+            p2p_cap[m] = per_channel * p2p_channels(o, int(a), int(b), size[m], sm=sm, intra_line_GBps=intra_line_GBps,
+                                                    intra_hw=intra_hw)
+
     return Design(
         op_index=np.array([index[o] for o in op], dtype=int), size=size, bus_bytes=size * _bus_factor(op, n),
         local_bytes=np.where(np.isin(op, LOCAL_OPS), size / n, 0.0),
@@ -174,7 +184,7 @@ def design(rows: Sequence[dict[str, Any]], *, ops: Sequence[str], intra_line_GBp
         multi_node=nodes > 1,
         # tree all_reduce: up and down the tree (nccl-model.md §1.6)
         tree_intra=2.0 * (n / nodes - 1), tree_inter=2.0 * np.log2(np.maximum(nodes, 1.0)),
-        choice=choice, node_factor=node_factor, fixed_eff=np.isin(op, TABLE_OPS), exact=exact,
+        choice=choice, node_factor=node_factor, fixed_eff=np.isin(op, TABLE_OPS), exact=exact, p2p_cap=p2p_cap,
     )
 
 
@@ -347,6 +357,8 @@ def _cells(theta: np.ndarray, d: Design, n_ops: int):
     # every row under each protocol (rows x 3), then the protocol NCCL runs
     bw = np.minimum(d.intra_line[:, None] * eff_i[None, :],
                     np.where(d.multi_node[:, None], d.net_line[:, None] * eff_x[None, :] * d.node_factor, np.inf))
+    # the p2p channel cap binds Simple's wire only: LL moves 8-byte lines at its own, far lower efficiency
+    bw = np.where(np.arange(3)[None, :] == 2, np.minimum(bw, d.p2p_cap[:, None]), bw)
     hop_i = lat_i[None, :] * np.where(tree, _TREE_INTRA[None, :], 1.0)
     hop_x = lat_x[None, :] * np.where(tree, _TREE_INTER[None, :], 1.0)
     fixed = base[None, :] + steps_i * hop_i + steps_x * hop_x

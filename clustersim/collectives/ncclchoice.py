@@ -12,11 +12,18 @@ decides with its constants, whatever the hardware really does.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from clustersim.collectives import formulas as F
 
 PROTOS = ("ll", "ll128", "simple")
+#: NCCL's point-to-point chunk over NVLink (``NCCL_P2P_NVL_CHUNKSIZE``, 512 KiB, init.cc); ``addP2pToPlan``
+#: (enqueue.cc) splits one peer's bytes into parts of at least chunk / 8 and at most 32 chunks on one node
+P2P_NVL_CHUNK_BYTES = 512 * 1024
+P2P_MIN_PART_CHUNKS = 1 / 8
+P2P_MAX_PART_CHUNKS = 32
 ALGOS = ("ring", "tree")
 P2P_OPS = ("all_to_all", "send_recv")
 
@@ -68,6 +75,57 @@ def nccl_context(ranks: int, nodes: int, sm: int, intra_line_GBps: float, net_li
     return F.NcclContext(n=ranks, nodes=nodes, ppn=max(1, ranks // max(nodes, 1)), sm=sm, intra_hw=intra_hw,
                          intra_bw=intra_bw,
                          nic_bw=net_line_GBps if nodes > 1 else 0.0, nics=nics_per_node if nodes > 1 else 0)
+
+
+def _p2p_plan(op: str, ranks: int, nodes: int, sizes: np.ndarray, *, sm: int, intra_line_GBps: float,
+              intra_hw: str) -> tuple[np.ndarray, np.ndarray, int, int] | None:
+    """(channels per peer, bytes per peer, peers served at once, channel pool) of NCCL's p2p schedule on one
+    NVLink node, or ``None`` where it is not modelled (several nodes, PCIe, collectives)."""
+    if op not in P2P_OPS or nodes > 1 or intra_hw != "nvlink" or ranks < 2:
+        return None
+    ctx = nccl_context(ranks, nodes, sm, intra_line_GBps, 0.0, 0, intra_hw)
+    ring = F.nccl_graphs(ctx)["ring"]
+    pool = 1 << max(0, math.ceil(math.log2(max(1, min(F.MAX_EXEC_CHANNELS, 2 * ring[0])))))
+    per_peer = pool
+    start = per_peer
+    while start * ranks > pool and start > 1:
+        start //= 2
+    min_part = P2P_NVL_CHUNK_BYTES * P2P_MIN_PART_CHUNKS
+    max_part = P2P_NVL_CHUNK_BYTES * P2P_MAX_PART_CHUNKS
+    peer_bytes = np.asarray(sizes, dtype=float) / (1 if op == "send_recv" else ranks)
+    channels = np.empty(len(peer_bytes))
+    for i, b in enumerate(peer_bytes):
+        nc = min(start, max(1, math.ceil(b / min_part)))
+        part = max(min_part, math.ceil(b / nc))
+        while part > max_part and nc <= per_peer // 2:
+            nc *= 2
+            part = math.ceil(b / nc)
+        channels[i] = nc
+    return channels, peer_bytes, 1 if op == "send_recv" else ranks - 1, pool
+
+
+def p2p_channels(op: str, ranks: int, nodes: int, sizes: np.ndarray, *, sm: int, intra_line_GBps: float,
+                 intra_hw: str = "nvlink") -> np.ndarray:
+    """Channels (thread blocks) one GPU drives for a point-to-point op on one NVLink node; ``inf``: no cap here.
+
+    NCCL's p2p schedule (``scheduleP2pTasksToPlan`` / ``addP2pToPlan``, enqueue.cc): the p2p channel pool
+    is the collective channel count rounded up to a power of two (24 on 2x H200 -> 32,
+    ``calibrate/raw/h200x2/nccl_debug.log``: "32 p2p channels, 32 p2p channels per peer"); one peer's
+    operation starts on ``32 / ranks`` of them (16 on 2 ranks, 8 on 4) and doubles them while a part
+    would exceed 32 x 512 KiB = 16 MiB. ``send_recv`` serves one peer; ``all_to_all`` its ``ranks - 1``
+    peers at once, each with ``size / ranks``, on at most the whole pool. Across nodes (network rules)
+    and on PCIe the cap is not modelled (``inf``). Collectives: ``inf``.
+
+    >>> p2p_channels("send_recv", 4, 1, np.array([2.0 ** 27, 2.0 ** 28]), sm=90, intra_line_GBps=450.0).tolist()
+    [8.0, 16.0]
+    >>> p2p_channels("send_recv", 2, 1, np.array([2.0 ** 20]), sm=90, intra_line_GBps=450.0).tolist()
+    [16.0]
+    """
+    plan = _p2p_plan(op, ranks, nodes, sizes, sm=sm, intra_line_GBps=intra_line_GBps, intra_hw=intra_hw)
+    if plan is None:
+        return np.full(len(np.atleast_1d(sizes)), np.inf)
+    channels, _, peers, pool = plan
+    return np.minimum(float(pool), peers * channels)
 
 
 def node_bandwidth_factor(op: str, ranks: int, nodes: int, *, sm: int, intra_line_GBps: float,

@@ -86,7 +86,8 @@ def fit_link_model(rows: Sequence[dict[str, Any]], *, intra_line_GBps: float, ne
     w[2 * len(ops):3 * len(ops)] *= LOCAL_PRIOR_SCALE
     # rows of one (op, ranks, nodes, size) cell share a prediction: least squares on the cells' mean
     # log-time weighted by sqrt(count) has the same minimum and is ~7x cheaper on 10,000 rows
-    key = np.stack([d.op_index, d.steps_intra, d.steps_inter, d.size, d.bus_bytes, d.local_bytes])
+    key = np.stack([d.op_index, d.steps_intra, d.steps_inter, d.size, d.bus_bytes, d.local_bytes,
+                    np.where(np.isfinite(d.p2p_cap), d.p2p_cap, 0.0)])
     _, first, inv, count = np.unique(key, axis=1, return_index=True, return_inverse=True, return_counts=True)
     inv = inv.ravel()
     cells = _subset(d, first)
