@@ -65,6 +65,9 @@ COMMAND = "python calibrate/make_profiles.py"
 H200_COLLECTIVES = ["raw/h200x2/bench-graph.jsonl", "raw/h200x4/bench-graph.jsonl"]
 H200_COMPUTE = "raw/h200x2/bench-run1.jsonl"
 H100_COMPUTE = "raw/h100/bench.jsonl"
+#: the collective bench on 2 H100 80GB HBM3 of one host (NV18 into NVSwitch, NCCL 2.28.9, NVLS off), 2026-11-27,
+#: predicted blind first (calibrate/raw/blind-h100x2/predictions.json, calibrate/collective_blind.py)
+H100_COLLECTIVES = "raw/h100x2/bench-graph.jsonl"
 COMPUTE_KINDS = ("gemm", "hbm", "launch")
 #: kernel-class rows (``calibrate bench --ops none --kernels``, rank 0 of the job)
 # (re-measured 2026-11-24 with attention timed as in training: raw/h200x2/kernels.jsonl and
@@ -369,32 +372,29 @@ def make_h200() -> Profile:
     return validate(Profile, data, file=None)
 
 
-#: collectives whose 2-rank NVLink time the H100 overlap probe measured alone (256 MiB each)
-PROBED_OPS = ("all_reduce", "reduce_scatter", "all_gather")
-
-
-def h100_pair_entries(h200: Profile) -> list[dict]:
-    """The 2-rank, one-host ``nccl``-mode entries of ``PROBED_OPS`` measured on 2 H200 (the same
-    NVLink4 x 18 into NVSwitch, line rate 450 GB/s, and the same NCCL), for the H100 profile: the
-    H100 overlap probe's collectives alone (``calibrate/raw/blind6/overlap.jsonl``, 256 MiB) took
-    0.56-0.60 ms (all_gather, mean 0.580), 0.60-0.64 (reduce_scatter, 0.615), 0.90-0.99 (all_reduce,
-    0.927) where these entries give 0.548, 0.570, 0.909 ms (launch gap included) and the published
-    link model 0.387, 0.387, 0.763 ms (``tests/unit/test_profiles_real.py`` checks the agreement)."""
-    return [e.model_dump(mode="json", exclude_none=True) for e in h200.collectives
-            if e.op in PROBED_OPS and e.ranks == 2 and e.scope == "intra" and e.mode == "nccl"]
+def nccl_mode(meas: Measurements) -> Measurements:
+    """Only the ``mode: nccl`` collective rows (and meta rows) of a bench: NCCL's own time per call, without
+    the host. The eager / framework rows measure that VM's host, which the H100 profile keeps from its own
+    probes (host speed differs between VMs), so they do not enter it."""
+    meas.rows = [r for r in meas.rows if r["kind"] == "meta" or (r["kind"] == "collective" and r.get("mode") == "nccl")]
+    return meas
 
 
 def make_h100(h200: Profile | None = None) -> Profile:
     comp = _read(H100_COMPUTE, COMPUTE_KINDS + ("comm_init",))
+    coll = nccl_mode(_read(H100_COLLECTIVES))
     base = validate(Profile, copy.deepcopy(BASE_H100), file=None)
-    prof = fit_profile(comp, name="dgx-h100", base=base, files=comp.files).profile
+    # comp's meta row goes last: the compute run's metadata wins where both say something
+    meas = _merge(coll, comp)
+    prof = fit_profile(meas, name="dgx-h100", base=base, files=meas.files,
+                       switches=nccl_switches("dgx-h100", base)).profile
     meta = _meta(comp)
     data = prof.model_dump(mode="json")
     data["links"] = copy.deepcopy(LINKS_PUBLISHED)
     data["nvls"] = True  # NCCL_NVLS_ENABLE defaults to on where NVSwitch multicast exists (env.rst)
     _add_kernels(data, H100_KERNELS)
     data["compute"]["overlap_table"] = overlap_table(H100_OVERLAP)
-    data["collectives"] = h100_pair_entries(h200 or make_h200())
+    data["link_model"] = link_model_section(coll, "dgx-h100")
     # FSDP2 hook host time from the host probe, run on an H100 VM (host speed differs between VMs:
     # this profile only); derived with this profile's own kernel and call costs
     data["host"]["fsdp_hook_us"] = fsdp_hook_us(validate(Profile, data, file=None), H100_FSDP_PROBE)
@@ -406,13 +406,15 @@ def make_h100(h200: Profile | None = None) -> Profile:
         "torch_version": meta.get("torch_version"), "date": str(meta.get("date", ""))[:10] or None,
         "nvls": True, "measured": True,
         "notes": (
-            "Only the compute part (bf16 GEMM table, D2D HBM copy, empty-kernel gap) and a 1-rank comm_init are "
-            "measured (calibrate/raw/h100/bench.jsonl, one H100 80GB HBM3), and the overlap table (compute kernels "
+            "Measured: the compute part (bf16 GEMM table, D2D HBM copy, empty-kernel gap) and a 1-rank comm_init "
+            "(calibrate/raw/h100/bench.jsonl, one H100 80GB HBM3), the overlap table (compute kernels "
             "beside 256 MiB NCCL collectives, calibrate/raw/blind6/overlap.jsonl, 2 H100 80GB HBM3 of one host, "
-            "2026-11-26). No multi-GPU H100 collective bench has been fitted: the 2-rank one-host entries of "
-            "all_reduce, reduce_scatter and all_gather are those measured on 2 H200 (same NVLink4 x 18 and NCCL; "
-            "the H100 probe's 256 MiB collectives alone agree within 7%); other "
-            "collectives, link classes and the NVLS default are published / NCCL-derived: " + LINK_SOURCES
+            "2026-11-26), and the collectives: the six NCCL ops, 1 KiB-4 GiB, CUDA-graph timed (mode nccl) on 2 "
+            "H100 80GB HBM3 of one host, NV18 into NVSwitch, NCCL 2.28.9, NVLS off (calibrate/raw/h100x2/"
+            "bench-graph.jsonl, 2026-11-27; predicted blind before: calibrate/raw/blind-h100x2/predictions.json): "
+            "their 2-rank entries and the link_model section fitted on them (the eager / framework rows of that "
+            "bench are that VM's host and are not used). Link classes (other rank counts without the link model, "
+            "NVLS) and the NVLS default are published / NCCL-derived: " + LINK_SOURCES
             + " NVLS on: NCCL_NVLS_ENABLE defaults to on where NVSwitch multicast exists (env.rst)."
             + " host.fsdp_hook_us: from the FSDP2 host probe (calibrate/raw/host7/train_steps.jsonl, 2 H100 80GB "
             "HBM3 of one VM, 2026-11-26; calibrate/fsdp_hook.py): (step at 4 - step at 2 micro-batches) / 2, "
@@ -447,7 +449,9 @@ def transferred_compute(measured: Profile, source_gpu: str, target_gpu: str) -> 
     # no roofline transfer of it, the target gets none
     comp.pop("overlap_table", None)
     # the overlap probe and the FSDP2 host probe feed no compute table
-    files = [f for f in measured.source.files if f not in (H100_OVERLAP, H100_FSDP_PROBE, H200_OVERLAP, H200_FSDP_PROBE)]
+    # the compute files only: collectives, overlap and host probes are not transferred
+    files = [f for f in measured.source.files
+             if f not in (H100_OVERLAP, H100_FSDP_PROBE, H200_OVERLAP, H200_FSDP_PROBE, H100_COLLECTIVES, *H200_COLLECTIVES)]
     out = transfer_compute(comp, source=gpu_spec(source_gpu), target=gpu_spec(target_gpu))
     out["provenance"] = (
         f"Not measured on this GPU. Kernel tables transferred from {measured.name} ({measured.source.gpu}, "
@@ -609,6 +613,8 @@ def main(argv: list[str] | None = None) -> int:
     def band(name: str) -> str:
         if name in MEASURED_COLLECTIVES:
             return "measured"
+        if name == "dgx-h100":       # its collectives measured on 2 GPUs only (raw/h100x2)
+            return "measured-2-ranks"
         return "a100-link-model" if name in A100_LINK_MODEL else "published"
 
     outputs = [(name, with_uncertainty(text, bands[band(name)])) for name, text in outputs]

@@ -114,16 +114,21 @@ def test_h200_link_classes_stay_published(h200):
     assert "published" in h200.source.notes and "not used" in h200.source.notes
 
 
-def test_h100_is_published_links_plus_measured_compute(h100):
+def test_h100_is_published_links_plus_measured_compute_and_2_rank_collectives(h100):
     bench = RAW / "h100" / "bench.jsonl"
+    coll = RAW / "h100x2" / "bench-graph.jsonl"
+    ops = {r["op"] for r in rows(coll, "collective") if r.get("mode") == "nccl"}
+    assert len(ops) == 6
     assert {(e.op, e.ranks, e.scope, e.mode) for e in h100.collectives} == {
-        (op, 2, "intra", "nccl") for op in ("all_reduce", "reduce_scatter", "all_gather")} and h100.nvls is True
+        (op, 2, "intra", "nccl") for op in ops} and h100.nvls is True
+    assert h100.link_model is not None and h100.link_model.provenance.ranks == [2]
     assert h100.links["nvlink"].bandwidth_GBps == 370.8
     assert h100.source.gpu == rows(bench, "meta")[0]["gpu"]
     kern = ["raw/h100/kernels-20261124.jsonl"] if (RAW / "h100" / "kernels-20261124.jsonl").is_file() else []
-    assert h100.source.files == ["raw/h100/bench.jsonl", *kern, "raw/blind6/overlap.jsonl",
-                                 "raw/host7/train_steps.jsonl"]
-    assert "No multi-GPU H100 collective bench has been fitted" in h100.source.notes
+    assert h100.source.files == ["raw/h100x2/bench-graph.jsonl", "raw/h100/bench.jsonl", *kern,
+                                 "raw/blind6/overlap.jsonl", "raw/host7/train_steps.jsonl"]
+    assert "eager / framework rows of that bench are that VM's host and are not used" in h100.source.notes
+    assert h100.host.per_call_overhead_us == 8.0        # the host is not refitted from the collective bench's VM
     c = h100.compute
     assert c.hbm_bandwidth_GBps == pytest.approx(rows(bench, "hbm")[0]["bandwidth_GBps"], rel=1e-5)
     assert c.kernel_launch_us == pytest.approx(rows(bench, "launch")[0]["overhead_us"], rel=1e-5)
@@ -210,8 +215,9 @@ def test_h100_overlap_table_is_the_probe_rows_averaged_over_ranks(h100):
 
 
 def test_h100_pair_collectives_match_the_probe_alone():
-    """The 2-rank entries the H100 profile borrows from the H200 bench predict the H100 probe's
-    collectives alone (256 MiB, NVLS off) within 10%; the published link model did not (-33%)."""
+    """The 2-rank entries of the H100 profile (its own bench since 2026-11-27, before: borrowed from the H200
+    bench) predict the H100 overlap probe's collectives alone (256 MiB, NVLS off, another VM) within 10%; the
+    published link model did not (-33%)."""
     from clustersim.simulate.run import comm_cache_for, resolve_scenario
     from clustersim.workload.ops import Coll
 
