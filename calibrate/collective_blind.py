@@ -4,11 +4,13 @@
   python calibrate/collective_blind.py compare calibrate/raw/blind-h100x2/predictions.json BENCH.jsonl
 
 ``predict`` writes, for the six NCCL operations at every power of two from 1 KiB to 4 GiB, the
-time ``clustersim collective`` gives with the topology's own profile and with each ``--profile``
+time ``clustersim collective`` gives (a back-to-back call: the NCCL-level time plus the profile's
+GPU-side kernel gap) with the topology's own profile and with each ``--profile``
 named (``--also``, e.g. another GPU's measured profile whose link model is then read at this
 topology's line rates). It is run and committed before the bench exists, so nothing in it can have
 been tuned to the measurement. ``compare`` reads the bench's ``mode: nccl`` rows (NCCL's own
-algorithm and protocol, CUDA-graph timed, as ``clustersim calibrate bench`` writes them) and prints,
+algorithm and protocol, CUDA-graph timed, as ``clustersim calibrate bench`` writes them), takes each
+predictor's kernel gap off its predictions (the profile at the predicting commit) and prints,
 per predictor and operation, the mean and worst relative time error at >= 1 MiB and below.
 """
 
@@ -63,16 +65,37 @@ def _measured(path: Path, gpus: int) -> dict[str, dict[int, float]]:
     return {op: {s: statistics.median(v) for s, v in sizes.items()} for op, sizes in got.items()}
 
 
+def _launch_us(profile: str, commit: str | None) -> float:
+    """The profile's GPU-side kernel gap (``compute.kernel_launch_us``) as it was at ``commit``: ``clustersim
+    collective`` adds it to every call (a back-to-back call), the bench's ``nccl`` rows (CUDA-graph replay) do
+    not have it, so the comparison takes it off."""
+    import yaml
+
+    rel = f"calibrate/profiles/{profile}.yaml"
+    text = None
+    if commit:
+        r = subprocess.run(["git", "show", f"{commit}:{rel}"], cwd=HERE.parent, capture_output=True, text=True)
+        text = r.stdout if r.returncode == 0 else None
+    if text is None:
+        text = (HERE.parent / rel).read_text()
+    return float(yaml.safe_load(text)["compute"]["kernel_launch_us"])
+
+
 def compare(args: argparse.Namespace) -> None:
     pred = json.loads(args.predictions.read_text())
     meta = pred.pop("_meta")
     meas = _measured(args.bench, int(meta["gpus"]))
+    gaps = {label: _launch_us(label.split(" ", 1)[1] if label.startswith("profile ") else meta["topology"],
+                              meta.get("clustersim_commit")) for label in pred}
+    print("NCCL-level times: each prediction less its profile's kernel gap ("
+          + ", ".join(f"{k}: {v:.2f} us" for k, v in gaps.items()) + ")")
     print(f"blind collectives: {meta['topology']}, {meta['gpus']} GPUs, predicted at {meta['predicted_at']} "
           f"({meta['clustersim_commit'][:7]})")
     print(f"{'predictor':22s} {'op':15s} {'pts':>4s} {'>=1MiB mean':>11s} {'<1MiB mean':>10s} {'worst':>7s}")
     for label, by_op in pred.items():
         for op in OPS:
-            m, p = meas.get(op, {}), {int(k): v for k, v in by_op.get(op, {}).items()}
+            m = meas.get(op, {})
+            p = {int(k): v - gaps[label] for k, v in by_op.get(op, {}).items()}
             common = sorted(set(m) & set(p))
             if not common:
                 continue

@@ -3,8 +3,12 @@
 ``hgx-h200``'s profile (entries measured on 2 and 4 H200, link model) on the ``dgx-h100`` topology (the
 same 18 NVLink4 per GPU, so the same line rates) predicts the 2x H100 bench of 2026-11-27
 (``tests/data/h100x2/bench-graph.jsonl``, a copy of ``calibrate/raw/h100x2``): the blind predictions
-committed before that bench (``calibrate/raw/blind-h100x2/predictions.json``) gave 1.9-5.3% mean at
->= 1 MiB and 6-20% below for the six ops; this test holds today's model to it.
+committed before that bench (``calibrate/raw/blind-h100x2/predictions.json``) gave, at NCCL level (less the
+kernel gap ``clustersim collective`` adds for a back-to-back call), 1.2-6.7% mean at >= 1 MiB and 1.8-7.3%
+below for the six ops; this test holds today's model to it.
+
+The 4-rank bench of 2026-11-27 (``tests/data/h100x4``) is the other transfer: the H100's own link model,
+fitted on its 2 ranks, predicting 4 (issue 13's scale check, on a GPU the fitter was not written for).
 """
 
 from __future__ import annotations
@@ -44,11 +48,13 @@ def test_h200_profile_predicts_h100_collectives(op, h100_rows, h200_model_on_h10
     assert len({r["size_bytes"] for r in rows}) == 23          # 1 KiB - 4 GiB
     err = {}
     for r in rows:
-        pred = h200_model_on_h100.estimate(op, 2, r["size_bytes"]).time_s * 1e6
+        # the bench's nccl rows are CUDA-graph replays: NCCL-level time, without the kernel gap the
+        # model adds for a back-to-back call
+        pred = (h200_model_on_h100.estimate(op, 2, r["size_bytes"]).time_s - h200_model_on_h100.launch_s) * 1e6
         err.setdefault(r["size_bytes"], []).append(abs(pred / r["time_us"] - 1))
     big = [statistics.fmean(v) for s, v in err.items() if s >= MIB]
     small = [statistics.fmean(v) for s, v in err.items() if s < MIB]
-    assert np.mean(big) <= 0.06 and np.mean(small) <= 0.20, (op, np.mean(big), np.mean(small))
+    assert np.mean(big) <= 0.07 and np.mean(small) <= 0.10, (op, np.mean(big), np.mean(small))
 
 
 def test_blind_predictions_were_committed_before_the_bench():
@@ -58,3 +64,19 @@ def test_blind_predictions_were_committed_before_the_bench():
     # run ids are UTC start times (YYYYMMDDTHHMMSSZ-...): the predictions are older than the bench
     assert pred["_meta"]["predicted_at"].replace("-", "").replace(":", "")[:15] < bench_run[:15]
     assert set(pred) == {"own profile", "profile hgx-h200", "_meta"}
+
+
+@pytest.mark.parametrize("op", ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send_recv"])
+def test_h100_link_model_from_2_ranks_predicts_4(op):
+    """Fitted on the 2x H100 bench, predicting the 4x H100 bench (both 2026-11-27): issue 13's bar (10% mean
+    at >= 1 MiB, 20% below). Blind, before the fitter held unidentified per-step latencies at NCCL's: all_reduce
+    12.7% and broadcast 9.6% (``calibrate/raw/blind-x4/predictions.json``)."""
+    from clustersim.calibration.fit.transfer import scale_check
+
+    def rows(name):
+        got = read_measurements([str(DATA / name / "bench-graph.jsonl")]).rows
+        return [r for r in got if r["kind"] == "collective" and r.get("mode") == "nccl" and not r.get("nvls")
+                and r.get("algorithm") is None and r.get("protocol") is None]
+
+    (row,) = [r for r in scale_check(rows("h100x2"), rows("h100x4"), intra_line_GBps=450.0, sm=90) if r.op == op]
+    assert row.mean_large <= 0.10 and row.mean_small <= 0.20, row

@@ -54,6 +54,33 @@ PRIOR_BASE_US = F.BASE_LAT_US["ring"]
 PRIOR_WEIGHT = 0.05
 #: the own-chunk rate's pull is 10x weaker: NCCL's model gives no value for it
 LOCAL_PRIOR_SCALE = 0.1
+#: a link class's per-step latencies are held at NCCL's constants (a pull this much stronger) where the rows
+#: cannot tell them from the ops' launch floors: every op crossing that class with one step count only
+#: (one rank count on a node, one node count across nodes)
+HOLD_PRIOR_SCALE = 1e4
+
+
+def steps_identified(d: Design) -> tuple[bool, bool]:
+    """Whether the rows determine the per-step latency of the intra-node and of the network class.
+
+    A call's fixed time is ``floor[op] + base[p] + steps x latency[p]`` with a free floor per op, so
+    the per-step latency is seen only through an op measured at two or more step counts on that
+    class (two rank counts on a node; one and two nodes, or two node counts, across nodes): rows of
+    one op share its floor. Otherwise any split between the floors and the steps fits the rows
+    alike, and the fit keeps NCCL's latency.
+
+    >>> rows = [{"op": "all_reduce", "ranks": n, "nodes": 1, "size_bytes": 1024.0} for n in (2, 4)]
+    >>> steps_identified(design(rows, ops=("all_reduce",), intra_line_GBps=450.0))
+    (True, False)
+    >>> steps_identified(design(rows[:1], ops=("all_reduce",), intra_line_GBps=450.0))
+    (False, False)
+    """
+    def seen(steps: np.ndarray, tree_steps: np.ndarray) -> bool:
+        tree = (np.maximum(d.choice, 0) // 3 == 1) & (d.choice >= 0)
+        eff = np.where(tree, tree_steps, steps)
+        # an op's rows at two step counts on the class (none counts: one node against two) share its floor
+        return any(len(np.unique(eff[d.op_index == i])) >= 2 for i in np.unique(d.op_index))
+    return seen(d.steps_intra, d.tree_intra), seen(d.steps_inter, d.tree_inter)
 
 
 def _prior(n_ops: int, floors: np.ndarray) -> np.ndarray:
@@ -84,6 +111,12 @@ def fit_link_model(rows: Sequence[dict[str, Any]], *, intra_line_GBps: float, ne
     prior = _prior(len(ops), floors)
     w = np.full(len(prior), PRIOR_WEIGHT * math.sqrt(len(rows) / max(len(prior), 1)) / 10)
     w[2 * len(ops):3 * len(ops)] *= LOCAL_PRIOR_SCALE
+    k = 3 * len(ops)
+    intra_seen, inter_seen = steps_identified(d)
+    if not intra_seen:
+        w[k + 3:k + 6] *= HOLD_PRIOR_SCALE
+    if not inter_seen:
+        w[k + 6:k + 9] *= HOLD_PRIOR_SCALE
     # rows of one (op, ranks, nodes, size) cell share a prediction: least squares on the cells' mean
     # log-time weighted by sqrt(count) has the same minimum and is ~7x cheaper on 10,000 rows
     key = np.stack([d.op_index, d.steps_intra, d.steps_inter, d.size, d.bus_bytes, d.local_bytes,
