@@ -48,6 +48,9 @@ What goes where (``calibrate/raw/README.md`` says how each raw file was measured
 from __future__ import annotations
 
 import argparse
+import json
+import math
+import statistics
 import copy
 import sys
 from pathlib import Path
@@ -68,6 +71,12 @@ H100_COMPUTE = "raw/h100/bench.jsonl"
 #: the collective bench on 2 H100 80GB HBM3 of one host (NV18 into NVSwitch, NCCL 2.28.9, NVLS off), 2026-11-27,
 #: predicted blind first (calibrate/raw/blind-h100x2/predictions.json, calibrate/collective_blind.py)
 H100_COLLECTIVES = "raw/h100x2/bench-graph.jsonl"
+#: the pi exercise's kernel on each of 4 H200 at once (calibrate/device/diag8.sh pi, 2026-11-26) and the first
+#: all-reduce of a fresh communicator behind a long kernel on 2 and 4 H200 (calibrate/device/first_collective.py)
+H200_PI_GPUS = "raw/pi-h200x4/pi-gpus.txt"
+H200_FIRST_COLLECTIVE = "raw/first-collective/first_collective.jsonl"
+#: the pi exercise's timed section on 1, 2, 4 H100 of one host, 3 runs each (calibrate/device/pi/strong_scaling.sh)
+H100_PI_STRONG = "raw/pi-h100x4/pi-strong.jsonl"
 COMPUTE_KINDS = ("gemm", "hbm", "launch")
 #: kernel-class rows (``calibrate bench --ops none --kernels``, rank 0 of the job)
 # (re-measured 2026-11-24 with attention timed as in training: raw/h200x2/kernels.jsonl and
@@ -347,7 +356,10 @@ def make_h200() -> Profile:
     # FSDP2 hook host time per shard-group size from the host probe on 2 and 4 ranks of one 4x H200 VM
     # (host speed differs between VMs: it is that VM's), with this profile's own kernel and call costs
     data["host"]["fsdp_hook_us"] = fsdp_hook_table(validate(Profile, data, file=None), H200_FSDP_PROBE)
-    data["source"]["files"] = list(data["source"].get("files", [])) + [H200_OVERLAP, H200_FSDP_PROBE]
+    data["compute"]["device_spread"] = device_spread_h200()
+    data["host"]["first_collective_us"] = first_collective_h200()
+    data["source"]["files"] = list(data["source"].get("files", [])) + [H200_OVERLAP, H200_FSDP_PROBE, H200_PI_GPUS,
+                                                                       H200_FIRST_COLLECTIVE]
     src = data["source"]
     src.update({
         "gpu": meta.get("gpu"), "host": "vm (one VM, 2 resp. 4 H200 SXM GPUs, NV18 into NVSwitch)",
@@ -366,10 +378,58 @@ def make_h200() -> Profile:
             "(calibrate/raw/host8/train_steps.jsonl, 2026-11-26; calibrate/fsdp_hook.py --h200), per shard-group "
             "size: (step at 4 - step at 2 micro-batches) / 2, less the host time this profile's model charges per "
             "micro-batch without the hooks, per hook of step_fsdp.py's graph; host speed differs between VMs. "
+            "compute.device_spread: relative standard deviation of the pi exercise's kernel time over 4 H200 run "
+            "together (calibrate/raw/pi-h200x4/pi-gpus.txt, 2 runs); host.first_collective_us: the first all-reduce of "
+            "a fresh communicator behind a 0.5 s kernel, kernel end to all-reduce end, median per size "
+            "(calibrate/raw/first-collective/first_collective.jsonl, 2026-11-26). "
             "Not measured: link classes and the NVLS default are published / NCCL-derived: " + LINK_SOURCES
             + f" Written by `{COMMAND}`."),
     })
     return validate(Profile, data, file=None)
+
+
+def _rel_sd(values: list[float]) -> float:
+    return statistics.stdev(values) / statistics.fmean(values)
+
+
+def device_spread_h200() -> float:
+    """``compute.device_spread`` of the H200: the relative standard deviation of the pi kernel's time over the
+    4 GPUs run together (``together R gpuN samples blocks threads timed_s kernel_s pi`` rows), root mean square
+    over the runs."""
+    runs: dict[str, list[float]] = {}
+    for line in (HERE / H200_PI_GPUS).read_text().splitlines():
+        f = line.split()
+        if len(f) >= 8 and f[0] == "together":
+            runs.setdefault(f[1], []).append(float(f[7]))
+    return round(math.sqrt(statistics.fmean(_rel_sd(v) ** 2 for v in runs.values())), 6)
+
+
+def first_collective_h200() -> dict[int, float]:
+    """``host.first_collective_us`` of the H200: the median, per world size, of the time from the long kernel's
+    end to the end of the process's first all-reduce on its own fresh communicator (variant ``default``)."""
+    got: dict[int, list[float]] = {}
+    for line in (HERE / H200_FIRST_COLLECTIVE).read_text().splitlines():
+        r = json.loads(line)
+        if r["variant"] == "default" and r["world"] > 1:
+            got.setdefault(int(r["world"]), []).append(1e6 * r["kernel_end_to_allreduce_end_s"])
+    return {w: round(statistics.median(v), 1) for w, v in sorted(got.items())}
+
+
+def pi_strong_h100() -> tuple[float, dict[int, float]]:
+    """(``compute.device_spread``, ``host.first_collective_us``) of the H100 from the strong-scaling runs: the
+    relative standard deviation of the kernel's time over the ranks of each multi-GPU run (root mean square over
+    runs), and per world size the median over runs of (last all-reduce end - last kernel end)."""
+    runs: dict[tuple[int, int], list[dict]] = {}
+    for line in (HERE / H100_PI_STRONG).read_text().splitlines():
+        r = json.loads(line)
+        if r["world"] > 1:
+            runs.setdefault((r["world"], r["repeat"]), []).append(r)
+    sds = [_rel_sd([r["kernel_s"] for r in rs]) for rs in runs.values()]
+    first: dict[int, list[float]] = {}
+    for (w, _), rs in runs.items():
+        first.setdefault(w, []).append(1e6 * (max(r["allreduce_end_s"] for r in rs) - max(r["kernel_s"] for r in rs)))
+    return (round(math.sqrt(statistics.fmean(x * x for x in sds)), 6),
+            {w: round(statistics.median(v), 1) for w, v in sorted(first.items())})
 
 
 def nccl_mode(meas: Measurements) -> Measurements:
@@ -398,7 +458,8 @@ def make_h100(h200: Profile | None = None) -> Profile:
     # FSDP2 hook host time from the host probe, run on an H100 VM (host speed differs between VMs:
     # this profile only); derived with this profile's own kernel and call costs
     data["host"]["fsdp_hook_us"] = fsdp_hook_us(validate(Profile, data, file=None), H100_FSDP_PROBE)
-    data["source"]["files"] = list(data["source"].get("files", [])) + [H100_OVERLAP, H100_FSDP_PROBE]
+    data["compute"]["device_spread"], data["host"]["first_collective_us"] = pi_strong_h100()
+    data["source"]["files"] = list(data["source"].get("files", [])) + [H100_OVERLAP, H100_FSDP_PROBE, H100_PI_STRONG]
     src = data["source"]
     src.update({
         "gpu": meta.get("gpu"), "host": "DGX H100 (links, NCCL); compute measured on a 1x H100 80GB HBM3 VM",
@@ -420,7 +481,10 @@ def make_h100(h200: Profile | None = None) -> Profile:
             "HBM3 of one VM, 2026-11-26; calibrate/fsdp_hook.py): (step at 4 - step at 2 micro-batches) / 2, "
             "less the host time this profile's model charges per micro-batch without the hooks, per hook of "
             "step_fsdp.py's graph. Host speed differs between VMs: measured on that VM, not carried to other "
-            "profiles."
+            "profiles. compute.device_spread and host.first_collective_us: from the pi exercise's timed section on "
+            "1, 2 and 4 H100 of one host, 3 runs each (calibrate/raw/pi-h100x4/pi-strong.jsonl, 2026-11-27): the "
+            "relative standard deviation of the kernel time over the ranks of a run, and the last all-reduce's end "
+            "after the last kernel's end, median per size."
             + f" Written by `{COMMAND}`."),
     })
     return validate(Profile, data, file=None)
@@ -448,10 +512,12 @@ def transferred_compute(measured: Profile, source_gpu: str, target_gpu: str) -> 
     # the compute/NCCL overlap slowdown depends on the SM count and NCCL's channels on that GPU:
     # no roofline transfer of it, the target gets none
     comp.pop("overlap_table", None)
-    # the overlap probe and the FSDP2 host probe feed no compute table
-    # the compute files only: collectives, overlap and host probes are not transferred
+    # how much one GPU's speed varies among its kind is that silicon's and board's: not transferred
+    comp.pop("device_spread", None)
+    # the compute files only: collectives, overlap, host and pi probes feed no compute table
     files = [f for f in measured.source.files
-             if f not in (H100_OVERLAP, H100_FSDP_PROBE, H200_OVERLAP, H200_FSDP_PROBE, H100_COLLECTIVES, *H200_COLLECTIVES)]
+             if f not in (H100_OVERLAP, H100_FSDP_PROBE, H200_OVERLAP, H200_FSDP_PROBE, H100_COLLECTIVES,
+                          *H200_COLLECTIVES, H200_PI_GPUS, H200_FIRST_COLLECTIVE, H100_PI_STRONG)]
     out = transfer_compute(comp, source=gpu_spec(source_gpu), target=gpu_spec(target_gpu))
     out["provenance"] = (
         f"Not measured on this GPU. Kernel tables transferred from {measured.name} ({measured.source.gpu}, "
@@ -460,7 +526,7 @@ def transferred_compute(measured: Profile, source_gpu: str, target_gpu: str) -> 
         "quantisation and measured copy bandwidth, the unexplained share kept, rebuilt with the target's "
         "datasheet peak, HBM bandwidth and SM count; layout and attention tables read at the run's own shape "
         "through the target's roofline (roofline_lookup); memory-bound classes moved in bytes by the bandwidth "
-        f"ratio; no sustained-clock table, no compute/NCCL overlap table. Written by `{COMMAND}`.")
+        f"ratio; no sustained-clock table, no compute/NCCL overlap table, no device spread. Written by `{COMMAND}`.")
     return validate(Profile, {"name": "x", "compute": out}, file=None).compute.model_dump(mode="json",
                                                                                          exclude_none=True)
 

@@ -195,10 +195,17 @@ class HostParams(StrictModel):
         "with the ranks it shards over: 2 -> 4 ranks +20% on one H200 VM), interpolated in log2(ranks) "
         "between them and the nearest measured size outside them (not extrapolated). None: one "
         "per_call_overhead_us call plus (2 + 2 x the unit's tensors) kernel issues per hook."))
+    first_collective_us: NonNeg | dict[PositiveInt, NonNeg] | None = Field(None, description=(
+        "GPU-side time the first collective of a freshly created NCCL communicator adds after a preceding kernel "
+        "(NCCL >= 2.22 connects its peers and loads the collective's kernel at the first call; the part that runs on "
+        "the host while the kernel still runs is hidden), microseconds, per communicator size (ranks) as in "
+        "fsdp_hook_us; measured (calibrate/device/first_collective.py, calibrate/device/pi/strong_scaling.py). "
+        "Charged to generic jobs timed from fresh communicators (job.fresh_communicators), not to training steps "
+        "(the steady state after warm-up). None: not measured, no cost."))
     comm_init: CommInit = Field(default_factory=CommInit, description="Communicator start-up cost (init_process_group "
                                 "to the first completed collective); reported by calibrate fit, not part of a step.")
 
-    @field_validator("fsdp_hook_us", mode="before")
+    @field_validator("fsdp_hook_us", "first_collective_us", mode="before")
     @classmethod
     def _rank_keys(cls, v):
         # JSON and some YAML writers turn the integer rank keys into strings ("2": ...): read them back;
@@ -208,7 +215,7 @@ class HostParams(StrictModel):
             for k, x in v.items():
                 r = int(k) if isinstance(k, str) and k.strip().isdigit() else k
                 if isinstance(r, bool) or not isinstance(r, int) or r < 1:
-                    raise ValueError(f"keys are shard-group sizes (ranks, integers >= 1), got {k!r}")
+                    raise ValueError(f"keys are group sizes (ranks, integers >= 1), got {k!r}")
                 if isinstance(x, bool) or not isinstance(x, (int, float)) or x < 0:
                     raise ValueError(f"values are microseconds >= 0, got {x!r} for {r} ranks")
                 out[r] = float(x)
@@ -226,20 +233,36 @@ class HostParams(StrictModel):
         >>> HostParams(fsdp_hook_us=900.0).fsdp_hook_us_at(16)
         900.0
         """
-        v = self.fsdp_hook_us
-        if v is None or not isinstance(v, dict):
-            return v
-        pts = sorted(v.items())
-        r = max(int(ranks), 1)
-        if r <= pts[0][0]:
-            return float(pts[0][1])
-        if r >= pts[-1][0]:
-            return float(pts[-1][1])
-        for (r0, u0), (r1, u1) in zip(pts, pts[1:]):
-            if r0 <= r <= r1:
-                w = (math.log2(r) - math.log2(r0)) / (math.log2(r1) - math.log2(r0))
-                return float(u0 + w * (u1 - u0))
-        return float(pts[-1][1])  # unreachable: the ranges above cover every r
+        return _per_ranks(self.fsdp_hook_us, ranks)
+
+    def first_collective_us_at(self, ranks: int) -> float | None:
+        """``first_collective_us`` for a communicator of ``ranks`` (interpolated as :meth:`fsdp_hook_us_at`).
+
+        >>> HostParams(first_collective_us={2: 10000.0, 4: 12600.0}).first_collective_us_at(8)
+        12600.0
+        """
+        return _per_ranks(self.first_collective_us, ranks)
+
+
+def _per_ranks(v, ranks: int) -> float | None:
+    """A number, or a {ranks: value} mapping interpolated in log2(ranks), clamped at its ends (no extrapolation).
+
+    >>> _per_ranks({2: 1.0, 8: 4.0}, 4), _per_ranks(3.0, 64), _per_ranks(None, 2)
+    (2.5, 3.0, None)
+    """
+    if v is None or not isinstance(v, dict):
+        return v
+    pts = sorted(v.items())
+    r = max(int(ranks), 1)
+    if r <= pts[0][0]:
+        return float(pts[0][1])
+    if r >= pts[-1][0]:
+        return float(pts[-1][1])
+    for (r0, u0), (r1, u1) in zip(pts, pts[1:]):
+        if r0 <= r <= r1:
+            w = (math.log2(r) - math.log2(r0)) / (math.log2(r1) - math.log2(r0))
+            return float(u0 + w * (u1 - u0))
+    return float(pts[-1][1])  # unreachable: the ranges above cover every r
 
 
 class GemmPoint(StrictModel):
@@ -341,6 +364,14 @@ class ComputeParams(StrictModel):
     gemm_table: list[GemmPoint] = Field(default_factory=list, description="Measured points; the model interpolates by log(FLOPs) and shape.")
     hbm_bandwidth_GBps: Pos | None = Field(None, description="Achievable HBM bandwidth (read + write counted), GB/s; default: 0.9 x spec.")
     kernel_launch_us: NonNeg = Field(4.0, description="GPU-side gap between dependent kernels, microseconds.")
+    device_spread: NonNeg = Field(0.0, le=0.2, description=(
+        "Relative standard deviation of one GPU's sustained speed on the same kernel across the GPUs of one job "
+        "(same SKU and host type; manufacturing and power-management variation), measured by running one kernel on "
+        "every GPU at once (calibrate/device/diag8.sh pi, calibrate/device/pi/strong_scaling.py). A generic job's "
+        "compute phase split over n GPUs (divide_among_ranks) waits for the slowest: its time is x (1 + "
+        "device_spread x E[max of n standard normals]) (0.56 at 2 GPUs, 1.03 at 4, 1.42 at 8). 0: not measured. "
+        "Not applied to training steps nor to per-rank job phases (at the measured 0.04-0.11% a step moves by "
+        "less than 0.2%)."))
     attention_efficiency: Pos = Field(0.55, le=1.0, description="Flash-attention efficiency relative to dense peak (fraction, 0-1) "
                                       "(used when attention_table is empty).")
     attention_table: list[AttentionPoint] = Field(

@@ -255,6 +255,10 @@ class JobSection(StrictModel):
     ranks: GPUs | None = Field(None, description="Ranks (GPUs) taking part; default: all GPUs of the cluster.")
     iterations: bounded("iterations") = Field(1, description="Times the whole phase list runs.")
     samples_per_iteration: float | None = Field(None, gt=0, description="For throughput reporting (samples/s).")
+    fresh_communicators: bool = Field(False, description=(
+        "The timed run starts right after its communicators were created (as a program's timed section after "
+        "ncclCommInitRank): the first collective of each communicator pays the profile's "
+        "host.first_collective_us (NCCL's peer connection and kernel load). False: a steady state, no such cost."))
     phases: list[Phase] = Field(min_length=1)
 
 

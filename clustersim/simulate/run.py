@@ -279,7 +279,7 @@ def _build_step_graph(rs: ResolvedScenario, cluster: Any, *, reduced: bool, faul
 
         try:
             graph, exec_ranks = build_job(sc, cluster, cm_for, profile.compute.gemm_efficiency, cluster.host_of,
-                                          comm_time=comm)
+                                          comm_time=comm, profile=profile)
         except ClusterSimError as exc:
             raise exc.with_file(str(rs.file)) if rs.file is not None else exc from None
         step = None

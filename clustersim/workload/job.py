@@ -9,9 +9,22 @@ programs): it starts when every member has reached it and the next phase waits f
 ``algorithm``/``protocol`` (``NCCL_ALGO``/``NCCL_PROTO``) are checked here against what the
 collective model knows for the op (:func:`check_collective_choice`) and honoured by both
 fidelities. ``host_seconds`` keeps the GPU idle (initialisation, I/O, Python).
+
+Two measured costs of running one program on several GPUs enter a job when the profile holds
+them (``profile``: none given, neither): a compute phase whose work is split over n GPUs
+(``divide_among_ranks``, strong scaling) ends with its slowest GPU, ``x (1 +
+compute.device_spread x E[max of n standard normals])`` (:func:`expected_max_normal`); and, when
+the job is timed from fresh communicators (``job.fresh_communicators``), the first collective of
+each communicator waits ``host.first_collective_us`` for NCCL's peer connection and kernel load,
+as an idle (``host``) gap on its members before it.
 """
 
 from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
 
 from clustersim.collectives.formulas import PROTOCOLS
 from clustersim.collectives.model import OP_ALGOS, normalise_algorithm
@@ -19,6 +32,22 @@ from clustersim.errors import ClusterSimError
 from clustersim.units import parse_size
 from clustersim.workload.layout import Layout
 from clustersim.workload.ops import Coll, Graph
+
+
+@functools.lru_cache(maxsize=None)
+def expected_max_normal(n: int) -> float:
+    """E[max of n independent standard normals]: how far, in standard deviations, the slowest of n GPUs
+    lags the mean (the integral of ``x n phi(x) Phi(x)^(n-1)``, by quadrature on [-10, 10]).
+
+    >>> [round(expected_max_normal(n), 4) for n in (1, 2, 4, 8)]
+    [0.0, 0.5642, 1.0294, 1.4236]
+    """
+    if n <= 1:
+        return 0.0
+    x = np.linspace(-10.0, 10.0, 20001)
+    pdf = np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+    cdf = 0.5 * (1.0 + np.array([math.erf(v / math.sqrt(2.0)) for v in x]))
+    return float(np.sum(x * n * pdf * cdf ** (n - 1)) * (x[1] - x[0]))
 
 
 def job_groups(group, ranks: list[int], host_of, layout=None) -> list[list[int]]:
@@ -77,15 +106,18 @@ def check_collective_choice(op: str, algorithm: str, protocol: str, field: str) 
 
 
 def build_job(scenario, cluster, compute_for_dtype, efficiency_default: float, host_of,
-              comm_time=None) -> tuple[Graph, list[int]]:
+              comm_time=None, profile=None) -> tuple[Graph, list[int]]:
     """The op DAG of a generic job; returns the graph and its ranks.
 
     ``compute_for_dtype(dtype)`` returns a :class:`clustersim.workload.compute.ComputeModel`.
     ``comm_time`` (a :class:`~clustersim.simulate.execute.CommCache`-like callable), when given,
     prices each phase's collective once while the graph is built, so that an algorithm or protocol
     the topology cannot run (``nvls`` without NVSwitch, ``tree`` on one rank pair...) is reported
-    with the phase's field path instead of failing in the middle of a simulation.
+    with the phase's field path instead of failing in the middle of a simulation. ``profile``: the
+    run's :class:`~clustersim.config.profile.Profile`, for the spread and first-collective costs above.
     """
+    spread = profile.compute.device_spread if profile is not None else 0.0
+    started: set[tuple[int, ...]] = set()     # communicators that ran a collective already
     job = scenario.job
     n = job.ranks or cluster.n_gpus
     ranks = list(range(n))
@@ -113,6 +145,8 @@ def build_job(scenario, cluster, compute_for_dtype, efficiency_default: float, h
                         t_f = (c.flops or 0.0) / share / (cm.peak_flops * eff)
                         t_b = (c.bytes or 0.0) / share / cm.hbm_bandwidth
                         dur = max(t_f, t_b) + cm.kernel_launch_s
+                        if c.divide_among_ranks and spread:
+                            dur *= 1.0 + spread * expected_max_normal(len(pr))
                     for r in pr:
                         g.add(r, "compute", ph.name, "compute", duration=dur, iteration=it)
                 elif ph.host_seconds is not None:
@@ -132,6 +166,13 @@ def build_job(scenario, cluster, compute_for_dtype, efficiency_default: float, h
                         if len(grp) < 2 and c.op != "barrier":
                             continue
                         coll = Coll(c.op, [grp], size, axis, algo, proto)
+                        first = (profile.host.first_collective_us_at(len(grp))
+                                 if profile is not None and job.fresh_communicators else None)
+                        if first and tuple(grp) not in started:
+                            for r in grp:   # NCCL connects the communicator's peers at its first collective
+                                g.add(r, "compute", f"{ph.name} first {c.op}", "host", duration=first * 1e-6,
+                                      iteration=it)
+                        started.add(tuple(grp))
                         if comm_time is not None and (algo, proto) != ("auto", "auto") and (it, grp) == (0, groups[0]):
                             try:  # the forced choice must exist on this group (NVLS needs NVSwitch, ...)
                                 comm_time(coll)

@@ -38,7 +38,8 @@ def test_pi_study_runs_and_scales_nearly_ideally(tmp_path):
     pts = scaling(res.rows)
     assert [p["n"] for p in pts] == [1, 2, 4, 8]
     # work divides over the ranks and the 8-byte all-reduce costs microseconds: E(8) is 1.000 to 4 digits
-    # (measured: 0.982, see docs/studies.md for what the job description does not yet model)
+    # (measured: 0.982; the A100 profile holds no measured device spread or first-collective cost,
+    # docs/studies.md; study-pi-scaling-h100 is the measured H100 case)
     assert pts[-1]["efficiency"] == pytest.approx(1.0, abs=1e-4)
     assert res.rows[0]["step_time_s"] == pytest.approx(45.15, rel=1e-3)  # the per-sample cost is the 1-GPU run's
     assert set(res.files) >= {"scaling", "breakdown"}
