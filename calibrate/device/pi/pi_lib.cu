@@ -10,29 +10,7 @@
 #include <cstdint>
 #include <cub/device/device_reduce.cuh>
 
-__device__ __forceinline__ uint64_t finalise(uint64_t z) {
-    z += 0x9E3779B97F4A7C15ULL;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-__device__ __forceinline__ double next_unit(uint64_t &s) {
-    s = s * 2862933555777941757ULL + 3037000493ULL;
-    return (double)(finalise(s) >> 11) * 0x1.0p-53;
-}
-
-__global__ void sample_kernel(unsigned long long *out, long long n, uint64_t seed) {
-    const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    const long long step = (long long)gridDim.x * blockDim.x;
-    uint64_t s = finalise(seed + (uint64_t)first * 6364136223846793005ULL);
-    unsigned long long inside = 0;
-    for (long long k = first; k < n; k += step) {
-        const double a = next_unit(s), b = next_unit(s);
-        inside += (a * a + b * b <= 1.0);
-    }
-    out[first] = inside;
-}
+#include "pi_kernel.cuh"
 
 static unsigned long long *g_counts = nullptr;
 static void *g_tmp = nullptr;

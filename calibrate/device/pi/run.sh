@@ -6,7 +6,7 @@
 # The 2026-11-26 run sent this script and pi_fixed_cost.cu inline (gzip + base64 in the command line).
 set -u
 N=${1:-10000000000000}; R=${2:-3}
-cd /tmp && cp "$OLDPWD/$(dirname "$0")/pi_fixed_cost.cu" p.cu
+here=$(cd "$(dirname "$0")" && pwd); cd /tmp && cp "$here/pi_fixed_cost.cu" "$here/pi_kernel.cuh" .  && mv pi_fixed_cost.cu p.cu
 nvcc -O3 -arch=sm_90 -o p p.cu || exit 1
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw --format=csv,noheader -lms 100 > $OUT/clocks.csv &
