@@ -351,6 +351,23 @@ def test_blind8_four_gpu_step_time_within_10_percent(row):
     _within(row, TOL)
 
 
+# Blind set 10 (issue 14, blind set 8's layouts on 4x H100): 8 runs, 2026-11-27, predicted with the model of
+# f390647's parent and committed in f390647 before any H100 run of them (calibrate/raw/blind10/predictions.json).
+B10_ROWS = load_rows(("blind10-train_steps.jsonl",))
+B10 = {r["run_id"]: r for r in B10_ROWS}
+
+
+def test_blind10_rows_complete():
+    assert len(B10_ROWS) == 8 and all(r["gpus"] == 4 and "cluster.topology=dgx-h100" in r["overrides"]
+                                      for r in B10_ROWS)
+
+
+@pytest.mark.parametrize("row", _param(B10, list(B10), {}))
+def test_blind10_four_gpu_h100_step_time_within_10_percent(row):
+    """Every 4-GPU H100 layout within 10% (blind: -8.2% to +5.7%), both fidelities."""
+    _within(row, TOL, fidelities_agree=True)
+
+
 def table(rows=None) -> str:
     out = ["| config | overrides | GPUs | measured (ms) | flow (ms) | analytical (ms) | error (flow) |",
            "|---|---|---|---|---|---|---|"]
