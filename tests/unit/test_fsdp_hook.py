@@ -113,7 +113,7 @@ def test_probe_rows_give_back_their_micro_batch_difference():
     assert t[hi["run_id"]] - t[lo["run_id"]] == pytest.approx(hi["step_time_s"] - lo["step_time_s"], rel=0.01)
 
 
-@pytest.mark.parametrize("bad, says", [({"two": 100.0}, "shard-group sizes"), ({0: 100.0}, "integers >= 1"),
+@pytest.mark.parametrize("bad, says", [({"two": 100.0}, "group sizes"), ({0: 100.0}, "integers >= 1"),
                                        ({2: -1.0}, "microseconds >= 0"), ({}, "empty mapping")])
 def test_a_bad_hook_table_names_its_key(bad, says):
     from clustersim.config.base import validate
