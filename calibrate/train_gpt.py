@@ -343,6 +343,8 @@ def start(args, sc: Scenario, dtype_name: str) -> Launch:
     """Discover the ranks, check their count, bind the device, create the process group and the axis groups."""
     info = discover_ranks()
     rank, world, local_rank = info["rank"], info["world_size"], info["local_rank"]
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE") or world)
+    CPU_BINDING.update(mode=args.cpu_affinity, cpus=bind_cpus(args.cpu_affinity, local_rank, local_world))
     check_world(sc, world)
     device_kind, device = pick_device(args, local_rank, rank, dtype_name)
     note_unfused_kernels(sc, rank)
@@ -627,6 +629,52 @@ class Trainer:
 
 #: (peak allocated, peak reserved) bytes of every step of this process, warm-up included (timed_steps)
 STEP_PEAKS: list = []
+#: logical CPUs the main thread was seen on at the end of each step (timed_steps): whether the ranks' hosts
+#: shared physical cores (SMT siblings) when the OS placed them
+CPUS_SEEN: set = set()
+#: the --cpu-affinity mode and the CPUs this rank may run on (start)
+CPU_BINDING: dict = {}
+#: per-rank allocator counters recorded in the row (torch.cuda.memory_stats): retries after a failed
+#: cudaMalloc (each frees cached blocks and synchronises the device) and device-wide synchronisations
+ALLOC_COUNTERS = ("num_alloc_retries", "num_sync_all_streams", "num_device_alloc", "num_device_free")
+
+
+def _current_cpu() -> int:
+    """The logical CPU this thread runs on now (field 39 of /proc/thread-self/stat; -1 where unknown)."""
+    try:
+        with open("/proc/thread-self/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[36])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
+def physical_cores(cpus) -> list:
+    """The logical CPUs of ``cpus`` grouped by physical core (SMT siblings together), in core order.
+
+    >>> physical_cores([0, 1])[0][0] in (0, 1)
+    True
+    """
+    groups: dict = {}
+    for c in sorted(cpus):
+        try:
+            with open(f"/sys/devices/system/cpu/cpu{c}/topology/thread_siblings_list") as f:
+                key = f.read().strip()
+        except OSError:
+            key = str(c)
+        groups.setdefault(key, []).append(c)
+    return sorted(groups.values(), key=lambda g: g[0])
+
+
+def bind_cpus(mode: str, local_rank: int, local_world: int) -> list:
+    """``cores``: give this local rank its own physical cores (an equal share of the CPUs it may use, SMT
+    siblings kept together) so that no two ranks' hosts share a core; ``inherit``: leave the OS's placement.
+    Returns the CPUs this process may run on afterwards."""
+    if mode == "cores" and hasattr(os, "sched_setaffinity"):
+        cores = physical_cores(os.sched_getaffinity(0))
+        share = max(1, len(cores) // max(local_world, 1))
+        mine = cores[local_rank * share:(local_rank + 1) * share] or cores[-share:]
+        os.sched_setaffinity(0, [c for g in mine for c in g])
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
 
 
 def timed_steps(args, launch: Launch, trainer: Trainer):
@@ -647,6 +695,7 @@ def timed_steps(args, launch: Launch, trainer: Trainer):
         t_issued = time.perf_counter()  # the host has issued the whole step (no sync inside it)
         launch.sync()
         dt = time.perf_counter() - t
+        CPUS_SEEN.add(_current_cpu())
         if cuda:
             STEP_PEAKS.append((float(torch.cuda.max_memory_allocated(launch.device)),
                                float(torch.cuda.max_memory_reserved(launch.device))))
@@ -681,6 +730,8 @@ class Measured:
     """every rank's host seconds until the step was issued, [rank][step] (the skew between the ranks' hosts)"""
     reserved_bytes: float = 0.0
     """max over ranks of torch.cuda.max_memory_reserved: what the caching allocator took from the driver"""
+    host_ranks: list = None
+    """every rank's CPU placement (allowed CPUs, CPUs the main thread was seen on) and allocator counters"""
     device_used_bytes: float = 0.0
     """max over ranks of (total - free) device memory at the end (cudaMemGetInfo): the reserved
     memory plus the CUDA context, cuBLAS/NCCL workspaces and anything allocated outside torch"""
@@ -720,9 +771,37 @@ def gather(launch: Launch, losses: list, times: list, issue: list) -> Measured:
         issue_ranks = [p_.cpu().tolist() for p_ in parts]
     else:
         issue_ranks = [list(issue)]
+    host_ranks = _gather_host_facts(launch, comm_dev if launch.distributed else None)
     return Measured(losses=(loss_vec / max(cnt.item(), 1.0)).tolist(), step_times=tvec.tolist(),
                     peak_bytes=peak[0].item(), reserved_bytes=peak[1].item(), device_used_bytes=peak[2].item(),
-                    times_rank0=times, issue_rank0=issue, issue_ranks=issue_ranks)
+                    times_rank0=times, issue_rank0=issue, issue_ranks=issue_ranks, host_ranks=host_ranks)
+
+
+def _gather_host_facts(launch: Launch, comm_dev) -> list:
+    """Every rank's CPU placement and allocator counters: [{cpus_allowed, cpus_seen, counters}] by rank."""
+    ncpu = os.cpu_count() or 1
+    stats = torch.cuda.memory_stats(launch.device) if launch.device_kind == "cuda" else {}
+    vec = [float(stats.get(k, -1)) for k in ALLOC_COUNTERS]
+    allowed = [0.0] * ncpu
+    seen = [0.0] * ncpu
+    for c in CPU_BINDING.get("cpus", []):
+        if 0 <= c < ncpu:
+            allowed[c] = 1.0
+    for c in CPUS_SEEN:
+        if 0 <= c < ncpu:
+            seen[c] = 1.0
+    mine = torch.tensor(vec + allowed + seen, dtype=torch.float64)
+    if comm_dev is not None:
+        mine = mine.to(comm_dev)
+        parts = [torch.empty_like(mine) for _ in range(launch.world)]
+        dist.all_gather(parts, mine)
+        rows = [p_.cpu().tolist() for p_ in parts]
+    else:
+        rows = [mine.tolist()]
+    k = len(ALLOC_COUNTERS)
+    return [{"cpus_allowed": [i for i, x in enumerate(r[k:k + ncpu]) if x > 0],
+             "cpus_seen": [i for i, x in enumerate(r[k + ncpu:]) if x > 0],
+             **{c: int(v) for c, v in zip(ALLOC_COUNTERS, r[:k])}} for r in rows]
 
 
 def result_row(args, sc: Scenario, launch: Launch, *, impl: dict, dtype_name: str, n_params: int,
@@ -771,6 +850,9 @@ def result_row(args, sc: Scenario, launch: Launch, *, impl: dict, dtype_name: st
         # equal to the step time when the step is bound by the CPU that issues the kernels
         "host_issue_s_rank0": meas.issue_rank0,
         "host_issue_s_ranks": meas.issue_ranks,
+        "cpu_affinity": CPU_BINDING.get("mode", "inherit"),
+        # per rank: logical CPUs allowed and seen, allocator retries / device-wide syncs (rank skew diagnosis)
+        "host_ranks": meas.host_ranks,
         "forced_ddp": bool(args.force_ddp),
         "wall_s_rank0": sum(meas.times_rank0),
         "tokens_per_s": tokens / med,
@@ -849,6 +931,9 @@ def main(argv=None) -> int:
                     help="one process only: initialise a one-rank process group and wrap the model in DDP anyway "
                          "(measures the host cost the distributed machinery adds; recorded in the row)")
     ap.add_argument("--dist-timeout", type=int, default=300, help="process-group timeout in seconds")
+    ap.add_argument("--cpu-affinity", choices=["inherit", "cores"], default="inherit",
+                    help="inherit: the OS places each rank's threads (default); cores: each local rank gets its "
+                         "own physical cores, SMT siblings kept together (recorded in the row either way)")
     args = ap.parse_args(argv)
     if args.steps < 1 or args.warmup < 0:
         ap.error("--steps must be >= 1 and --warmup >= 0")

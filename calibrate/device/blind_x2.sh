@@ -3,7 +3,9 @@
 # predictions were committed before), the H200 rows by name; on H100 the run ids take the -h100 suffix of the
 # rows predicted for dgx-h100. Writes $OUT/train_steps.jsonl and $OUT/train.log (2 files: the device returns 8).
 # NAME ... after CONFIGS: only those rows, in that order (default: every H200 row of the file).
+# TRAIN_EXTRA: more train_gpt.py arguments for every row (e.g. "--cpu-affinity cores"); RUN_TAG: appended to the run ids.
 #   bash calibrate/device/blind_x2.sh calibrate/blind7_configs.txt
+#   TRAIN_EXTRA="--cpu-affinity cores" RUN_TAG=-cores bash calibrate/device/blind_x2.sh calibrate/blind9_configs.txt rg-fsdp2
 set -u
 configs=${1:?usage: blind_x2.sh CONFIGS [NAME ...]}
 shift
@@ -22,13 +24,15 @@ while read -r name; do
   case " $* " in *" cluster.gpus="*) n=$(printf '%s\n' "$@" | sed -n 's/^cluster.gpus=//p' | head -1);; esac
   start=$(date +%s)
   timeout -k 5 90 python3 -m torch.distributed.run --standalone --nproc-per-node $n calibrate/train_gpt.py "$scenario" \
-    $sets --steps 8 --warmup 3 --run-id "$name$suffix" -o "$OUT/train_steps.jsonl" >> "$OUT/train.log" 2>&1 < /dev/null
-  echo "$name$suffix rc=$? $(( $(date +%s) - start )) s" | tee -a "$OUT/train.log"
+    $sets --steps 8 --warmup 3 ${TRAIN_EXTRA:-} --run-id "$name$suffix${RUN_TAG:-}" -o "$OUT/train_steps.jsonl" \
+    >> "$OUT/train.log" 2>&1 < /dev/null
+  echo "$name$suffix${RUN_TAG:-} rc=$? $(( $(date +%s) - start )) s" | tee -a "$OUT/train.log"
 done
 python3 - "$OUT/train_steps.jsonl" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
     r = json.loads(line)
-    print(f"{r.get('run_id'):24s} {r.get('status'):6s} {1e3 * (r.get('step_time_s') or 0):8.1f} ms "
-          f"peak {(r.get('peak_memory_bytes') or 0) / 2**30:6.2f} GiB")
+    issue = [sorted(x)[len(x) // 2] * 1e3 for x in (r.get('host_issue_s_ranks') or [])]
+    print(f"{r.get('run_id'):30s} {r.get('status'):6s} {1e3 * (r.get('step_time_s') or 0):8.1f} ms "
+          f"peak {(r.get('peak_memory_bytes') or 0) / 2**30:6.2f} GiB host " + " / ".join(f"{v:.1f}" for v in issue))
 PY

@@ -60,11 +60,11 @@ def _free_port() -> int:
 
 
 def _run(scenario: str, out: Path, nproc: int, sets: list[str], torchrun: bool = False,
-         timeout: int = 120) -> subprocess.CompletedProcess:
+         timeout: int = 120, extra: tuple = ()) -> subprocess.CompletedProcess:
     """Run the script with ``nproc`` processes: through torchrun, or (cheaper on 2 cores: no launcher
     process importing torch) by starting the ranks ourselves with torchrun's environment variables."""
     args = [str(SCRIPT), str(SCEN / f"{scenario}.yaml"), "--device", "cpu",
-            "--steps", str(STEPS), "--warmup", str(WARMUP), "-o", str(out), "--dist-timeout", "60"]
+            "--steps", str(STEPS), "--warmup", str(WARMUP), "-o", str(out), "--dist-timeout", "60", *extra]
     for s in sets:
         args += ["--set", s]
     kw = dict(capture_output=True, text=True, timeout=timeout, cwd=str(out.parent))
@@ -110,13 +110,18 @@ RUNS = [
 ]
 
 
+#: extra script arguments of some runs: the FSDP2 run binds each rank to its own physical cores
+EXTRA = {"fsdp2": ("--cpu-affinity", "cores")}
+
+
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory) -> dict:
     """Run every layout once, all appending to ONE file; return {label: row}."""
     out = tmp_path_factory.mktemp("train_gpt") / "steps.jsonl"
     labels = []
     for label, scen, nproc, sets in RUNS:
-        proc = _run(scen, out, nproc, sets, torchrun=(label == "ddp2"), timeout=240 if nproc > 2 else 120)
+        proc = _run(scen, out, nproc, sets, torchrun=(label == "ddp2"), timeout=240 if nproc > 2 else 120,
+                    extra=EXTRA.get(label, ()))
         assert proc.returncode == 0, f"{label} failed (rc {proc.returncode}):\n{proc.stderr[-3000:]}"
         labels.append(label)
     lines = out.read_text().splitlines()
@@ -139,6 +144,25 @@ def test_rows_written(rows):
         # random tokens over 256 symbols: initial loss close to ln(256)
         assert abs(r["losses"][0] - math.log(256)) < 0.3
         assert r["scenario_resolved"]["model"]["hidden"] == 64
+
+
+def test_host_placement_and_allocator_counters_recorded(rows):
+    """Every rank's CPUs (allowed, seen) are in the row; ``--cpu-affinity cores`` gives the ranks
+    disjoint physical cores where the machine has as many (the rank-skew diagnosis of issue 14)."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    from train_gpt import physical_cores
+
+    for label in ("ddp2", "fsdp2", "pp2-tp2-dp2"):
+        r = rows[label]
+        assert len(r["host_ranks"]) == r["world_size"]
+        for h in r["host_ranks"]:
+            assert h["cpus_allowed"] and set(h["cpus_seen"]) <= set(range(os.cpu_count()))
+            assert h["num_alloc_retries"] == -1          # no CUDA allocator on CPU
+    assert rows["ddp2"]["cpu_affinity"] == "inherit" and rows["fsdp2"]["cpu_affinity"] == "cores"
+    a, b = (set(h["cpus_allowed"]) for h in rows["fsdp2"]["host_ranks"])
+    if len(physical_cores(os.sched_getaffinity(0))) >= 2:
+        assert not a & b
+        assert set(rows["fsdp2"]["host_ranks"][0]["cpus_seen"]) <= a
 
 
 def test_implementations_recorded(rows):
