@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import gc
 import json
 import math
 import os
@@ -634,6 +635,35 @@ STEP_PEAKS: list = []
 CPUS_SEEN: set = set()
 #: the --cpu-affinity mode and the CPUs this rank may run on (start)
 CPU_BINDING: dict = {}
+#: seconds this process spent in Python's cyclic garbage collector, by timed step (timed_steps)
+GC_PAUSES: list = []
+
+
+class GcClock:
+    """Seconds spent in Python's cyclic garbage collector since :meth:`take` (a ``gc.callbacks`` hook).
+
+    >>> clock = GcClock(); _ = gc.collect(); clock.take() > 0
+    True
+    >>> clock.close()
+    """
+
+    def __init__(self) -> None:
+        self._t0 = 0.0
+        self._total = 0.0
+        gc.callbacks.append(self._hook)
+
+    def _hook(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._t0 = time.perf_counter()
+        else:
+            self._total += time.perf_counter() - self._t0
+
+    def take(self) -> float:
+        total, self._total = self._total, 0.0
+        return total
+
+    def close(self) -> None:
+        gc.callbacks.remove(self._hook)
 #: per-rank allocator counters recorded in the row (torch.cuda.memory_stats): retries after a failed
 #: cudaMalloc (each frees cached blocks and synchronises the device) and device-wide synchronisations
 ALLOC_COUNTERS = ("num_alloc_retries", "num_sync_all_streams", "num_device_alloc", "num_device_free")
@@ -683,11 +713,21 @@ def timed_steps(args, launch: Launch, trainer: Trainer):
         torch.cuda.reset_peak_memory_stats(launch.device)
     losses, times, issue = [], [], []
     cuda = launch.device_kind == "cuda"
+    clock = GcClock()
+    # --gc step: no collection inside a step, one between steps (outside the timed region), as torchtitan's and
+    # Megatron's training loops manage Python's collector; auto: Python collects whenever its thresholds say
+    manual_gc = args.gc == "step"
+    if manual_gc:
+        gc.collect()
+        gc.disable()
     for i in range(args.warmup + args.steps):
         if i == args.warmup and launch.distributed:
             launch.sync()
             dist.barrier()
         launch.sync()
+        if manual_gc:
+            gc.collect(1)
+        clock.take()
         if cuda:  # the allocator's peak per step (warm-up included): which step sets the run's peak
             torch.cuda.reset_peak_memory_stats(launch.device)
         t = time.perf_counter()
@@ -702,9 +742,13 @@ def timed_steps(args, launch: Launch, trainer: Trainer):
         if i >= args.warmup:
             times.append(dt)
             issue.append(t_issued - t)
+            GC_PAUSES.append(clock.take())
         losses.append(loss)
         if i < args.warmup:
             _log(launch.rank, f"warm-up step {i + 1}/{args.warmup}: {dt * 1e3:.1f} ms")
+    clock.close()
+    if manual_gc:
+        gc.enable()
     return losses, times, issue
 
 
@@ -730,6 +774,8 @@ class Measured:
     """every rank's host seconds until the step was issued, [rank][step] (the skew between the ranks' hosts)"""
     reserved_bytes: float = 0.0
     """max over ranks of torch.cuda.max_memory_reserved: what the caching allocator took from the driver"""
+    gc_ranks: list = None
+    """every rank's seconds in Python's garbage collector during each timed step, [rank][step]"""
     host_ranks: list = None
     """every rank's CPU placement (allowed CPUs, CPUs the main thread was seen on) and allocator counters"""
     device_used_bytes: float = 0.0
@@ -765,16 +811,19 @@ def gather(launch: Launch, losses: list, times: list, issue: list) -> Measured:
             dist.all_reduce(t_, op=dist.ReduceOp.MAX)
         loss_vec, cnt, tvec, peak = ts[0].cpu(), ts[1].cpu(), mx[0].cpu(), mx[1].cpu()
         # every rank's host issue times (one small gather after the timed steps; on the device as NCCL needs)
-        iv = torch.tensor(issue, dtype=torch.float64, device=comm_dev)
+        iv = torch.tensor(list(issue) + GC_PAUSES[-len(issue):], dtype=torch.float64, device=comm_dev)
         parts = [torch.empty_like(iv) for _ in range(launch.world)]
         dist.all_gather(parts, iv)
-        issue_ranks = [p_.cpu().tolist() for p_ in parts]
+        issue_ranks = [p_.cpu().tolist()[:len(issue)] for p_ in parts]
+        gc_ranks = [p_.cpu().tolist()[len(issue):] for p_ in parts]
     else:
         issue_ranks = [list(issue)]
+        gc_ranks = [GC_PAUSES[-len(issue):]]
     host_ranks = _gather_host_facts(launch, comm_dev if launch.distributed else None)
     return Measured(losses=(loss_vec / max(cnt.item(), 1.0)).tolist(), step_times=tvec.tolist(),
                     peak_bytes=peak[0].item(), reserved_bytes=peak[1].item(), device_used_bytes=peak[2].item(),
-                    times_rank0=times, issue_rank0=issue, issue_ranks=issue_ranks, host_ranks=host_ranks)
+                    times_rank0=times, issue_rank0=issue, issue_ranks=issue_ranks, host_ranks=host_ranks,
+                    gc_ranks=gc_ranks)
 
 
 def _gather_host_facts(launch: Launch, comm_dev) -> list:
@@ -851,6 +900,8 @@ def result_row(args, sc: Scenario, launch: Launch, *, impl: dict, dtype_name: st
         "host_issue_s_rank0": meas.issue_rank0,
         "host_issue_s_ranks": meas.issue_ranks,
         "cpu_affinity": CPU_BINDING.get("mode", "inherit"),
+        "gc_mode": args.gc,
+        "gc_s_ranks": meas.gc_ranks,
         # per rank: logical CPUs allowed and seen, allocator retries / device-wide syncs (rank skew diagnosis)
         "host_ranks": meas.host_ranks,
         "forced_ddp": bool(args.force_ddp),
@@ -931,6 +982,10 @@ def main(argv=None) -> int:
                     help="one process only: initialise a one-rank process group and wrap the model in DDP anyway "
                          "(measures the host cost the distributed machinery adds; recorded in the row)")
     ap.add_argument("--dist-timeout", type=int, default=300, help="process-group timeout in seconds")
+    ap.add_argument("--gc", choices=["auto", "step"], default="auto",
+                    help="auto: Python's garbage collector runs when its thresholds say, inside steps too (default); "
+                         "step: collector off inside steps, one collection between steps, outside the timed region "
+                         "(as torchtitan and Megatron manage it); each step's collector time is recorded either way")
     ap.add_argument("--cpu-affinity", choices=["inherit", "cores"], default="inherit",
                     help="inherit: the OS places each rank's threads (default); cores: each local rank gets its "
                          "own physical cores, SMT siblings kept together (recorded in the row either way)")

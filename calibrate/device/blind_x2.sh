@@ -33,6 +33,8 @@ import json, sys
 for line in open(sys.argv[1]):
     r = json.loads(line)
     issue = [sorted(x)[len(x) // 2] * 1e3 for x in (r.get('host_issue_s_ranks') or [])]
+    gcs = [1e3 * sum(x) / max(len(x), 1) for x in (r.get('gc_s_ranks') or [])]
     print(f"{r.get('run_id'):30s} {r.get('status'):6s} {1e3 * (r.get('step_time_s') or 0):8.1f} ms "
-          f"peak {(r.get('peak_memory_bytes') or 0) / 2**30:6.2f} GiB host " + " / ".join(f"{v:.1f}" for v in issue))
+          f"peak {(r.get('peak_memory_bytes') or 0) / 2**30:6.2f} GiB host " + " / ".join(f"{v:.1f}" for v in issue)
+          + " gc " + " / ".join(f"{v:.1f}" for v in gcs))
 PY

@@ -3,6 +3,8 @@
 #   bash calibrate/device/skew_x2.sh blind   # blind set 9's rows for this GPU (-h100 on H100), OS placement
 #   bash calibrate/device/skew_x2.sh cores   # the FSDP2 rows (and rg-ddp2) with every rank on its own physical
 #                                            # cores, then the FSDP2 rows again with the OS's placement
+#   bash calibrate/device/skew_x2.sh gc      # the FSDP2 rows (and rg-ddp2) with Python's collector off inside
+#                                            # steps (train_gpt --gc step), then again with it on (auto)
 # Writes $OUT/host.txt (CPU topology, GPU-CPU affinity), $OUT/train_steps.jsonl and $OUT/train.log.
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"; export OUT
@@ -15,5 +17,8 @@ case "${1:-blind}" in
   cores)
     TRAIN_EXTRA="--cpu-affinity cores" RUN_TAG=-cores bash calibrate/device/blind_x2.sh $configs $fsdp rg-ddp2
     RUN_TAG=-again bash calibrate/device/blind_x2.sh $configs $fsdp ;;
-  *) echo "usage: skew_x2.sh blind|cores" >&2; exit 2 ;;
+  gc)
+    TRAIN_EXTRA="--gc step" RUN_TAG=-gcstep bash calibrate/device/blind_x2.sh $configs $fsdp rg-ddp2
+    RUN_TAG=-gcauto bash calibrate/device/blind_x2.sh $configs $fsdp ;;
+  *) echo "usage: skew_x2.sh blind|cores|gc" >&2; exit 2 ;;
 esac

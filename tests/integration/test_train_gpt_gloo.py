@@ -110,8 +110,9 @@ RUNS = [
 ]
 
 
-#: extra script arguments of some runs: the FSDP2 run binds each rank to its own physical cores
-EXTRA = {"fsdp2": ("--cpu-affinity", "cores")}
+#: extra script arguments of some runs: the FSDP2 run binds each rank to its own physical cores and collects
+#: garbage between steps only
+EXTRA = {"fsdp2": ("--cpu-affinity", "cores", "--gc", "step")}
 
 
 @pytest.fixture(scope="module")
@@ -158,6 +159,9 @@ def test_host_placement_and_allocator_counters_recorded(rows):
         for h in r["host_ranks"]:
             assert h["cpus_allowed"] and set(h["cpus_seen"]) <= set(range(os.cpu_count()))
             assert h["num_alloc_retries"] == -1          # no CUDA allocator on CPU
+        assert len(r["gc_s_ranks"]) == r["world_size"]
+        assert all(len(g) == STEPS and min(g) >= 0 for g in r["gc_s_ranks"])
+    assert rows["ddp2"]["gc_mode"] == "auto" and rows["fsdp2"]["gc_mode"] == "step"
     assert rows["ddp2"]["cpu_affinity"] == "inherit" and rows["fsdp2"]["cpu_affinity"] == "cores"
     a, b = (set(h["cpus_allowed"]) for h in rows["fsdp2"]["host_ranks"])
     if len(physical_cores(os.sched_getaffinity(0))) >= 2:
