@@ -26,7 +26,7 @@ from clustersim.workload.context_parallel import ContextParallel, attention_segm
 from clustersim.workload.model import ModelDims
 from clustersim.workload.moe_costs import ExpertParallel, moe_layer_params, moe_mlp_block
 from clustersim.workload.segments import ComputeSegment, TPCommSegment, UnitSegment
-from clustersim.workload.tensor_parallel import overlap_tp, tp_region_entry, tp_region_exit
+from clustersim.workload.tensor_parallel import overlap_tp, tp_input_regather, tp_region_entry, tp_region_exit
 
 ACTIVATION_BYTES = 2  # 16-bit activations
 
@@ -66,14 +66,17 @@ class _Passes:
 
     The backward list is kept in forward order and reversed by the caller once complete. With
     ``split`` the weight-gradient GEMMs go to ``weight`` instead of ``backward`` (zero-bubble
-    schedules run them as a pass of their own).
+    schedules run them as a pass of their own). With ``two_gemms`` a linear's backward is two
+    segments, dgrad then wgrad once reversed (each pairs with its own collective under TP
+    communication overlap).
     """
 
-    def __init__(self, compute: ComputeModel, split: bool = False):
+    def __init__(self, compute: ComputeModel, split: bool = False, two_gemms: bool = False):
         self.compute = compute
         self.forward: list[UnitSegment] = []
         self.backward: list[UnitSegment] = []
         self.split = split
+        self.two_gemms = two_gemms
         self.weight: list[UnitSegment] = []
 
     def backward_gemms(self, dgrad_s: float, wgrad_s: float) -> None:
@@ -82,6 +85,8 @@ class _Passes:
         if self.split:
             self.backward.append(ComputeSegment(dgrad_s, 1))
             self.weight.append(ComputeSegment(wgrad_s, 1))
+        elif self.two_gemms:  # forward order: reversed with the list, the dgrad GEMM runs first
+            self.backward += [ComputeSegment(wgrad_s, 1), ComputeSegment(dgrad_s, 1)]
         else:
             self.backward.append(ComputeSegment(dgrad_s + wgrad_s, 2))
 
@@ -172,7 +177,8 @@ class LayerCosts:
         ``split``: the backward unit is the input-gradient pass and carries the weight-gradient
         GEMMs in ``weight_grad``)."""
         model, tp = self.model, self.tp
-        passes = _Passes(self.compute, split)
+        overlap = self.sequence_parallel and self.tp_comm_overlap and tp > 1
+        passes = _Passes(self.compute, split, two_gemms=overlap)
         recompute_extra = self._attention_block(passes)
         if moe:
             moe_mlp_block(self, passes)
@@ -180,7 +186,7 @@ class LayerCosts:
             self._mlp_block(passes)
         fwd, bwd = passes.forward, passes.backward
         bwd.reverse()
-        if self.sequence_parallel and self.tp_comm_overlap:
+        if overlap:
             fwd, bwd = overlap_tp(fwd), overlap_tp(bwd)
         params_local = model.layer_matmul_params / tp + model.layer_other_params
         matrices = 5 if model.mlp == "swiglu" else 4  # QKV, output, MLP matrices
@@ -219,6 +225,7 @@ class LayerCosts:
         self._norm(passes)
         passes.extend(tp_region_entry(tp, self.sequence_parallel, self.full_activation))
         passes.linear(tokens, (hidden + 2 * model.kv_hidden) // tp, hidden)
+        passes.backward += tp_input_regather(tp, self.sequence_parallel, self.full_activation)
         # the fused QKV output is split into q, k, v views; backward concatenates their gradients
         qkv_bytes = 2 * tokens * (hidden + 2 * model.kv_hidden) // tp * act_bytes
         passes.backward.append(ComputeSegment(cm.memory(qkv_bytes), 1))
@@ -289,6 +296,7 @@ class LayerCosts:
         passes.extend(tp_region_entry(tp, self.sequence_parallel, self.full_activation))
         mlp_in = 2 * ffn_hidden if model.mlp == "swiglu" else ffn_hidden
         passes.linear(tokens, mlp_in // tp, model.hidden)
+        passes.backward += tp_input_regather(tp, self.sequence_parallel, self.full_activation)
         ffn_local = ffn_hidden // tp
         if model.mlp == "gelu":  # GELU forward (read, write), backward (read dy and x, write dx)
             passes.memory_class("gelu_fwd", 2 * tokens * ffn_local * act_bytes, "gelu_bwd",

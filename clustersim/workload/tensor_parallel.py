@@ -6,6 +6,13 @@ Megatron-LM wraps every column-parallel / row-parallel pair of GEMMs in two conj
 reduce-scatter backward) and ``g`` on the way out (all-reduce forward, identity backward; with
 SP: reduce-scatter forward, all-gather backward). Each collective moves one full activation
 ``b s h`` (16-bit) in nccl-tests size convention.
+
+With SP a column-parallel linear keeps only its rank's sequence shard of its input for the
+backward pass (the activation memory of Korthikanti et al., ``sbh/t`` per linear input, which
+the memory model counts), so its weight-gradient GEMM needs the input all-gathered again
+(:func:`tp_input_regather`; Megatron-LM ``LinearWithGradAccumulationAndAsyncCommunication``,
+Transformer Engine likewise). Korthikanti et al. (Table 4, 22B on A100) measured SP saving 3% of
+a layer's time; without the regather the model had it saving 8%.
 """
 
 from __future__ import annotations
@@ -32,6 +39,21 @@ def tp_region_entry(tp: int, sequence_parallel: bool, size_bytes: float) -> tupl
     return [HostSegment(1)], [TPCommSegment("all_reduce", size_bytes)]
 
 
+def tp_input_regather(tp: int, sequence_parallel: bool, size_bytes: float) -> list:
+    """Backward items (forward order) a column-parallel linear adds after its own GEMMs with SP:
+    the all-gather of its sequence-sharded input for the weight gradient. Once the caller reverses
+    the backward list it runs before the linear's backward GEMMs.
+
+    >>> tp_input_regather(2, True, 8.0)
+    [TPCommSegment(op='all_gather', size_bytes=8.0, overlapped_gemm_s=0.0, axis='tp', algorithm='auto')]
+    >>> tp_input_regather(2, False, 8.0), tp_input_regather(1, True, 8.0)
+    ([], [])
+    """
+    if tp == 1 or not sequence_parallel:
+        return []
+    return [TPCommSegment("all_gather", size_bytes)]
+
+
 def tp_region_exit(tp: int, sequence_parallel: bool, size_bytes: float) -> tuple[list, list]:
     """Segments Megatron's ``g`` operator adds to the forward and to the backward pass.
 
@@ -50,7 +72,10 @@ def overlap_tp(segments: list[UnitSegment]) -> list[UnitSegment]:
     """TP communication overlap (Megatron-Core ``--tp-comm-overlap``, sequence parallel).
 
     Each all-gather runs beside the GEMM it feeds (the next compute segment), each reduce-scatter
-    beside the GEMM it drains (the previous one). The GEMM's seconds move into the collective's
+    beside the GEMM it drains (the previous one). In the backward pass a linear's dgrad and wgrad
+    GEMMs are two segments then (:class:`~clustersim.workload.layer_costs.LayerCosts`): the input
+    regather runs beside the dgrad GEMM, the input-gradient reduce-scatter beside the wgrad GEMM
+    (Transformer Engine's bulk overlaps). The GEMM's seconds move into the collective's
     ``overlapped_gemm_s``: the pair takes ``max(comm, gemm)``; the GEMM segment keeps its kernel
     count (host issue) with no GPU time of its own.
 

@@ -133,7 +133,9 @@ def test_at_least_six_rows_within_tolerance():
 #: of ``python tests/integration/test_published_runs.py`` (2026-11-26); strict, so a row that starts
 #: to pass (or a passing one that fails) shows up.
 A100_MISS_10 = {
-    "K530B-sel": "-11.6% (33.43 s predicted, 37.83 s reported): too fast; compute 27.6 s of the step",
+    "K530B-sel": "-10.1% (34.02 s predicted, 37.83 s reported): too fast; compute 27.6 s of the step (the 22B "
+                 "layer of Korthikanti's Table 4 is 5-7% too fast in every recompute/SP setting: "
+                 "test_korthikanti_layer_times)",
     "N1.7B": "-11.9% (3.11 s predicted, 3.53 s reported): too fast; compute 2.93 s of the step",
 }
 A100_ROWS = [r for r in ROWS if "a100" in r[2]]
@@ -144,6 +146,50 @@ A100_ROWS = [r for r in ROWS if "a100" in r[2]]
 def test_a100_step_time_within_10_percent(row):
     res = predicted(row[0])
     assert res["step_time_s"] == pytest.approx(row[-1], rel=0.10), res["breakdown"]
+
+
+#: Korthikanti et al. 2022 Table 4: one layer of the 22B model (TP 8, micro-batch 4, sequence 2048) on
+#: A100, forward + backward ms (reference/published-runs.md Table C2); (training, parallelism) overrides
+KORTHIKANTI_TABLE4 = {
+    "baseline": ({"recompute": "none"}, {"sequence_parallel": False}, 19.6),
+    "sequence parallel": ({"recompute": "none"}, {"sequence_parallel": True}, 19.0),
+    "full recompute": ({"recompute": "full"}, {"sequence_parallel": False}, 27.2),
+    "selective": ({"recompute": "selective"}, {"sequence_parallel": False}, 20.9),
+    "selective + SP": ({"recompute": "selective"}, {"sequence_parallel": True}, 20.3),
+}
+
+
+@cache
+def layer_ms(setting: str) -> float:
+    """One 22B layer's forward + backward (compute and TP collectives, ms): the K22B row with 48 and with 24
+    layers, differenced (embedding, head and the per-parameter optimizer drop out)."""
+    tr, par, _ = KORTHIKANTI_TABLE4[setting]
+    (row,) = [r for r in ROWS if r[0] == "K22B-sel"]
+    rid, src, topo, nodes, dims, t, p, rep = row
+    parts = []
+    for layers in (48, 24):
+        sc = scenario_of((rid, src, topo, nodes, dict(dims, layers=layers), dict(t, **tr), dict(p, **par), rep))
+        b = run_scenario(sc, fidelity="analytical").to_dict()["breakdown"]
+        parts.append(b["compute"] + b["comm_tp"])
+    return (parts[0] - parts[1]) / 24 * 1e3
+
+
+def test_korthikanti_layer_times():
+    """The A100 layer (kernel tables transferred from H100) against Korthikanti's per-layer measurements:
+    every setting 3-8% too fast, the same offset for all five (so what recomputation and SP change is right)."""
+    errors = {k: layer_ms(k) / v[2] - 1 for k, v in KORTHIKANTI_TABLE4.items()}
+    assert all(-0.08 <= e <= -0.03 for e in errors.values()), errors
+    assert max(errors.values()) - min(errors.values()) <= 0.03, errors
+
+
+def test_sequence_parallel_saves_what_korthikanti_measured():
+    """SP divides the norms and dropouts by TP but re-gathers each column-parallel input in backward:
+    measured saving 3.1% (19.6 -> 19.0 ms) and 2.9% with selective recompute; without the regather the model
+    gave 8.1% and 7.7%."""
+    for base, sp in (("baseline", "sequence parallel"), ("selective", "selective + SP")):
+        saving = 1 - layer_ms(sp) / layer_ms(base)
+        measured = 1 - KORTHIKANTI_TABLE4[sp][2] / KORTHIKANTI_TABLE4[base][2]
+        assert abs(saving - measured) <= 0.015, (base, saving, measured)
 
 
 def table() -> list[dict]:
@@ -158,6 +204,8 @@ def table() -> list[dict]:
 
 
 if __name__ == "__main__":
+    for k, v in KORTHIKANTI_TABLE4.items():
+        print(f"| {k} | {v[2]:.1f} | {layer_ms(k):.2f} | {100 * (layer_ms(k) / v[2] - 1):+.1f}% |")
     for r in table():
         print(f"| {r['id']} | {r['source']} | {r['gpus']} | {r['reported_s']:.2f} | {r['predicted_s']:.2f} | "
               f"{100 * r['error']:+.1f}% | {100 * r['mfu']:.1f}% | {100 * r['bubble']:.1f}% |")
