@@ -368,6 +368,43 @@ def test_blind10_four_gpu_h100_step_time_within_10_percent(row):
     _within(row, TOL, fidelities_agree=True)
 
 
+# Blind set 11 (issue 14, 2-GPU overheads on 2x H100): blind set 9's -h100 rows, 19 runs on a lent 2x H100 VM,
+# 2026-11-27, predicted and committed (626c4eb) before this run (calibrate/raw/blind11/predictions.json). The same
+# configurations ran on another 2x H100 VM on 2026-11-26 (blind sets 6 and 7, calibrate/raw/blind6, blind7), so this
+# set is blind to the run, not to the configurations: a reproduction on a second machine.
+B11_ROWS = load_rows(("blind11-train_steps.jsonl",))
+B11 = {r["run_id"].removesuffix("-h100"): r for r in B11_ROWS}
+_FSDP_H100 = ("FSDP2 on 2 H100, host-bound shape: the step follows the slower rank's host issue (per-rank host issue "
+              "varies 4-12% step to step under FSDP2, 1-2% under DDP, calibrate/raw/blind11); the same row measured "
+              "313-327 ms (rg) and 505-551 ms (b2) in six runs on two VMs (calibrate/raw/blind6, blind11, skew11)")
+B11_MISS_5 = {"rg-fsdp2": _FSDP_H100, "b2-fsdp2": _FSDP_H100}
+B11_ISSUE_ROWS = [n for n in B11 if n.split("-", 1)[1] in ("ddp2", "fsdp2", "pp2-interleaved")]
+
+
+def test_blind11_rows_complete():
+    assert len(B11_ROWS) == 19 and all("cluster.topology=dgx-h100" in r["overrides"] for r in B11_ROWS)
+    assert len(B11_ISSUE_ROWS) == 12 and set(B11) == set(B9)
+
+
+@pytest.mark.parametrize("row", _param(B11, list(B11), {}))
+def test_blind11_step_time_within_10_percent(row):
+    """Every row within 10% blind (-6.6% to +5.2%), both fidelities."""
+    _within(row, TOL, fidelities_agree=True)
+
+
+@pytest.mark.parametrize("row", _param(B11, B11_ISSUE_ROWS, B11_MISS_5))
+def test_blind11_two_gpu_step_time_within_5_percent(row):
+    """Issue 14's bar on 2 GPUs: DDP, FSDP and interleaved rows within 5% each (10 of 12 blind)."""
+    _within(row, ISSUE_TOL)
+
+
+def test_blind11_every_overhead_has_the_measured_sign():
+    """DDP and FSDP cost time over one GPU doing the same per-GPU work; interleaving is faster than 1F1B here
+    (rg: 341.3 vs 353.8 ms; d7: 238.8 vs 243.8 ms), as the model has it."""
+    measured = _signs_match(b9_overheads, B11)
+    assert all((v > 0) == ("interleaved" not in k) for k, v in measured.items()), measured
+
+
 def table(rows=None) -> str:
     out = ["| config | overrides | GPUs | measured (ms) | flow (ms) | analytical (ms) | error (flow) |",
            "|---|---|---|---|---|---|---|"]
