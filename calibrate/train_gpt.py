@@ -880,8 +880,9 @@ def result_row(args, sc: Scenario, launch: Launch, *, impl: dict, dtype_name: st
         "python": platform.python_version(),
         "world_size": launch.world,
         "launcher": launch.info["launcher"],
-        "env": {k: os.environ[k] for k in ("NCCL_NVLS_ENABLE", "NCCL_ALGO", "NCCL_PROTO", "TORCH_NCCL_AVOID_RECORD_STREAMS",
-                                             "CUDA_DEVICE_MAX_CONNECTIONS") if k in os.environ},
+        "env": {k: os.environ[k] for k in ("NCCL_NVLS_ENABLE", "NCCL_ALGO", "NCCL_PROTO",
+                                             "TORCH_NCCL_AVOID_RECORD_STREAMS", "CUDA_DEVICE_MAX_CONNECTIONS")
+                if k in os.environ},
         "implementation": impl,
         "dtype": dtype_name,
         "params_total": n_params,
