@@ -40,7 +40,7 @@ def _key(r: dict) -> tuple:
 
 
 #: sets that repeat configurations measured before (their rows are tested too, keyed ``run_id@set``)
-REPEAT_SETS = ("blind11", "skew11")
+REPEAT_SETS = ("blind11", "skew11", "ddp-transient")
 
 
 def load_rows() -> list[dict]:
