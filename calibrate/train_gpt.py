@@ -345,7 +345,8 @@ def start(args, sc: Scenario, dtype_name: str) -> Launch:
     info = discover_ranks()
     rank, world, local_rank = info["rank"], info["world_size"], info["local_rank"]
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE") or world)
-    CPU_BINDING.update(mode=args.cpu_affinity, cpus=bind_cpus(args.cpu_affinity, local_rank, local_world))
+    affinity = getattr(args, "cpu_affinity", "inherit")  # callers with their own options (step_trace.py): inherit
+    CPU_BINDING.update(mode=affinity, cpus=bind_cpus(affinity, local_rank, local_world))
     check_world(sc, world)
     device_kind, device = pick_device(args, local_rank, rank, dtype_name)
     note_unfused_kernels(sc, rank)
@@ -716,7 +717,7 @@ def timed_steps(args, launch: Launch, trainer: Trainer):
     clock = GcClock()
     # --gc step: no collection inside a step, one between steps (outside the timed region), as torchtitan's and
     # Megatron's training loops manage Python's collector; auto: Python collects whenever its thresholds say
-    manual_gc = args.gc == "step"
+    manual_gc = getattr(args, "gc", "auto") == "step"
     if manual_gc:
         gc.collect()
         gc.disable()
@@ -901,7 +902,7 @@ def result_row(args, sc: Scenario, launch: Launch, *, impl: dict, dtype_name: st
         "host_issue_s_rank0": meas.issue_rank0,
         "host_issue_s_ranks": meas.issue_ranks,
         "cpu_affinity": CPU_BINDING.get("mode", "inherit"),
-        "gc_mode": args.gc,
+        "gc_mode": getattr(args, "gc", "auto"),
         "gc_s_ranks": meas.gc_ranks,
         # per rank: logical CPUs allowed and seen, allocator retries / device-wide syncs (rank skew diagnosis)
         "host_ranks": meas.host_ranks,
