@@ -123,6 +123,8 @@ KNOWN_IN_USE_MISS.update({f"{rid}@blind11": _IN_USE_2XH100_B11 for rid in (
     "w7-ddp2-h100", "w7-fsdp2-h100", "d7-pp2-1f1b-h100", "d7-pp2-interleaved-h100")})
 KNOWN_IN_USE_MISS.update({f"{rid}@skew11": _IN_USE_2XH100_B11 for rid in (
     "gv-fsdp2-h100-cores", "w7-fsdp2-h100-cores", "rg-ddp2-h100-cores")})
+KNOWN_IN_USE_MISS.update({f"{rid}@ddp-transient": _IN_USE_2XH100_B11 for rid in (
+    "rg-ddp2-h100-stash1", "w7-ddp2-h100-stash1")})
 KNOWN_IN_USE_MISS.update({rid: _IN_USE_4XH100 for rid in (
     "e8-ddp4-h100", "e8-tp4-h100", "e8-pp4-1f1b-h100", "e8-pp4-interleaved-h100", "e8-tp2-dp2-h100",
     "e8-pp2-dp2-h100")})
@@ -131,7 +133,7 @@ KNOWN_IN_USE_MISS.update({rid: _IN_USE_4XH100 for rid in (
 def _run_key(row: dict) -> str:
     """The row's run id; for the 4x H200 VM's sets (whose ids repeat other sets' H200 names) tagged with the set."""
     src = str(row.get("source", "")).split("/")[0]
-    return (f"{row.get('run_id')}@{src}" if src in ("blind8", "blind9", "host8", "ddp-steps", "blind11", "skew11")
+    return (f"{row.get('run_id')}@{src}" if src in ("blind8", "blind9", "host8", "ddp-steps", "blind11", "skew11", "ddp-transient")
             else str(row.get("run_id")))
 
 
