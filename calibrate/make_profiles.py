@@ -524,7 +524,9 @@ def transferred_compute(measured: Profile, source_gpu: str, target_gpu: str) -> 
         f"measured {measured.source.date}; files {', '.join(files)}) to {target_gpu} by roofline "
         "(clustersim/calibration/transfer.py): each point's time split at the source's peak x wave "
         "quantisation and measured copy bandwidth, the unexplained share kept, rebuilt with the target's "
-        "datasheet peak, HBM bandwidth and SM count; layout and attention tables read at the run's own shape "
+        "datasheet peak, HBM bandwidth and SM count; both peaks at the boost clock the kernels run at where both GPUs "
+        "state their clocks (H100/H200 bursts at 1,980 MHz against a datasheet peak quoted at 1,830; A100 1,410 both); "
+        "layout and attention tables read at the run's own shape "
         "through the target's roofline (roofline_lookup); memory-bound classes moved in bytes by the bandwidth "
         f"ratio; no sustained-clock table, no compute/NCCL overlap table, no device spread. Written by `{COMMAND}`.")
     return validate(Profile, {"name": "x", "compute": out}, file=None).compute.model_dump(mode="json",

@@ -30,6 +30,17 @@ its datasheet bandwidth applied to the target's datasheet bandwidth. A class tha
 kernels with GEMMs in it (eager attention: ``q k^T``, scale, mask, softmax, ``@ v``) has the *sum*
 of the two roofline parts as its roofline (kernels one after another); its time scales by that sum.
 
+Clocks. The bench times kernels in short bursts, at the GPU's boost clock, while a datasheet quotes its
+peak at a stated clock, which on H100 / H200 SXM is below the boost (989.4 TFLOPS at 1,830 MHz; bursts at
+1,980) and on A100 is the boost (1,410 MHz). An H100 efficiency of 0.80 against 989.4 is 0.74 of what the
+SMs could do at the clock it ran at. Where both GPUs state both clocks
+(:meth:`~clustersim.config.topology.GPUSpec.boost_ratio`), the roofline on each side uses the peak at the
+boost clock, and the stored efficiency is converted back to the target's datasheet peak: an H100 table
+transferred to A100 loses the 1,980 / 1,830 it had against its datasheet; H100 to H200 is unchanged (same
+clocks). Where either clock is unknown (B200, GB200) no correction is made. Checked against a published
+per-layer measurement (Korthikanti et al. Table 4, one 22B layer on A100, five settings): 4.9-7.0% too fast
+without the correction, 0.1-2.1% with it (docs/validation.md 3c).
+
 Sustained clocks (``clock_table``: slowdown of compute-bound kernels by compute duty under the
 board's power limit) are a property of the die and its power budget, not of the kernel: kept when
 source and target share the architecture (``sm``) and the board power (``tdp_W``; H100 SXM and H200
@@ -89,13 +100,23 @@ def transfer_compute(compute: dict, *, source: GPUSpec, target: GPUSpec) -> dict
     if source.sm_count is None or target.sm_count is None:
         raise ValueError(f"SM count missing in the GPU spec of {source.name if source.sm_count is None else target.name}")
     bw_fraction = (compute.get("hbm_bandwidth_GBps") or 0.9 * source.hbm_bandwidth_GBps) / source.hbm_bandwidth_GBps
-    src = {"peak": (compute.get("peak_tflops") or source.peak_tflops[dtype]) * 1e12,
+    # both peaks at the boost clock the kernels run at, where both GPUs state it (module doc, "Clocks")
+    src_boost, tgt_boost = source.boost_ratio(), target.boost_ratio()
+    if src_boost is None or tgt_boost is None:
+        src_boost = tgt_boost = 1.0
+    src = {"peak": (compute.get("peak_tflops") or source.peak_tflops[dtype]) * 1e12 * src_boost,
            "bw": bw_fraction * source.hbm_bandwidth, "sms": source.sm_count}
-    tgt = {"peak": target.peak_flops(dtype), "bw": bw_fraction * target.hbm_bandwidth, "sms": target.sm_count}
+    tgt = {"peak": target.peak_flops(dtype) * tgt_boost, "bw": bw_fraction * target.hbm_bandwidth,
+           "sms": target.sm_count}
+
+    def point(eff: float, flops: float, nbytes: float, tiles: int) -> float:
+        # transfer_point returns the efficiency against tgt["peak"]; stored against the datasheet peak
+        return _r4(tgt_boost * transfer_point(efficiency=eff / src_boost, flops=flops, nbytes=nbytes, tiles=tiles,
+                                              source=src, target=tgt))
 
     def gemm(m: int, n: int, k: int, eff: float) -> float:
         flops, nbytes, tiles = gemm_shape(m, n, k)
-        return _r4(transfer_point(efficiency=eff, flops=flops, nbytes=nbytes, tiles=tiles, source=src, target=tgt))
+        return point(eff, flops, nbytes, tiles)
 
     same_power = (source.sm, source.tdp_W) == (target.sm, target.tdp_W) and source.tdp_W is not None
     out = {key: val for key, val in compute.items()
@@ -116,8 +137,7 @@ def transfer_compute(compute: dict, *, source: GPUSpec, target: GPUSpec) -> dict
     att = []
     for p in compute.get("attention_table", []):
         flops, nbytes, tiles = attention_shape(p["direction"], p["batch"] * p["heads"], p["seq"], p["head_dim"])
-        att.append({**p, "efficiency": _r4(transfer_point(efficiency=p["efficiency"], flops=flops, nbytes=nbytes,
-                                                          tiles=tiles, source=src, target=tgt))})
+        att.append({**p, "efficiency": point(p["efficiency"], flops, nbytes, tiles)})
     out["attention_table"] = att
     # the run's own shape is quantised on the target at lookup (ComputeModel), not the measured one
     out["roofline_lookup"] = True

@@ -83,6 +83,11 @@ class GPUSpec(StrictModel):
                                 "clocks of compute-bound kernels depend on it (compute transfer).")
     sm_count: int | None = Field(None, gt=0, le=1_000_000, description="Streaming multiprocessors enabled on the part (wave "
                                  "quantisation of kernel tiles in the compute transfer, clustersim/calibration/transfer.py).")
+    peak_clock_MHz: float | None = Field(None, gt=0, le=100_000, description="SM clock at which the datasheet "
+                                         "peak_tflops are quoted (MHz).")
+    boost_clock_MHz: float | None = Field(None, gt=0, le=100_000, description="Maximum SM boost clock (MHz): what "
+                                          "short kernel bursts run at, so what measured kernel tables are timed at "
+                                          "(compute transfer, clustersim/calibration/transfer.py).")
     source: str | None = Field(None, description="Where the figures come from.")
 
     @field_validator("peak_tflops")
@@ -91,6 +96,18 @@ class GPUSpec(StrictModel):
         if "bf16" not in v:
             raise ValueError("peak_tflops must give at least bf16")
         return v
+
+    def boost_ratio(self) -> float | None:
+        """Boost clock over the clock the datasheet peak is quoted at (``None`` where either is unknown).
+
+        >>> round(GPU_CATALOG["H100-SXM"].boost_ratio(), 4), GPU_CATALOG["A100-SXM-80GB"].boost_ratio()
+        (1.082, 1.0)
+        >>> GPU_CATALOG["B200"].boost_ratio() is None
+        True
+        """
+        if self.peak_clock_MHz is None or self.boost_clock_MHz is None:
+            return None
+        return self.boost_clock_MHz / self.peak_clock_MHz
 
     def peak_flops(self, dtype: str) -> float:
         """Dense peak FLOP/s for ``dtype`` (fp16 falls back to bf16).
@@ -131,6 +148,12 @@ _H100_NVL_SRC = ("NVIDIA H100 NVL datasheet (2023), per GPU: BF16 1,671 / FP8 3,
 #: whitepaper, 2020, "108 SMs" of 128 on GA100), H100 SXM5 132 and H100 PCIe 114 (NVIDIA H100 Tensor Core
 #: GPU Architecture whitepaper, 2022), H200 132 (same GH100 SXM part as H100 SXM), H100 NVL 132 (H100 NVL
 #: datasheet), B200 148 (NVIDIA Blackwell architecture: 2 dies x 74 SMs enabled, as reported by deviceQuery).
+#: SM clocks (MHz): the clock the dense peak is quoted at, and the maximum boost clock. A100 SXM: 1410 and
+#: 1410 (A100 whitepaper, 2020: peak = 108 SMs x 2,048 dense FP16 FLOP/clock x 1.41 GHz, "GPU Boost Clock
+#: 1410 MHz"). H100 SXM5: 1830 (H100 whitepaper, 2022: 132 SMs x 4,096 x 1.83 GHz = 989.4 TFLOPS) and 1980
+#: (the part's maximum SM clock, nvidia-smi; the clock every lent H100 and H200 ran the project's probe kernels at,
+#: calibrate/raw/pi-h100/clocks.csv, pi-h200x4/pi-clocks.csv). H200 SXM: the same die and clocks as H100 SXM.
+#: B200, GB200, H100 PCIe / NVL: not stated here (unknown: the transfer then makes no clock correction).
 #: Max TDP (W) from the same datasheets as the peaks: A100 SXM 400, H100 SXM 700, H100 PCIe 350, H100 NVL
 #: 400 (datasheet 350-400), H200 SXM 700, B200 (HGX B200) 1000, GB200 (per GPU of the NVL72 superchip) 1200
 _B200_SRC = ("NVIDIA HGX B200 datasheet (2024), 8 GPUs: FP8 72 PFLOPS, FP16/BF16 36 PFLOPS, TF32 18 PFLOPS "
@@ -146,13 +169,16 @@ GPU_CATALOG: dict[str, GPUSpec] = {
     for g in [
         GPUSpec(name="A100-SXM-40GB", vendor_name="NVIDIA A100-SXM4-40GB", sm=80,
                 peak_tflops={"bf16": 312, "fp16": 312, "tf32": 156, "fp32": 19.5},
-                hbm_GB=40, hbm_bandwidth_GBps=1555, nvlink_generation=3, sm_count=108, tdp_W=400, source=_A100_SRC),
+                hbm_GB=40, hbm_bandwidth_GBps=1555, nvlink_generation=3, sm_count=108, tdp_W=400,
+                peak_clock_MHz=1410, boost_clock_MHz=1410, source=_A100_SRC),
         GPUSpec(name="A100-SXM-80GB", vendor_name="NVIDIA A100-SXM4-80GB", sm=80,
                 peak_tflops={"bf16": 312, "fp16": 312, "tf32": 156, "fp32": 19.5},
-                hbm_GB=80, hbm_bandwidth_GBps=2039, nvlink_generation=3, sm_count=108, tdp_W=400, source=_A100_SRC),
+                hbm_GB=80, hbm_bandwidth_GBps=2039, nvlink_generation=3, sm_count=108, tdp_W=400,
+                peak_clock_MHz=1410, boost_clock_MHz=1410, source=_A100_SRC),
         GPUSpec(name="H100-SXM", vendor_name="NVIDIA H100 80GB HBM3", sm=90,
                 peak_tflops={"bf16": 989.4, "fp16": 989.4, "fp8": 1979, "tf32": 494.5, "fp32": 67},
-                hbm_GB=80, hbm_bandwidth_GBps=3350, nvlink_generation=4, sm_count=132, tdp_W=700, source=_H100_SRC),
+                hbm_GB=80, hbm_bandwidth_GBps=3350, nvlink_generation=4, sm_count=132, tdp_W=700,
+                peak_clock_MHz=1830, boost_clock_MHz=1980, source=_H100_SRC),
         GPUSpec(name="H100-PCIe", vendor_name="NVIDIA H100 PCIe", sm=90,
                 peak_tflops={"bf16": 756.5, "fp16": 756.5, "fp8": 1513, "tf32": 378, "fp32": 51},
                 hbm_GB=80, hbm_bandwidth_GBps=2000, nvlink_generation=4, sm_count=114, tdp_W=350, source=_H100_SRC),
@@ -161,7 +187,8 @@ GPU_CATALOG: dict[str, GPUSpec] = {
                 hbm_GB=94, hbm_bandwidth_GBps=3900, nvlink_generation=4, sm_count=132, tdp_W=400, source=_H100_NVL_SRC),
         GPUSpec(name="H200-SXM", vendor_name="NVIDIA H200", sm=90,
                 peak_tflops={"bf16": 989.4, "fp16": 989.4, "fp8": 1979, "tf32": 494.5, "fp32": 67},
-                hbm_GB=141, hbm_bandwidth_GBps=4800, nvlink_generation=4, sm_count=132, tdp_W=700, source=_H200_SRC),
+                hbm_GB=141, hbm_bandwidth_GBps=4800, nvlink_generation=4, sm_count=132, tdp_W=700,
+                peak_clock_MHz=1830, boost_clock_MHz=1980, source=_H200_SRC),
         GPUSpec(name="B200", vendor_name="NVIDIA B200", sm=100,
                 peak_tflops={"bf16": 2250, "fp16": 2250, "fp8": 4500, "tf32": 1125, "fp32": 75},
                 hbm_GB=180, hbm_bandwidth_GBps=8000, nvlink_generation=5, sm_count=148, tdp_W=1000, source=_B200_SRC),

@@ -130,13 +130,13 @@ def test_at_least_six_rows_within_tolerance():
 
 #: Issue 14's bar for a GPU without its own measurements: every A100 row within 10% through the kernel
 #: tables transferred from dgx-h100 (docs/validation.md section 3a). Rows that miss it, with the numbers
-#: of ``python tests/integration/test_published_runs.py`` (2026-11-26); strict, so a row that starts
+#: of ``python tests/integration/test_published_runs.py`` (2026-11-27); strict, so a row that starts
 #: to pass (or a passing one that fails) shows up.
 A100_MISS_10 = {
-    "K530B-sel": "-10.1% (34.02 s predicted, 37.83 s reported): too fast; compute 27.6 s of the step (the 22B "
-                 "layer of Korthikanti's Table 4 is 5-7% too fast in every recompute/SP setting: "
-                 "test_korthikanti_layer_times)",
-    "N1.7B": "-11.9% (3.11 s predicted, 3.53 s reported): too fast; compute 2.93 s of the step",
+    "N7.5B": "+12.5% (4.16 s predicted, 3.70 s reported): too slow; compute 3.24 s, TP all-reduces 0.47 s and the DP "
+             "all-reduce after backward 0.33 s (fp32 gradients assumed; the 2021 runs' gradient precision is not stated)",
+    "N18B": "+13.7% (10.69 s predicted, 9.40 s reported): too slow; compute 7.87 s, TP all-reduces 1.87 s and the DP "
+            "all-reduce after backward 0.80 s (fp32 gradients assumed, as for N7.5B)",
 }
 A100_ROWS = [r for r in ROWS if "a100" in r[2]]
 
@@ -175,10 +175,11 @@ def layer_ms(setting: str) -> float:
 
 
 def test_korthikanti_layer_times():
-    """The A100 layer (kernel tables transferred from H100) against Korthikanti's per-layer measurements:
-    every setting 3-8% too fast, the same offset for all five (so what recomputation and SP change is right)."""
+    """The A100 layer (kernel tables transferred from H100) against Korthikanti's per-layer measurements: every
+    setting within 3% (+0.1% to -2.1%; 4.9-7.0% too fast before the transfer took both peaks at the boost clock the
+    H100 tables were timed at), and within 3% of each other (what recomputation and SP change is right)."""
     errors = {k: layer_ms(k) / v[2] - 1 for k, v in KORTHIKANTI_TABLE4.items()}
-    assert all(-0.08 <= e <= -0.03 for e in errors.values()), errors
+    assert all(abs(e) <= 0.03 for e in errors.values()), errors
     assert max(errors.values()) - min(errors.values()) <= 0.03, errors
 
 
