@@ -665,6 +665,8 @@ class GcClock:
 
     def close(self) -> None:
         gc.callbacks.remove(self._hook)
+
+
 #: per-rank allocator counters recorded in the row (torch.cuda.memory_stats): retries after a failed
 #: cudaMalloc (each frees cached blocks and synchronises the device) and device-wide synchronisations
 ALLOC_COUNTERS = ("num_alloc_retries", "num_sync_all_streams", "num_device_alloc", "num_device_free")
@@ -721,35 +723,37 @@ def timed_steps(args, launch: Launch, trainer: Trainer):
     if manual_gc:
         gc.collect()
         gc.disable()
-    for i in range(args.warmup + args.steps):
-        if i == args.warmup and launch.distributed:
+    try:
+        for i in range(args.warmup + args.steps):
+            if i == args.warmup and launch.distributed:
+                launch.sync()
+                dist.barrier()
             launch.sync()
-            dist.barrier()
-        launch.sync()
+            if manual_gc:
+                gc.collect(1)
+            clock.take()
+            if cuda:  # the allocator's peak per step (warm-up included): which step sets the run's peak
+                torch.cuda.reset_peak_memory_stats(launch.device)
+            t = time.perf_counter()
+            loss = trainer.step(i)
+            t_issued = time.perf_counter()  # the host has issued the whole step (no sync inside it)
+            launch.sync()
+            dt = time.perf_counter() - t
+            CPUS_SEEN.add(_current_cpu())
+            if cuda:
+                STEP_PEAKS.append((float(torch.cuda.max_memory_allocated(launch.device)),
+                                   float(torch.cuda.max_memory_reserved(launch.device))))
+            if i >= args.warmup:
+                times.append(dt)
+                issue.append(t_issued - t)
+                GC_PAUSES.append(clock.take())
+            losses.append(loss)
+            if i < args.warmup:
+                _log(launch.rank, f"warm-up step {i + 1}/{args.warmup}: {dt * 1e3:.1f} ms")
+    finally:  # the collector comes back even if a step fails
+        clock.close()
         if manual_gc:
-            gc.collect(1)
-        clock.take()
-        if cuda:  # the allocator's peak per step (warm-up included): which step sets the run's peak
-            torch.cuda.reset_peak_memory_stats(launch.device)
-        t = time.perf_counter()
-        loss = trainer.step(i)
-        t_issued = time.perf_counter()  # the host has issued the whole step (no sync inside it)
-        launch.sync()
-        dt = time.perf_counter() - t
-        CPUS_SEEN.add(_current_cpu())
-        if cuda:
-            STEP_PEAKS.append((float(torch.cuda.max_memory_allocated(launch.device)),
-                               float(torch.cuda.max_memory_reserved(launch.device))))
-        if i >= args.warmup:
-            times.append(dt)
-            issue.append(t_issued - t)
-            GC_PAUSES.append(clock.take())
-        losses.append(loss)
-        if i < args.warmup:
-            _log(launch.rank, f"warm-up step {i + 1}/{args.warmup}: {dt * 1e3:.1f} ms")
-    clock.close()
-    if manual_gc:
-        gc.enable()
+            gc.enable()
     return losses, times, issue
 
 
