@@ -2,7 +2,7 @@
 
 A pipeline rank posts its send (or receive) as soon as its chunk is done, but the peer posts the matching
 call only when it reaches it in its own order: meanwhile NCCL's p2p kernel sits resident on the GPU, holding
-its channels' thread blocks. Rank 1 times bf16 GEMMs (8192^3) and device copies (1 GiB) alone, then beside
+its channels' thread blocks. Rank 1 times bf16 GEMMs (8192^3, and 8192 x 8192 x 2048) and device copies (1 GiB) alone, then beside
 a posted ``irecv`` whose send rank 0 holds back, then beside a posted ``isend`` whose receive rank 0 holds
 back (a gloo barrier tells rank 0 when to match). Prints one JSON line per phase.
 
@@ -44,7 +44,11 @@ def main():
     # connect the pair first (NCCL connects p2p peers lazily, at the first send/recv)
     (dist.isend if rank == 0 else dist.irecv)(buf, 1 - rank).wait()
     torch.cuda.synchronize()
-    kernels = {"gemm": (lambda: torch.mm(a, b), 100), "copy": (lambda: dst.copy_(src), 100)}
+    # a pipeline row's MLP GEMM as well (tokens 8192 = micro-batch 4 x 2048, h 2048 -> ffn 8192): fewer waves
+    x = torch.randn(8192, 2048, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(2048, 8192, device="cuda", dtype=torch.bfloat16)
+    kernels = {"gemm": (lambda: torch.mm(a, b), 100), "gemm_8192x8192x2048": (lambda: torch.mm(x, w), 300),
+               "copy": (lambda: dst.copy_(src), 100)}
     for phase in ("alone", "recv_waiting", "send_waiting"):
         for name, (fn, n) in kernels.items():
             dist.barrier(group=cpu)
