@@ -42,7 +42,10 @@ def main():
     dst = torch.empty_like(src)
     buf = torch.empty(32 << 20, device="cuda", dtype=torch.uint8)
     # connect the pair first (NCCL connects p2p peers lazily, at the first send/recv)
+    # both directions: rank 1's first send would otherwise set up its connection inside isend, on the host,
+    # waiting for rank 0, which waits at the barrier (the first run's send_waiting phase hung so)
     (dist.isend if rank == 0 else dist.irecv)(buf, 1 - rank).wait()
+    (dist.irecv if rank == 0 else dist.isend)(buf, 1 - rank).wait()
     torch.cuda.synchronize()
     # a pipeline row's MLP GEMM as well (tokens 8192 = micro-batch 4 x 2048, h 2048 -> ffn 8192): fewer waves
     x = torch.randn(8192, 2048, device="cuda", dtype=torch.bfloat16)
