@@ -88,6 +88,9 @@ H100_KERNELS = "raw/h100/kernels-20261124.jsonl"
 H100_OVERLAP = "raw/blind6/overlap.jsonl"
 #: the same probe on 2 of 4 H200 of one VM (2026-11-26, with blind set 9)
 H200_OVERLAP = "raw/overlap-h200/overlap.jsonl"
+#: compute kernels alone vs beside a posted NCCL receive / send that waits for its peer, 2 of 4 H100 of two VMs
+#: (``calibrate/device/p2p_resident.py``, 2026-11-27); the H200 (same GH100 die, 132 SMs) takes the same table
+P2P_RESIDENT = ("raw/p2p-resident/p2p_resident-x4-run1.jsonl", "raw/p2p-resident/p2p_resident-x4-run2.jsonl")
 #: FSDP2 host probe (blind set 7 follow-up, calibrate/host7_configs.txt) on 2 H100 of one VM, 2026-11-26
 H100_FSDP_PROBE = PROBE
 #: the same probe on 2 and on 4 ranks of one 4x H200 VM (host8_configs.txt), 2026-11-26
@@ -303,6 +306,66 @@ def overlap_table(rel: str) -> list[dict]:
     return out
 
 
+#: the clock's averaging window: bf16 GEMMs cycled with idle time, one H100 (``calibrate/device/clock_idle.py``, 2026-11-27)
+CLOCK_IDLE = "raw/clock-idle/clock_idle.jsonl"
+
+
+def clock_window_ms(clock_table: list[dict], rel: str = CLOCK_IDLE) -> float:
+    """``compute.clock_window_ms``: the window (25-500 ms in 25 ms steps) whose model -- each GEMM at the clock
+    table's slowdown of its busy share in a window centred on it -- best gives the probe's duty-cycled GEMM times
+    (least squares). Each measurement as the fraction of the way from the time at a 10 ms period (the averaged
+    load) to the sustained full-load time, so the probe's GEMM and the table's need not share a scale."""
+    from clustersim.calibration.jsonl import read_rows
+    from clustersim.workload.compute import clock_slowdown
+
+    rows = list(read_rows(HERE / rel))
+    full = next(r["mean_ms"] for r in rows if r["phase"] == "sustained")
+    cyc = [r for r in rows if r["phase"] == "cycle"]
+    base = {r["duty"]: r["mean_ms"] for r in cyc if r["period_ms"] == 10.0}
+    pts = sorted((p["duty"], p["slowdown"]) for p in clock_table)
+
+    def share(period: float, duty: float, window: float, x: float) -> float:
+        lo, hi = x - window / 2, x + window / 2
+        k0, k1 = int(lo // period) - 1, int(hi // period) + 1
+        return sum(max(0.0, min(hi, k * period + duty * period) - max(lo, k * period)) for k in range(k0, k1 + 1)) / window
+
+    def error(window: float) -> float:
+        err = 0.0
+        for r in cyc:
+            d, per = r["duty"], r["period_ms"]
+            if per < 10.0:
+                continue
+            xs = [(i + 0.5) / 100 * d * per for i in range(100)]
+            s = sum(clock_slowdown(pts, share(per, d, window, x)) for x in xs) / len(xs)  # only GEMMs: load = share
+            s0, s1 = clock_slowdown(pts, d), clock_slowdown(pts, 1.0)
+            err += ((s - s0) / (s1 - s0) - (r["mean_ms"] - base[d]) / (full - base[d])) ** 2
+        return err
+
+    return min((25.0 * k for k in range(1, 21)), key=error)
+
+
+#: one call's work of the residency probe's kernels: FLOPs of the GEMMs, bytes read and written of the 1 GiB copy
+P2P_PROBE_WORK = {"gemm": ("gemm", 2.0 * 8192 ** 3), "gemm_8192x8192x2048": ("gemm", 2.0 * 8192 * 8192 * 2048),
+                  "copy": ("memory", 2.0 * 2 ** 30)}
+
+
+def p2p_wait_table(files=P2P_RESIDENT) -> list[dict]:
+    """``compute.p2p_wait_table`` from the residency probe: per kernel and waiting side, the kernel's time beside
+    the waiting kernel over its time alone in the same run (and repetition), averaged over the runs."""
+    from clustersim.calibration.jsonl import read_rows
+
+    ratios: dict[tuple, list[float]] = {}
+    for rel in files:
+        rows = list(read_rows(HERE / rel))
+        alone = {(r.get("rep"), r["kernel"]): r["ms"] for r in rows if r["phase"] == "alone"}
+        for r in rows:
+            if r["phase"] in ("recv_waiting", "send_waiting"):
+                base = alone[(r.get("rep"), r["kernel"])]
+                ratios.setdefault((r["kernel"], r["phase"].split("_")[0]), []).append(r["ms"] / base)
+    return [{"kernel": P2P_PROBE_WORK[k][0], "work": P2P_PROBE_WORK[k][1], "side": side,
+             "compute_slowdown": round(sum(v) / len(v), 4)} for (k, side), v in sorted(ratios.items())]
+
+
 def nccl_switches(topology: str, base: Profile):
     """``switches(op, ranks, scope)`` for the fit: where NCCL's tuner (the NCCL-structured model on the
     topology with the base profile's published link classes, no entries) changes protocol."""
@@ -353,13 +416,15 @@ def make_h200() -> Profile:
     data["link_model"] = link_model_section(coll)
     _add_kernels(data, H200_KERNELS)
     data["compute"]["overlap_table"] = overlap_table(H200_OVERLAP)
+    data["compute"]["p2p_wait_table"] = p2p_wait_table()
+    data["compute"]["clock_window_ms"] = clock_window_ms(data["compute"]["clock_table"])
     # FSDP2 hook host time per shard-group size from the host probe on 2 and 4 ranks of one 4x H200 VM
     # (host speed differs between VMs: it is that VM's), with this profile's own kernel and call costs
     data["host"]["fsdp_hook_us"] = fsdp_hook_table(validate(Profile, data, file=None), H200_FSDP_PROBE)
     data["compute"]["device_spread"] = device_spread_h200()
     data["host"]["first_collective_us"] = first_collective_h200()
     data["source"]["files"] = list(data["source"].get("files", [])) + [H200_OVERLAP, H200_FSDP_PROBE, H200_PI_GPUS,
-                                                                       H200_FIRST_COLLECTIVE]
+                                                                       H200_FIRST_COLLECTIVE, *P2P_RESIDENT, CLOCK_IDLE]
     src = data["source"]
     src.update({
         "gpu": meta.get("gpu"), "host": "vm (one VM, 2 resp. 4 H200 SXM GPUs, NV18 into NVSwitch)",
@@ -374,6 +439,11 @@ def make_h200() -> Profile:
             "(whose collective rows are eager timings mislabelled nccl and are not used). "
             "compute.overlap_table: compute kernels alone vs beside 256 MiB NCCL collectives on 2 of 4 H200 of one VM "
             "(calibrate/raw/overlap-h200/overlap.jsonl, calibrate/device/overlap_probe.py, 2026-11-26). "
+            "compute.p2p_wait_table: compute kernels beside a posted NCCL receive / send waiting for its peer, "
+            "measured on 2 of 4 H100 of two VMs (calibrate/raw/p2p-resident, calibrate/device/p2p_resident.py, "
+            "2026-11-27; same GH100 die and SM count, not re-measured on H200). compute.clock_window_ms: the power "
+            "limiter's averaging window, from GEMMs cycled with idle time on one H100 (calibrate/raw/clock-idle, "
+            "calibrate/device/clock_idle.py, 2026-11-27; same die and 700 W limit). "
             "host.fsdp_hook_us: from the FSDP2 host probe on 2 and 4 ranks of one 4x H200 VM "
             "(calibrate/raw/host8/train_steps.jsonl, 2026-11-26; calibrate/fsdp_hook.py --h200), per shard-group "
             "size: (step at 4 - step at 2 micro-batches) / 2, less the host time this profile's model charges per "
@@ -454,12 +524,15 @@ def make_h100() -> Profile:
     data["nvls"] = True  # NCCL_NVLS_ENABLE defaults to on where NVSwitch multicast exists (env.rst)
     _add_kernels(data, H100_KERNELS)
     data["compute"]["overlap_table"] = overlap_table(H100_OVERLAP)
+    data["compute"]["p2p_wait_table"] = p2p_wait_table()
+    data["compute"]["clock_window_ms"] = clock_window_ms(data["compute"]["clock_table"])
     data["link_model"] = link_model_section(coll, "dgx-h100")
     # FSDP2 hook host time from the host probe, run on an H100 VM (host speed differs between VMs:
     # this profile only); derived with this profile's own kernel and call costs
     data["host"]["fsdp_hook_us"] = fsdp_hook_us(validate(Profile, data, file=None), H100_FSDP_PROBE)
     data["compute"]["device_spread"], data["host"]["first_collective_us"] = pi_strong_h100()
-    data["source"]["files"] = list(data["source"].get("files", [])) + [H100_OVERLAP, H100_FSDP_PROBE, H100_PI_STRONG]
+    data["source"]["files"] = list(data["source"].get("files", [])) + [H100_OVERLAP, H100_FSDP_PROBE, H100_PI_STRONG,
+                                                                       *P2P_RESIDENT, CLOCK_IDLE]
     src = data["source"]
     src.update({
         "gpu": meta.get("gpu"), "host": "DGX H100 (links, NCCL); compute measured on a 1x H100 80GB HBM3 VM",
@@ -470,7 +543,9 @@ def make_h100() -> Profile:
             "Measured: the compute part (bf16 GEMM table, D2D HBM copy, empty-kernel gap) and a 1-rank comm_init "
             "(calibrate/raw/h100/bench.jsonl, one H100 80GB HBM3), the overlap table (compute kernels "
             "beside 256 MiB NCCL collectives, calibrate/raw/blind6/overlap.jsonl, 2 H100 80GB HBM3 of one host, "
-            "2026-11-26), and the collectives: the six NCCL ops, 1 KiB-4 GiB, CUDA-graph timed (mode nccl) on 2 "
+            "2026-11-26), the p2p wait table (compute kernels beside a posted NCCL receive / send waiting for its "
+            "peer, calibrate/raw/p2p-resident, 2 of 4 H100 of two VMs, 2026-11-27), the clock window (GEMMs cycled "
+            "with idle time, calibrate/raw/clock-idle, one H100, 2026-11-27), and the collectives: the six NCCL ops, 1 KiB-4 GiB, CUDA-graph timed (mode nccl) on 2 "
             "H100 80GB HBM3 of one host, NV18 into NVSwitch, NCCL 2.28.9, NVLS off (calibrate/raw/h100x2/"
             "bench-graph.jsonl, 2026-11-27; predicted blind before: calibrate/raw/blind-h100x2/predictions.json): "
             "their 2-rank entries and the link_model section fitted on them (the eager / framework rows of that "

@@ -42,7 +42,8 @@ per-layer measurement (Korthikanti et al. Table 4, one 22B layer on A100, five s
 without the correction, 0.1-2.1% with it (docs/validation.md 3c).
 
 Sustained clocks (``clock_table``: slowdown of compute-bound kernels by compute duty under the
-board's power limit) are a property of the die and its power budget, not of the kernel: kept when
+board's power limit; ``clock_window_ms``, the limiter's averaging window) are a property of the die and its power
+budget, not of the kernel: kept when
 source and target share the architecture (``sm``) and the board power (``tdp_W``; H100 SXM and H200
 are the same GH100 die at 700 W), otherwise left out (no slowdown). ``gemm_half_flops`` (the closed
 form's roll-off, used only below the table's smallest point) and ``kernel_launch_us`` (the GPU-side
@@ -120,7 +121,7 @@ def transfer_compute(compute: dict, *, source: GPUSpec, target: GPUSpec) -> dict
 
     same_power = (source.sm, source.tdp_W) == (target.sm, target.tdp_W) and source.tdp_W is not None
     out = {key: val for key, val in compute.items()
-           if key not in ("peak_tflops", "provenance") and (key != "clock_table" or same_power)}
+           if key not in ("peak_tflops", "provenance") and (key not in ("clock_table", "clock_window_ms") or same_power)}
     out["hbm_bandwidth_GBps"] = _r4(tgt["bw"] / 1e9)
     out["gemm_table"] = [{**p, "efficiency": gemm(p["m"], p["n"], p["k"], p["efficiency"])}
                          for p in compute.get("gemm_table", [])]

@@ -350,6 +350,22 @@ class OverlapPoint(StrictModel):
     comm_slowdown: Pos = Field(description="Collective time overlapped / collective time alone; a ratio.")
 
 
+class P2PWaitPoint(StrictModel):
+    """How much a compute kernel slows while a posted NCCL point-to-point kernel waits for its peer on the same
+    GPU (``calibrate/device/p2p_resident.py``: the kernel alone, then beside a posted receive or send whose
+    match the peer holds back).
+
+    The waiting kernel holds its channels' thread blocks on the SMs, so a compute-bound kernel loses waves;
+    a memory-bound kernel does not notice. Pipeline ranks post such kernels (torch.distributed.pipelining:
+    one NCCL stream per rank, receives posted before they are needed).
+    """
+
+    kernel: Literal["gemm", "memory"] = Field(description="Compute kernel class: gemm or memory (a device copy).")
+    work: Pos = Field(description="Size of one kernel call: FLOPs (2 m n k) of a gemm, bytes read and written of a copy.")
+    side: Literal["recv", "send"] = Field(description="The posted kernel that waits: a receive or a send.")
+    compute_slowdown: Pos = Field(description="Kernel time beside the waiting kernel / kernel time alone; a ratio.")
+
+
 class ComputeParams(StrictModel):
     """GPU compute model."""
 
@@ -387,6 +403,11 @@ class ComputeParams(StrictModel):
         default_factory=list, description="Sustained slowdown of compute-bound kernels (GEMM, attention) against "
         "the burst timings of the tables above, by the step's compute duty (bench --kernels gemm_duty rows); "
         "empty: no slowdown.")
+    clock_window_ms: Pos | None = Field(
+        None, description="Time over which the power limiter averages a GPU's load (calibrate/device/clock_idle.py: "
+        "GEMMs cycled with idle time run at the clock of their average duty up to this period): a kernel's clock "
+        "follows its rank's compute duty over this window around it, so idle time (a pipeline rank waiting for its "
+        "peer) lets the kernels near it run faster. null: every kernel at the step's duty.")
     roofline_lookup: bool = Field(
         False, description="Read gemm_layout_table and attention_table through the roofline at the run's own shape "
         "(wave quantisation over the GPU spec's sm_count, HBM bound): set on tables transferred from another GPU "
@@ -395,6 +416,10 @@ class ComputeParams(StrictModel):
         default_factory=list, description="Mutual slowdown of compute kernels and NCCL collectives that overlap "
         "on one GPU (overlap probe rows); the simulator stretches compute and collectives by it wherever they run "
         "at once. Empty: no slowdown.")
+    p2p_wait_table: list[P2PWaitPoint] = Field(
+        default_factory=list, description="Slowdown of compute kernels beside a posted point-to-point kernel that "
+        "waits for its peer (p2p residency probe rows); the simulator stretches a pipeline rank's compute for as "
+        "long as one of its p2p batches is posted. Empty: no slowdown.")
 
 
 class CollectiveUncertainty(StrictModel):

@@ -172,6 +172,13 @@ class ParallelismSection(StrictModel):
         "1f1b", description="Pipeline schedule (zb_*: zero-bubble, backward split into input and weight "
                             "gradients; dualpipe*: DeepSeek-V3's bidirectional schedules).")
     virtual_stages: Layers = Field(1, description="Model chunks per pipeline rank (interleaved; 2 for zb_v and dualpipe_v).")
+    pp_p2p: Literal["when_ready", "torch"] = Field(
+        "when_ready", description="Pipeline point-to-point program. when_ready: each chunk's output goes to the next "
+        "stage when it is ready and the receiver waits for it; nothing waits resident on the GPU (an idealised program "
+        "that posts every exchange as it needs it). torch: torch.distributed.pipelining's programs (torch 2.13 "
+        "Schedule1F1B, ScheduleGPipe, ScheduleInterleaved1F1B; schedules 1f1b, gpipe, interleaved): sends and receives "
+        "in batches on one NCCL stream per rank, receives posted ahead of need, and a posted kernel that waits for "
+        "its peer slows the compute beside it (profile compute.p2p_wait_table).")
     ddp_bucket_mb: float = Field(25.0, gt=0, le=1e9, description="DDP gradient bucket size in MB (PyTorch default 25).")
     dp_overlap: bool = Field(True, description="DDP / ZeRO-1/2: gradient reduction bucket by bucket during the backward (PyTorch DDP, "
                              "Megatron --overlap-grad-reduce); false: all buckets after the whole backward (Megatron "
@@ -394,6 +401,9 @@ class Scenario(StrictModel):
                 raise ValueError(f"parallelism.tp ({par.tp}) must divide model.seq_len ({m.seq_len}) with sequence_parallel")
         if tr.global_batch % (tr.micro_batch * par.dp):
             raise ValueError(f"training.global_batch ({tr.global_batch}) must be divisible by micro_batch*dp ({tr.micro_batch}*{par.dp})")
+        if par.pp_p2p == "torch" and par.pp > 1 and par.schedule not in ("1f1b", "gpipe", "interleaved"):
+            raise ValueError(f"parallelism.pp_p2p: torch has no p2p program for schedule {par.schedule!r} "
+                             "(torch.distributed.pipelining: 1f1b, gpipe, interleaved); use when_ready")
         if par.virtual_stages > 1 and par.schedule not in ("interleaved", "zb_v", "dualpipe_v"):
             raise ValueError("parallelism.virtual_stages > 1 needs schedule: interleaved, zb_v or dualpipe_v")
         _split_schedule_rules(par, tr.global_batch // (tr.micro_batch * par.dp))

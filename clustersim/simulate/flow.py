@@ -21,13 +21,16 @@ from clustersim.workload.ops import Graph
 from clustersim.workload.segments import ComputeSegment, segment_time
 
 
-def _play_segments(env, op, comm_time, private_tp: bool, coll_events):
+def _play_segments(env, op, comm_time, private_tp: bool, coll_events, credit: float = 0.0):
     """Play a compute op's segments (a SimPy generator); return its parts (compute, exposed comm_tp and comm_ep).
 
     Compute and private TP collectives (closed-form time) merge into one timeout; a shared TP
     collective flushes that timeout and runs as flows, beside its overlapped GEMM if any.
+    ``credit``: seconds the op's compute runs shorter (a faster sustained clock), taken off its
+    merged timeouts in order.
     """
-    comp = 0.0
+    credit = max(0.0, credit)
+    comp = -credit  # the compute part is net of the credit taken
     comm: dict[str, float] = {}  # exposed seconds per breakdown key (comm_tp, comm_ep)
     acc = 0.0  # compute and private collectives not yet waited for
     for seg in op.segments:
@@ -40,7 +43,10 @@ def _play_segments(env, op, comm_time, private_tp: bool, coll_events):
                 comm[key] = comm.get(key, 0.0) + exposed
             continue
         if acc > 0:
-            yield env.timeout(acc)
+            take = min(credit, acc)
+            credit -= take
+            if acc - take > 0:
+                yield env.timeout(acc - take)
             acc = 0.0
         t1 = env.now
         hide = seg.overlapped_gemm_s  # a GEMM running beside it (TP overlap)
@@ -52,7 +58,11 @@ def _play_segments(env, op, comm_time, private_tp: bool, coll_events):
         key = comm_key(seg.coll.axis)
         comm[key] = comm.get(key, 0.0) + env.now - t1 - hide
     if acc > 0:
-        yield env.timeout(acc)
+        take = min(credit, acc)
+        credit -= take
+        if acc - take > 0:
+            yield env.timeout(acc - take)
+    comp += credit  # what could not be taken (no compute left to shorten) is not a saving
     parts = {"compute": comp}
     parts.update({k: v for k, v in comm.items() if v})
     return parts
@@ -111,8 +121,9 @@ def execute_flow(sim, graph: Graph, comm_time, private_tp: bool = True,
             if win is not None and env.now < win[1]:
                 yield env.timeout(win[1] - env.now)
         else:
-            parts[op.id] = yield from _play_segments(env, op, comm_time, private_tp, coll_events)
-            if extra:
+            parts[op.id] = yield from _play_segments(env, op, comm_time, private_tp, coll_events,
+                                                     credit=-extra if extra < 0 else 0.0)
+            if extra > 0:
                 yield env.timeout(extra)
                 parts[op.id]["compute"] = parts[op.id].get("compute", 0.0) + extra
             if win is not None and env.now < win[1]:

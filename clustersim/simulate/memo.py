@@ -67,7 +67,7 @@ def graph_digest(graph: Graph, *extra) -> str:
         a = op.args
         ops.append((op.rank, op.stream, op.category, op.duration, None if op.coll is None else _coll_key(op.coll),
                     si, tuple(op.deps), a.host_s, a.tracks, a.after_compute))
-    key = (graph.overlap, tuple(ops), tuple(seg_keys), extra)
+    key = (graph.overlap, graph.p2p_wait, graph.clock, tuple(graph.p2p_kernels), tuple(ops), tuple(seg_keys), extra)
     try:
         # marshal format 2 has no back-references: its bytes depend on the values only, floats as
         # their 8 IEEE bytes (5x faster than repr for a 9,000-op DAG: 10 ms against 48 ms)

@@ -21,6 +21,9 @@ layer (serial with its compute) are not stretched: the probe did not measure the
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
+from clustersim.workload.compute import clock_slowdown
 from clustersim.workload.ops import Graph
 
 
@@ -57,13 +60,21 @@ def _covered(union: list[tuple[float, float]], a: float, b: float) -> float:
     return total
 
 
+def needs_stretch(graph: Graph) -> bool:
+    """Whether :func:`overlap_stretch` can give anything for ``graph`` (the second pass is needed)."""
+    return graph.overlap is not None or (graph.p2p_wait is not None and bool(graph.p2p_kernels)) \
+        or graph.clock is not None
+
+
 def overlap_stretch(graph: Graph, start: list[float], end: list[float]) -> dict[int, float]:
     """Extra seconds of every op that overlapped work of the other kind on its rank: ``{op id: s}``.
 
     ``start``/``end``: a first execution of ``graph`` (a :class:`~clustersim.simulate.execute.Timeline`'s
     lists). Compute ops (no collective, on the ``compute`` stream) gain ``overlap x (compute
     slowdown - 1)``, collectives of the measured kinds on another stream ``overlap x (collective
-    slowdown - 1)``; empty when ``graph.overlap`` is None.
+    slowdown - 1)`` (``graph.overlap``); compute ops also gain the time a posted p2p batch of their rank
+    waited beside them x (its slowdown - 1) (``graph.p2p_wait``, :func:`p2p_wait_stretch`), and change
+    by their rank's own sustained clock (``graph.clock``, :func:`idle_clock_stretch`).
 
     >>> from clustersim.workload.ops import Coll
     >>> g = Graph()
@@ -73,8 +84,120 @@ def overlap_stretch(graph: Graph, start: list[float], end: list[float]) -> dict[
     >>> overlap_stretch(g, [0.0, 1.0], [4.0, 3.0])
     {0: 0.5, 1: 1.0}
     """
-    if graph.overlap is None:
+    out = _collective_stretch(graph, start, end) if graph.overlap is not None else {}
+    comp = [op for op in graph.ops if op.coll is None and op.stream == "compute"]
+    for extra in (p2p_wait_stretch(graph, comp, start, end), idle_clock_stretch(graph, comp, start, end)):
+        for oid, x in extra.items():
+            out[oid] = out.get(oid, 0.0) + x
+    return out
+
+
+def p2p_wait_stretch(graph: Graph, comp: list, start: list[float], end: list[float]) -> dict[int, float]:
+    """Extra seconds of the compute ops ``comp`` that ran while a p2p batch of their rank was posted.
+
+    A batch (:attr:`Graph.p2p_kernels`) is posted from its post op's start to its end op's end; one that
+    holds a receive slows the compute beside it by ``graph.p2p_wait[0]``, a send-only one by
+    ``graph.p2p_wait[1]`` (the residency probe: a waiting receive costs an 8192^3 GEMM x1.21-1.26, a waiting
+    send x1.10, a copy nothing; ``calibrate/raw/p2p-resident``).
+
+    >>> g = Graph()
+    >>> c = g.add(0, "compute", "F1", "compute", duration=4.0)
+    >>> p = g.add(0, "p2p", "post", "comm_pp"); e = g.add(0, "p2p", "wait", "comm_pp")
+    >>> g.p2p_kernels, g.p2p_wait = [(0, p, e, True)], (1.2, 1.05)
+    >>> p2p_wait_stretch(g, [g.ops[c]], [0.0, 1.0, 1.0], [4.0, 1.0, 3.0])
+    {0: 0.4}
+    """
+    if graph.p2p_wait is None or not graph.p2p_kernels:
         return {}
+    f_recv, f_send = graph.p2p_wait
+    recv_iv: dict[int, list] = {}
+    any_iv: dict[int, list] = {}
+    for rank, post, stop, has_recv in graph.p2p_kernels:
+        iv = (start[post], end[stop])
+        any_iv.setdefault(rank, []).append(iv)
+        if has_recv:
+            recv_iv.setdefault(rank, []).append(iv)
+    recv_u = {r: _union(v) for r, v in recv_iv.items()}
+    any_u = {r: _union(v) for r, v in any_iv.items()}
+    out: dict[int, float] = {}
+    for op in comp:
+        u = any_u.get(op.rank)
+        if not u:
+            continue
+        a, b = start[op.id], end[op.id]
+        o_any = _covered(u, a, b)
+        o_recv = _covered(recv_u[op.rank], a, b) if op.rank in recv_u else 0.0
+        x = o_recv * (f_recv - 1.0) + (o_any - o_recv) * (f_send - 1.0)
+        if x > 0:
+            out[op.id] = round(x, 15)
+    return out
+
+
+def idle_clock_stretch(graph: Graph, comp: list, start: list[float], end: list[float]) -> dict[int, float]:
+    """Change of every compute op's seconds when its clock follows its rank's own load.
+
+    The profile's clock table (docs/validation.md section 8) gives the slowdown of compute-bound kernels by
+    their share of a busy GPU's time. The power limiter averages the load over a window (``graph.clock[3]``,
+    profile ``clock_window_ms``: GEMMs cycled with idle time ran at the clock of their average duty up to a
+    100 ms period, ``calibrate/raw/clock-idle``), so a rank that idles (a pipeline rank waiting for its peer,
+    a rank waiting for its host) keeps a higher clock near its idle time. The kernels were costed at the
+    step's duty ``d`` (slowdown ``s``); an op whose rank is busy (compute stream) for a share ``b`` of the
+    window centred on it runs them at the slowdown of duty ``d x b``, ``s_op``: it changes by
+    ``seconds x d x (s_op / s - 1)`` (its compute-bound share; negative where ``s_op < s``).
+
+    >>> g = Graph()
+    >>> a = g.add(0, "compute", "F", "compute", duration=2.0)
+    >>> g.clock = (0.8, 1.075, ((0.5, 1.0), (1.0, 1.125)), 4.0)   # the table gives 1.075 at duty 0.8
+    >>> idle_clock_stretch(g, [g.ops[a]], [0.0], [2.0]), idle_clock_stretch(g, [g.ops[a]], [2.0], [4.0])
+    ({}, {0: -0.09922480620155})
+    """
+    if graph.clock is None:
+        return {}
+    duty, slow, points, window = graph.clock
+    if not duty or slow <= 0 or not end:
+        return {}
+    span = max(end)  # the step runs from 0
+    if span <= 0:
+        return {}
+    per_rank: dict[int, list] = {}
+    for op in comp:
+        per_rank.setdefault(op.rank, []).append((start[op.id], end[op.id]))
+    busy = {}
+    for r, iv in per_rank.items():  # the rank's busy time as sorted disjoint intervals with running sums
+        u = _union(iv)
+        cum = [0.0]
+        for a, b in u:
+            cum.append(cum[-1] + b - a)
+        busy[r] = (u, [a for a, _ in u], cum)
+
+    def covered(r: int, lo: float, hi: float) -> float:
+        u, starts, cum = busy[r]
+        i = max(0, bisect_right(starts, lo) - 1)
+        j = bisect_right(starts, hi)
+        total = cum[j] - cum[i]
+        if i < len(u):  # the parts of the first and last intervals outside [lo, hi]
+            total -= max(0.0, min(u[i][1], lo) - u[i][0])
+        if j > 0:
+            total -= max(0.0, u[j - 1][1] - max(u[j - 1][0], hi))
+        return max(0.0, total)
+
+    pts = list(points)
+    out: dict[int, float] = {}
+    for op in comp:
+        a, b = start[op.id], end[op.id]
+        mid = 0.5 * (a + b)
+        lo, hi = max(0.0, mid - 0.5 * window), min(span, mid + 0.5 * window)
+        if hi - lo <= 0:
+            continue
+        share = min(1.0, covered(op.rank, lo, hi) / (hi - lo))
+        x = (b - a) * duty * (clock_slowdown(pts, duty * share) / slow - 1.0)
+        if abs(x) > 1e-15:
+            out[op.id] = round(x, 15)
+    return out
+
+
+def _collective_stretch(graph: Graph, start: list[float], end: list[float]) -> dict[int, float]:
+    """The compute / collective mutual stretch of ``graph.overlap`` (:func:`overlap_stretch`)."""
     comp_s, comm_s, kinds = graph.overlap
     comm_iv: dict[int, list[tuple[float, float]]] = {}
     comp_iv: dict[int, list[tuple[float, float]]] = {}

@@ -295,7 +295,7 @@ def _build_step_graph(rs: ResolvedScenario, cluster: Any, *, reduced: bool, faul
 def _execute_graph(rs: ResolvedScenario, cluster: Any, graph: Any, comm: CommCache, *, fidelity: str,
                    extra: dict) -> tuple:
     """Execute the graph at the given fidelity; return (timeline, flow simulation or None, private TP)."""
-    from clustersim.simulate.overlap import overlap_stretch
+    from clustersim.simulate.overlap import needs_stretch, overlap_stretch
 
     def report(stretch: dict[int, float]) -> None:
         if graph.overlap is not None:
@@ -316,7 +316,7 @@ def _execute_graph(rs: ResolvedScenario, cluster: Any, graph: Any, comm: CommCac
     private = _tp_private(cluster, graph)
     extra["tp_closed_form"] = private
     stretch: dict[int, float] = {}
-    if graph.overlap is not None:
+    if needs_stretch(graph):
         # where compute and collectives overlap, measured on the closed-form timeline (a flow pass
         # costs 10-100x more; uncontended, both give the same timeline)
         first = execute_analytical(graph, comm)

@@ -116,6 +116,25 @@ def _nearest(values, target: float) -> float:
 LINEAR_ROLES = {"fwd": "NT", "dgrad": "NN", "wgrad": "TN"}
 
 
+def clock_slowdown(points: list[tuple[float, float]], duty: float) -> float:
+    """Sustained slowdown of compute-bound kernels at compute ``duty`` from ``(duty, slowdown)`` points:
+    linear in duty, 1 at duty 0, the last point beyond it.
+
+    >>> clock_slowdown([(0.5, 1.05), (1.0, 1.15)], 0.75), clock_slowdown([], 0.9)
+    (1.1, 1.0)
+    """
+    if not points:
+        return 1.0
+    xs = [(0.0, 1.0)] + [p for p in points if p[0] > 0]
+    d = min(max(duty, 0.0), 1.0)
+    if d >= xs[-1][0]:
+        return xs[-1][1]
+    for (x0, y0), (x1, y1) in zip(xs, xs[1:]):
+        if x0 <= d <= x1:
+            return y0 + (y1 - y0) * (0.0 if x1 == x0 else (d - x0) / (x1 - x0))
+    return 1.0
+
+
 @dataclass
 class ComputeModel:
     """Seconds for kernels on one GPU.
@@ -146,6 +165,10 @@ class ComputeModel:
     clock_table: list[tuple[float, float]] = field(default_factory=list)
     # (kernel class, work: FLOPs or bytes, collective, compute slowdown, comm slowdown) (overlap probe)
     overlap_table: list[tuple[str, float, str, float, float]] = field(default_factory=list)
+    # (kernel class, work: FLOPs or bytes, side "recv"/"send", compute slowdown) (p2p residency probe)
+    p2p_wait_table: list[tuple[str, float, str, float]] = field(default_factory=list)
+    #: seconds over which the clock follows the load (profile clock_window_ms); None: the step's duty everywhere
+    clock_window_s: float | None = None
     #: time multiplier of compute-bound kernels now in force (set by the workload, see slowdown_at)
     clock_slowdown: float = 1.0
     #: [compute-bound seconds, memory-bound seconds] charged since reset (duty of a step)
@@ -194,7 +217,10 @@ class ComputeModel:
                    clock_table=(sorted((p.duty, p.slowdown) for p in compute.clock_table)
                                 if dtype == compute.dtype else []),
                    overlap_table=[(p.kernel, p.work, p.collective, p.compute_slowdown, p.comm_slowdown)
-                                  for p in compute.overlap_table])
+                                  for p in compute.overlap_table],
+                   p2p_wait_table=[(p.kernel, p.work, p.side, p.compute_slowdown) for p in compute.p2p_wait_table],
+                   clock_window_s=(compute.clock_window_ms * 1e-3 if compute.clock_window_ms and compute.clock_table
+                                   and dtype == compute.dtype else None))
 
     def efficiency(self, m: int, n: int, k: int) -> float:
         """GEMM efficiency (fraction of peak) for an ``m x n x k`` problem."""
@@ -217,18 +243,29 @@ class ComputeModel:
 
     def slowdown_at(self, duty: float) -> float:
         """Sustained slowdown of compute-bound kernels when they fill ``duty`` of the GPU's time:
-        ``clock_table`` interpolated linearly in duty, 1 at duty 0, the last point beyond it."""
-        pts = self.clock_table
-        if not pts:
-            return 1.0
-        xs = [(0.0, 1.0)] + [p for p in pts if p[0] > 0]
+        ``clock_table`` interpolated linearly in duty, 1 at duty 0, the last point beyond it
+        (:func:`clock_slowdown`)."""
+        return clock_slowdown(self.clock_table, duty)
+
+    def p2p_wait_slowdowns(self, gemm_flops: float, duty: float) -> tuple[float, float]:
+        """``(beside a waiting receive, beside a waiting send)`` slowdown of the step's kernels: ``duty`` at the
+        GEMM points interpolated in log(FLOPs) at ``gemm_flops``, the rest at the memory points (the largest);
+        a side or class without points counts as 1.
+
+        >>> cm = ComputeModel(1e15, 3e12, p2p_wait_table=[("gemm", 2.7e11, "recv", 1.16), ("gemm", 1.1e12, "recv", 1.23),
+        ...                   ("memory", 2.1e9, "recv", 1.0), ("gemm", 2.7e11, "send", 1.0)])
+        >>> [round(x, 3) for x in cm.p2p_wait_slowdowns(2.7e11, duty=0.8)]
+        [1.128, 1.0]
+        """
         d = min(max(duty, 0.0), 1.0)
-        if d >= xs[-1][0]:
-            return xs[-1][1]
-        for (x0, y0), (x1, y1) in zip(xs, xs[1:]):
-            if x0 <= d <= x1:
-                return y0 + (y1 - y0) * (0.0 if x1 == x0 else (d - x0) / (x1 - x0))
-        return 1.0
+        out = []
+        for side in ("recv", "send"):
+            gemm = [(p[1], p[3]) for p in self.p2p_wait_table if p[2] == side and p[0] == "gemm"]
+            mem = [(p[1], p[3]) for p in self.p2p_wait_table if p[2] == side and p[0] == "memory"]
+            g = interp_log(gemm, gemm_flops) if gemm else 1.0
+            m = max(mem)[1] if mem else 1.0
+            out.append(d * g + (1 - d) * m)
+        return out[0], out[1]
 
     def overlap_slowdowns(self, gemm_flops: float, duty: float, ops: tuple[str, ...] | None = None
                           ) -> tuple[float, float]:

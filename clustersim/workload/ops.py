@@ -118,6 +118,12 @@ class Graph:
         self.ops: list[Op] = []
         self._last: dict[tuple[int, str], int] = {}
         self.overlap: tuple[float, float, tuple[str, ...]] | None = None
+        #: posted p2p batches of a pipeline program: ``(rank, post op, end op, holds a receive)``
+        self.p2p_kernels: list[tuple[int, int, int, bool]] = []
+        #: ``(beside a waiting receive, beside a waiting send)`` compute slowdown; None: none
+        self.p2p_wait: tuple[float, float] | None = None
+        #: ``(compute duty, clock slowdown the kernels were costed at, clock-table points, window s)``; None: none
+        self.clock: tuple[float, float, tuple, float] | None = None
 
     def add(self, rank: int, stream: str, name: str, category: str, *, duration: float = 0.0,
             coll: Coll | None = None, segments: list | None = None, deps: list[int | None] | None = None,

@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from clustersim.workload.ops import Coll, Graph
+from clustersim.workload.pipeline_p2p import P2P_SCHEDULES, interleaved_programs, p2p_program
 from clustersim.workload.schedule import SPLIT_SCHEDULES, is_overlapped, placement
 from clustersim.workload.segments import ComputeSegment, TPCommSegment, op_segments
 
@@ -186,7 +187,15 @@ def _hide(comms: list, computes: list) -> None:
 
 def add_pipeline_transfers(graph: Graph, step, chunks: ChunkOps) -> None:
     """Sends of activations (forward) and their gradients (backward) between adjacent virtual
-    stages, and each backward's wait for its own forward."""
+    stages, and each backward's wait for its own forward.
+
+    With ``parallelism.pp_p2p: torch`` the schedules of ``torch.distributed.pipelining``
+    (:data:`~clustersim.workload.pipeline_p2p.P2P_SCHEDULES`) run their p2p program
+    (:func:`add_p2p_program`); otherwise each chunk's output is sent when it is ready, to a receiver
+    that waits for it."""
+    if step.parallelism.pp_p2p == "torch" and step.schedule in P2P_SCHEDULES and step.pp > 1:
+        add_p2p_program(graph, step, chunks)
+        return
     model, layout, pp = step.model, step.layout, step.pp
     act_bytes = 2 * step.micro_batch * model.seq_len * model.hidden / (step.tp * step.cp)  # CP: the local tokens
     ops, first, last, host_call = graph.ops, chunks.first, chunks.last, step.host_call_s
@@ -231,6 +240,79 @@ def add_pipeline_transfers(graph: Graph, step, chunks: ChunkOps) -> None:
                 if kind != "F":
                     _depend(graph, chunks.first[(replica, stage, kind, mb, chunk)],
                             chunks.last[(replica, stage, "F" if kind == "B" else "B", mb, chunk)])
+
+
+def add_p2p_program(graph: Graph, step, chunks: ChunkOps) -> None:
+    """Every pipeline rank's p2p program (:mod:`clustersim.workload.pipeline_p2p`) as ops.
+
+    A batch is two zero-length ops on the rank's ``p2p`` stream (one NCCL stream: a batch starts after
+    the previous one ended): its post, after the compute issued before it, and its end, after its
+    transfers. A transfer starts once both its batches are posted (NCCL matches a send with its
+    receive) and lasts its wire time; a chunk that waits for a batch waits for its end. The posted
+    intervals go to :attr:`Graph.p2p_kernels` (a waiting kernel slows the compute beside it,
+    :mod:`clustersim.simulate.overlap`).
+    """
+    model, layout, pp, m, v = step.model, step.layout, step.pp, step.micro_batches, step.virtual_stages
+    act_bytes = 2 * step.micro_batch * model.seq_len * model.hidden / (step.tp * step.cp)  # CP: the local tokens
+    ops, host_call = graph.ops, step.host_call_s
+    if step.schedule == "interleaved":
+        programs = interleaved_programs([step.orders[r] for r in range(pp)], pp, m, v)
+    else:
+        programs = [p2p_program(step.schedule, pp, m, r, step.orders[r], v) for r in range(pp)]
+    for replica in step.replicas:
+        ends: dict[tuple, dict[str, tuple[int, int]]] = {}  # transfer -> {"send"|"recv": (post op, end op)}
+        sends: list[list] = []  # per stage, its transfers in program order
+        for stage in range(pp):
+            rank = layout.rank(dp=replica, pp=stage)
+            pending: list[int] = []
+            last = None
+            batches: list[tuple[int, int]] = []
+            own: list = []
+            for event in programs[stage]:
+                if event[0] == "compute":
+                    kind, mb, chunk = event[1]
+                    first = chunks.first[(replica, stage, kind, mb, chunk)]
+                    ops[first].deps.extend(pending)
+                    pending = []
+                    last = chunks.last[(replica, stage, kind, mb, chunk)]
+                elif event[0] == "wait":
+                    pending.append(batches[event[1]][1])
+                else:
+                    post = graph.add(rank, "p2p", "p2p post", "comm_pp", deps=[last])
+                    end = graph.add(rank, "p2p", "p2p wait", "comm_pp")
+                    batches.append((post, end))
+                    has_recv = False
+                    for x in event[1]:
+                        side = "send" if placement(step.schedule, pp, x[2], 0)[0] == stage else "recv"
+                        ends.setdefault(x, {})[side] = (post, end)
+                        has_recv |= side == "recv"
+                        if side == "send":
+                            own.append(x)
+                    graph.p2p_kernels.append((rank, post, end, has_recv))
+            sends.append(own)
+        for stage in range(pp):
+            rank = layout.rank(dp=replica, pp=stage)
+            src_group = layout.group("tp", dp=replica, pp=stage)
+            for x in sends[stage]:
+                kind, mb, src_vs = x
+                dst_vs = src_vs + 1 if kind == "F" else src_vs - 1
+                dst_stage, dst_chunk = placement(step.schedule, pp, dst_vs, 0)
+                src_chunk = placement(step.schedule, pp, src_vs, 0)[1]
+                pairs = list(zip(src_group, layout.group("tp", dp=replica, pp=dst_stage)))
+                coll = Coll("send_recv", [[a, b] for a, b in pairs], act_bytes, "pp")
+                (s_post, s_end), (r_post, r_end) = ends[x]["send"], ends[x]["recv"]
+                tid = graph.add(rank, "pp_" + ("f" if kind == "F" else "b"), f"send {kind}{mb}", "comm_pp",
+                                coll=coll, deps=[s_post, r_post])
+                ops[s_end].deps.append(tid)
+                ops[r_end].deps.append(tid)
+                # the sender's host issues the send and the receiver's host the matching recv
+                for oid in (chunks.last[(replica, stage, kind, mb, src_chunk)],
+                            chunks.first[(replica, dst_stage, kind, mb, dst_chunk)]):
+                    ops[oid].args.add_host(host_call)
+        for stage in range(pp):  # the backward of a chunk waits for its own forward
+            for kind, mb, chunk in step.orders[stage]:
+                if kind == "B":
+                    _depend(graph, chunks.first[(replica, stage, "B", mb, chunk)], chunks.last[(replica, stage, "F", mb, chunk)])
 
 
 def _depend(graph: Graph, op: int, on: int) -> None:

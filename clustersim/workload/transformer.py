@@ -477,6 +477,11 @@ class TransformerStep:
         """The op DAG of one step (on the executor ranks)."""
         graph = Graph()
         graph.overlap = self.overlap_slowdowns()
+        graph.p2p_wait = self.p2p_wait_slowdowns() if self.pp > 1 and self.parallelism.pp_p2p == "torch" else None
+        cm = self.compute
+        if cm.clock_table and cm.clock_window_s:  # the clock follows each rank's own load (simulate.overlap)
+            _ = self.units  # sets the duty and the slowdown the kernels are costed at
+            graph.clock = (self.compute_duty, cm.clock_slowdown, tuple(cm.clock_table), cm.clock_window_s)
         if self.parallelism.zero == 3:
             build_fsdp(graph, self)
             return graph
@@ -506,6 +511,17 @@ class TransformerStep:
         flops = 2.0 * tokens * self.model.hidden * self.model.ffn_hidden / self.tp
         ops = tuple(sorted({p[2] for p in cm.overlap_table}))
         return (*cm.overlap_slowdowns(flops, duty), ops)
+
+    def p2p_wait_slowdowns(self) -> tuple[float, float] | None:
+        """How this step's kernels slow beside a posted p2p kernel that waits (profile ``p2p_wait_table``):
+        ``(receive, send)`` at the layer's MLP GEMM, weighted by the compute duty; None without a table."""
+        cm = self.compute
+        if not cm.p2p_wait_table:
+            return None
+        _ = self.units
+        duty = self.compute_duty if self.compute_duty is not None else self._duty()
+        flops = 2.0 * self.micro_batch * self.model.seq_len * self.model.hidden * self.model.ffn_hidden / self.tp
+        return cm.p2p_wait_slowdowns(flops, duty)
 
     def memory(self, capacity_bytes: float) -> dict:
         """Per-GPU memory of the fullest pipeline rank (bytes); see :func:`step_memory`."""
