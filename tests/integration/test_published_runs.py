@@ -131,7 +131,9 @@ def test_at_least_six_rows_within_tolerance():
 #: Issue 14's bar for a GPU without its own measurements: every A100 row within 10% through the kernel
 #: tables transferred from dgx-h100 (docs/validation.md section 3a). Rows that miss it, with the numbers
 #: of ``python tests/integration/test_published_runs.py`` (2026-11-27); strict, so a row that starts
-#: to pass (or a passing one that fails) shows up.
+#: to pass (or a passing one that fails) shows up. What the two misses are made of (the model's cost of a
+#: 2048-token micro-batch on the A100: wave fill, the folded batched attention GEMMs, 25 MB TP all-reduces) and
+#: the candidates tested: docs/validation.md section 3d (``python benchmarks/layer_kernels.py --row N18B``).
 A100_MISS_10 = {
     "N7.5B": "+12.5% (4.16 s predicted, 3.70 s reported): too slow; compute 3.24 s, TP all-reduces 0.47 s and the DP "
              "all-reduce after backward 0.33 s (fp32 gradients assumed; the 2021 runs' gradient precision is not stated)",
