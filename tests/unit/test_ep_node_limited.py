@@ -104,7 +104,9 @@ def test_node_limited_routing_speeds_up_a_multi_node_ep_step():
     two = run(*WIDE, "parallelism.ep_max_nodes=2")
     assert limited.breakdown["comm_ep"] < two.breakdown["comm_ep"] < free.breakdown["comm_ep"]
     assert limited.step_time_s < two.step_time_s < free.step_time_s
-    assert limited.breakdown["compute"] == pytest.approx(free.breakdown["compute"], rel=1e-9)
+    # the kernels are the same; their clock follows the rank's busy share in the power limiter's window
+    # (profile clock_window_ms), which the shorter dispatch raises a little
+    assert limited.breakdown["compute"] == pytest.approx(free.breakdown["compute"], rel=5e-3)
 
 
 def test_single_node_ep_is_unchanged():

@@ -90,7 +90,8 @@ def test_tp2_with_ep_and_expert_tp_and_allgather_dispatcher():
 def test_ep_comm_overlap_hides_dispatch_behind_dense_compute():
     off, on = run(), run("parallelism.ep_comm_overlap=true")
     assert on.breakdown["comm_ep"] < off.breakdown["comm_ep"]
-    assert on.breakdown["compute"] == pytest.approx(off.breakdown["compute"], rel=1e-6)
+    # the same kernels; their clock follows the busy share in the power limiter's window (clock_window_ms)
+    assert on.breakdown["compute"] == pytest.approx(off.breakdown["compute"], rel=5e-3)
 
 
 def test_expert_states_are_sharded_by_ep_and_expert_dp():

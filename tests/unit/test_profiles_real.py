@@ -58,7 +58,10 @@ def test_h200_source_is_the_measurement(h200):
                             # the compute/NCCL overlap probe and the FSDP2 host probe (2 and 4 of 4 H200)
                             "raw/overlap-h200/overlap.jsonl", "raw/host8/train_steps.jsonl",
                             # the pi kernel on 4 H200 at once and the first all-reduce of a fresh communicator
-                            "raw/pi-h200x4/pi-gpus.txt", "raw/first-collective/first_collective.jsonl"}
+                            "raw/pi-h200x4/pi-gpus.txt", "raw/first-collective/first_collective.jsonl",
+                            # measured on H100 (same GH100 die, SM count and 700 W): the waiting-p2p slowdown, the clock
+                            "raw/p2p-resident/p2p_resident-x4-run1.jsonl", "raw/p2p-resident/p2p_resident-x4-run2.jsonl",
+                            "raw/clock-idle/clock_idle.jsonl"}
     for f in s.files:
         assert (ROOT / "calibrate" / f).is_file()
 
@@ -129,7 +132,10 @@ def test_h100_is_published_links_plus_measured_compute_and_2_rank_collectives(h1
     kern = ["raw/h100/kernels-20261124.jsonl"] if (RAW / "h100" / "kernels-20261124.jsonl").is_file() else []
     assert h100.source.files == ["raw/h100x2/bench-graph.jsonl", "raw/h100/bench.jsonl", *kern,
                                  "raw/blind6/overlap.jsonl", "raw/host7/train_steps.jsonl",
-                                 "raw/pi-h100x4/pi-strong.jsonl"]
+                                 "raw/pi-h100x4/pi-strong.jsonl",
+                                 # compute beside a waiting p2p kernel; the clock under idle gaps (2026-11-27)
+                                 "raw/p2p-resident/p2p_resident-x4-run1.jsonl",
+                                 "raw/p2p-resident/p2p_resident-x4-run2.jsonl", "raw/clock-idle/clock_idle.jsonl"]
     assert "eager / framework rows of that bench are that VM's host and are not used" in h100.source.notes
     assert h100.host.per_call_overhead_us == 8.0        # the host is not refitted from the collective bench's VM
     c = h100.compute
