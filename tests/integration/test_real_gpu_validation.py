@@ -457,7 +457,34 @@ def table(rows=None) -> str:
     return "\n".join(out)
 
 
+def every_row() -> list[tuple[str, dict]]:
+    """(set, row) of every GPU-bound measured row: the reference runs and blind sets 6 and 8-12."""
+    sets = [("6a", GB_ROWS), ("B6", B6_ROWS), ("B8", B8_ROWS), ("B9", B9_ROWS), ("B10", B10_ROWS),
+            ("B11", B11_ROWS), ("B12", B12_ROWS)]
+    return [(name, r) for name, rows in sets for r in rows]
+
+
+def pipeline_table() -> str:
+    """Every pipeline row (pp > 1) of :func:`every_row`, and how many of all rows are within 5% and 10%."""
+    out = ["| set | run | GPUs | measured ms | flow ms | error |", "|---|---|---|---|---|---|"]
+    n5 = n10 = n = 0
+    for name, r in every_row():
+        p = predict(r)["flow"]
+        err = p / r["measured_s"] - 1
+        n, n5, n10 = n + 1, n5 + (abs(err) <= 0.05), n10 + (abs(err) <= 0.10)
+        if "pp2" in r["scenario"] and ("pp=1" not in " ".join(r["overrides"])):
+            out.append(f"| {name} | {r['run_id']} | {r['gpus']} | {r['measured_s'] * 1e3:.1f} | {p * 1e3:.1f} | "
+                       f"{err * 100:+.1f}% |")
+    out.append(f"\nall {n} rows: {n5} within 5%, {n10} within 10%")
+    return "\n".join(out)
+
+
 if __name__ == "__main__":
+    import sys
+
+    if "--pipeline" in sys.argv:  # every pipeline row of every set (docs/validation.md 6i)
+        print(pipeline_table())
+        raise SystemExit(0)
     print("GPU-bound reference runs\n")
     print(table(GB_ROWS))
     print("\nHost-bound runs\n")
