@@ -21,9 +21,8 @@ layer (serial with its compute) are not stretched: the probe did not measure the
 
 from __future__ import annotations
 
-from bisect import bisect_right
+import numpy as np
 
-from clustersim.workload.compute import clock_slowdown
 from clustersim.workload.ops import Graph
 
 
@@ -154,46 +153,34 @@ def idle_clock_stretch(graph: Graph, comp: list, start: list[float], end: list[f
     if graph.clock is None:
         return {}
     duty, slow, points, window = graph.clock
-    if not duty or slow <= 0 or not end:
+    if not duty or slow <= 0 or not end or not comp:
         return {}
     span = max(end)  # the step runs from 0
     if span <= 0:
         return {}
-    per_rank: dict[int, list] = {}
-    for op in comp:
-        per_rank.setdefault(op.rank, []).append((start[op.id], end[op.id]))
-    busy = {}
-    for r, iv in per_rank.items():  # the rank's busy time as sorted disjoint intervals with running sums
-        u = _union(iv)
-        cum = [0.0]
-        for a, b in u:
-            cum.append(cum[-1] + b - a)
-        busy[r] = (u, [a for a, _ in u], cum)
+    xs = np.array([0.0] + [p[0] for p in points if p[0] > 0])
+    ys = np.array([1.0] + [p[1] for p in points if p[0] > 0])  # clock_slowdown as np.interp: 1 at 0, flat beyond
+    ranks = np.array([op.rank for op in comp])
+    a = np.array([start[op.id] for op in comp])
+    b = np.array([end[op.id] for op in comp])
+    x = np.zeros(len(comp))
+    for r in np.unique(ranks):
+        sel = ranks == r
+        u = np.array(_union(list(zip(a[sel].tolist(), b[sel].tolist()))))
+        us, ue = u[:, 0], u[:, 1]
+        cum = np.concatenate(([0.0], np.cumsum(ue - us)))
 
-    def covered(r: int, lo: float, hi: float) -> float:
-        u, starts, cum = busy[r]
-        i = max(0, bisect_right(starts, lo) - 1)
-        j = bisect_right(starts, hi)
-        total = cum[j] - cum[i]
-        if i < len(u):  # the parts of the first and last intervals outside [lo, hi]
-            total -= max(0.0, min(u[i][1], lo) - u[i][0])
-        if j > 0:
-            total -= max(0.0, u[j - 1][1] - max(u[j - 1][0], hi))
-        return max(0.0, total)
+        def busy_until(t):  # the rank's busy seconds in [0, t]
+            i = np.searchsorted(us, t, side="right") - 1
+            j = np.maximum(i, 0)
+            return np.where(i < 0, 0.0, cum[j] + np.clip(t - us[j], 0.0, ue[j] - us[j]))
 
-    pts = list(points)
-    out: dict[int, float] = {}
-    for op in comp:
-        a, b = start[op.id], end[op.id]
-        mid = 0.5 * (a + b)
-        lo, hi = max(0.0, mid - 0.5 * window), min(span, mid + 0.5 * window)
-        if hi - lo <= 0:
-            continue
-        share = min(1.0, covered(op.rank, lo, hi) / (hi - lo))
-        x = (b - a) * duty * (clock_slowdown(pts, duty * share) / slow - 1.0)
-        if abs(x) > 1e-15:
-            out[op.id] = round(x, 15)
-    return out
+        mid = 0.5 * (a[sel] + b[sel])
+        lo, hi = np.maximum(0.0, mid - 0.5 * window), np.minimum(span, mid + 0.5 * window)
+        width = hi - lo
+        share = np.where(width > 0, np.minimum(1.0, (busy_until(hi) - busy_until(lo)) / np.where(width > 0, width, 1.0)), 1.0)
+        x[sel] = (b[sel] - a[sel]) * duty * (np.interp(duty * share, xs, ys) / slow - 1.0)
+    return {op.id: round(float(v), 15) for op, v in zip(comp, x) if abs(v) > 1e-15}
 
 
 def _collective_stretch(graph: Graph, start: list[float], end: list[float]) -> dict[int, float]:
