@@ -91,6 +91,8 @@ H200_OVERLAP = "raw/overlap-h200/overlap.jsonl"
 #: compute kernels alone vs beside a posted NCCL receive / send that waits for its peer, 2 of 4 H100 of two VMs
 #: (``calibrate/device/p2p_resident.py``, 2026-11-27); the H200 (same GH100 die, 132 SMs) takes the same table
 P2P_RESIDENT = ("raw/p2p-resident/p2p_resident-x4-run1.jsonl", "raw/p2p-resident/p2p_resident-x4-run2.jsonl")
+#: the same probe on 2 H200 of one VM (``calibrate/device/h200_probes.sh``, 2026-11-27)
+P2P_RESIDENT_H200 = ("raw/p2p-resident-h200/p2p_resident.jsonl",)
 #: FSDP2 host probe (blind set 7 follow-up, calibrate/host7_configs.txt) on 2 H100 of one VM, 2026-11-26
 H100_FSDP_PROBE = PROBE
 #: the same probe on 2 and on 4 ranks of one 4x H200 VM (host8_configs.txt), 2026-11-26
@@ -308,6 +310,8 @@ def overlap_table(rel: str) -> list[dict]:
 
 #: the clock's averaging window: bf16 GEMMs cycled with idle time, one H100 (``calibrate/device/clock_idle.py``, 2026-11-27)
 CLOCK_IDLE = "raw/clock-idle/clock_idle.jsonl"
+#: the same probe on one H200 (``calibrate/device/h200_probes.sh``, 2026-11-27)
+CLOCK_IDLE_H200 = "raw/clock-idle-h200/clock_idle.jsonl"
 
 
 def clock_window_ms(clock_table: list[dict], rel: str = CLOCK_IDLE) -> float:
@@ -416,15 +420,15 @@ def make_h200() -> Profile:
     data["link_model"] = link_model_section(coll)
     _add_kernels(data, H200_KERNELS)
     data["compute"]["overlap_table"] = overlap_table(H200_OVERLAP)
-    data["compute"]["p2p_wait_table"] = p2p_wait_table()
-    data["compute"]["clock_window_ms"] = clock_window_ms(data["compute"]["clock_table"])
+    data["compute"]["p2p_wait_table"] = p2p_wait_table(P2P_RESIDENT_H200)
+    data["compute"]["clock_window_ms"] = clock_window_ms(data["compute"]["clock_table"], CLOCK_IDLE_H200)
     # FSDP2 hook host time per shard-group size from the host probe on 2 and 4 ranks of one 4x H200 VM
     # (host speed differs between VMs: it is that VM's), with this profile's own kernel and call costs
     data["host"]["fsdp_hook_us"] = fsdp_hook_table(validate(Profile, data, file=None), H200_FSDP_PROBE)
     data["compute"]["device_spread"] = device_spread_h200()
     data["host"]["first_collective_us"] = first_collective_h200()
     data["source"]["files"] = list(data["source"].get("files", [])) + [H200_OVERLAP, H200_FSDP_PROBE, H200_PI_GPUS,
-                                                                       H200_FIRST_COLLECTIVE, *P2P_RESIDENT, CLOCK_IDLE]
+                                                                       H200_FIRST_COLLECTIVE, *P2P_RESIDENT_H200, CLOCK_IDLE_H200]
     src = data["source"]
     src.update({
         "gpu": meta.get("gpu"), "host": "vm (one VM, 2 resp. 4 H200 SXM GPUs, NV18 into NVSwitch)",
@@ -440,10 +444,9 @@ def make_h200() -> Profile:
             "compute.overlap_table: compute kernels alone vs beside 256 MiB NCCL collectives on 2 of 4 H200 of one VM "
             "(calibrate/raw/overlap-h200/overlap.jsonl, calibrate/device/overlap_probe.py, 2026-11-26). "
             "compute.p2p_wait_table: compute kernels beside a posted NCCL receive / send waiting for its peer, "
-            "measured on 2 of 4 H100 of two VMs (calibrate/raw/p2p-resident, calibrate/device/p2p_resident.py, "
-            "2026-11-27; same GH100 die and SM count, not re-measured on H200). compute.clock_window_ms: the power "
-            "limiter's averaging window, from GEMMs cycled with idle time on one H100 (calibrate/raw/clock-idle, "
-            "calibrate/device/clock_idle.py, 2026-11-27; same die and 700 W limit). "
+            "on 2 H200 of one VM (calibrate/raw/p2p-resident-h200, calibrate/device/p2p_resident.py, 2026-11-27). "
+            "compute.clock_window_ms: the power limiter's averaging window, from GEMMs cycled with idle time on one "
+            "H200 (calibrate/raw/clock-idle-h200, calibrate/device/clock_idle.py, 2026-11-27). "
             "host.fsdp_hook_us: from the FSDP2 host probe on 2 and 4 ranks of one 4x H200 VM "
             "(calibrate/raw/host8/train_steps.jsonl, 2026-11-26; calibrate/fsdp_hook.py --h200), per shard-group "
             "size: (step at 4 - step at 2 micro-batches) / 2, less the host time this profile's model charges per "

@@ -59,9 +59,8 @@ def test_h200_source_is_the_measurement(h200):
                             "raw/overlap-h200/overlap.jsonl", "raw/host8/train_steps.jsonl",
                             # the pi kernel on 4 H200 at once and the first all-reduce of a fresh communicator
                             "raw/pi-h200x4/pi-gpus.txt", "raw/first-collective/first_collective.jsonl",
-                            # measured on H100 (same GH100 die, SM count and 700 W): the waiting-p2p slowdown, the clock
-                            "raw/p2p-resident/p2p_resident-x4-run1.jsonl", "raw/p2p-resident/p2p_resident-x4-run2.jsonl",
-                            "raw/clock-idle/clock_idle.jsonl"}
+                            # compute beside a waiting p2p kernel; the clock under idle gaps (2 H200, 2026-11-27)
+                            "raw/p2p-resident-h200/p2p_resident.jsonl", "raw/clock-idle-h200/clock_idle.jsonl"}
     for f in s.files:
         assert (ROOT / "calibrate" / f).is_file()
 
