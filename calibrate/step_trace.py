@@ -126,6 +126,8 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=4)
     ap.add_argument("--run-id", default=None)
     ap.add_argument("--trace-dir", default=None, help="also keep rank 0's Chrome trace (gzip) here")
+    ap.add_argument("--kernels-dir", default=None, help="keep every rank's GPU kernels (stream, start, duration, "
+                    "name) of the profiled step here, one gzip JSON list per rank")
     ap.add_argument("-o", "--output", required=True)
     args = ap.parse_args(argv)
     args.steps, args.device, args.force_ddp, args.dist_timeout = 2, None, False, 300
@@ -174,6 +176,12 @@ def main(argv=None) -> int:
             Path(args.trace_dir).mkdir(parents=True, exist_ok=True)
             with gzip.open(Path(args.trace_dir) / f"{args.run_id}.json.gz", "wt") as g:
                 json.dump(trace, g)
+        if args.kernels_dir:  # every rank: its device kernels only (a few hundred kB against tens of MB)
+            Path(args.kernels_dir).mkdir(parents=True, exist_ok=True)
+            kernels = [[e.get("tid"), e["ts"], e.get("dur", 0), str(e.get("name", ""))[:80]]
+                       for e in trace.get("traceEvents", []) if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+            with gzip.open(Path(args.kernels_dir) / f"{args.run_id}-rank{launch.rank}.json.gz", "wt") as g:
+                json.dump(kernels, g)
     row.update(summarise(trace))
 
     # 2. one unprofiled step with the allocator's peak per phase (gradient accumulation runs only)

@@ -3,7 +3,8 @@
 #   bash calibrate/device/diag8.sh trace   # calibrate/step_trace.py on the FSDP2 rows the model misses (w7, gv) and
 #                                          # those it gets (d7, b2), and on the DDP rows whose peak memory it misses
 #                                          # (ac, b2) or gets (gv): $OUT/trace.jsonl, w7's rank-0 trace under $OUT/
-#                                          # (TRACE_ROWS="..." other rows; TRACE_NPROC=4 for blind set 8's 4-GPU rows)
+#                                          # (TRACE_ROWS="..." other rows; TRACE_NPROC=4 for blind set 8's 4-GPU rows;
+#                                          # TRACE_KERNELS=1: every rank's kernels of the profiled step, $OUT/kernels.tgz)
 #   bash calibrate/device/diag8.sh pi      # Monte-Carlo pi timed section (pi/pi_fixed_cost.cu) with N/4 samples on
 #                                          # each of 4 GPUs alone, then on all 4 at once: $OUT/pi-gpus.txt, clocks
 # Configurations are the -h100 rows of the blind-set files (the H200 rows where the GPUs are H200).
@@ -23,11 +24,13 @@ trace)
     set -- $line; shift; scenario=$1; shift
     sets=""; for kv in "$@"; do sets="$sets --set $kv"; done
     keep=""; [ "$name" = w7-fsdp2 ] && keep="--trace-dir $OUT"
+    [ -n "${TRACE_KERNELS:-}" ] && keep="$keep --kernels-dir /tmp/kernels"
     start=$(date +%s)
     timeout -k 5 150 python3 -m torch.distributed.run --standalone --nproc-per-node ${TRACE_NPROC:-2} calibrate/step_trace.py \
       "$scenario" $sets --run-id "$name$suffix" $keep -o "$OUT/trace.jsonl" >> "$OUT/diag.log" 2>&1 < /dev/null
     echo "$name$suffix rc=$? $(( $(date +%s) - start )) s" | tee -a "$OUT/diag.log"
   done
+  [ -d /tmp/kernels ] && tar czf "$OUT/kernels.tgz" -C /tmp/kernels .
   python3 - "$OUT/trace.jsonl" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
