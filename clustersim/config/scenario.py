@@ -175,9 +175,9 @@ class ParallelismSection(StrictModel):
     pp_p2p: Literal["when_ready", "torch"] = Field(
         "when_ready", description="Pipeline point-to-point program. when_ready: each chunk's output goes to the next "
         "stage when it is ready and the receiver waits for it; nothing waits resident on the GPU (an idealised program "
-        "that posts every exchange as it needs it). torch: torch.distributed.pipelining's programs (torch 2.13 "
+        "that posts every exchange as it needs it). torch: torch.distributed.pipelining's programs (torch 2.11 "
         "Schedule1F1B, ScheduleGPipe, ScheduleInterleaved1F1B; schedules 1f1b, gpipe, interleaved): sends and receives "
-        "in batches on one NCCL stream per rank, receives posted ahead of need, and a posted kernel that waits for "
+        "in batches coalesced on one NCCL stream per rank, receives posted ahead of need, and a posted kernel that waits for "
         "its peer slows the compute beside it (profile compute.p2p_wait_table).")
     ddp_bucket_mb: float = Field(25.0, gt=0, le=1e9, description="DDP gradient bucket size in MB (PyTorch default 25).")
     dp_overlap: bool = Field(True, description="DDP / ZeRO-1/2: gradient reduction bucket by bucket during the backward (PyTorch DDP, "

@@ -1,8 +1,10 @@
 """The point-to-point program of a pipeline rank: which sends and receives go out together, when, and who waits.
 
-``torch.distributed.pipelining`` (the schedules ``calibrate/train_gpt.py`` runs, torch 2.13) issues a
-pipeline rank's transfers as *batches* (``batch_isend_irecv``: one NCCL kernel per batch), all on the
-rank's one NCCL stream, so a batch starts only after the previous one on that rank has finished; the
+``torch.distributed.pipelining`` (the schedules ``calibrate/train_gpt.py`` runs; torch 2.11 on the lent GPUs, 2.13
+here: the programs below are the same in both) issues a pipeline rank's transfers as *batches*
+(``batch_isend_irecv``: one NCCL kernel per batch), in torch 2.11 all coalesced on the rank's one NCCL stream, so
+a batch starts only after the previous one on that rank has finished (torch 2.13's ``_batch_p2p`` issues a batch
+of only sends or only receives as plain ``isend`` / ``irecv`` instead, which this module does not model); the
 stream also waits for the compute issued before the call. A batch finishes when each of its transfers
 has found its peer's matching kernel. While it waits, the kernel holds its channels' thread blocks on the
 SMs (``calibrate/raw/p2p-resident``: an 8192^3 GEMM runs x1.21-1.26 beside a posted receive). Where the
@@ -96,7 +98,7 @@ class _Program:
 
 
 def _one_f_one_b(s: int, p: int, m: int) -> list[Event]:
-    """``Schedule1F1B._step_microbatches`` of torch 2.13, rank ``s``."""
+    """``Schedule1F1B._step_microbatches`` of torch 2.11-2.13, rank ``s``."""
     prog = _Program()
     recv_f = lambda i: [("F", i, s - 1)] if s > 0 else []  # noqa: E731
     send_f = lambda i: [("F", i, s)] if s < p - 1 else []  # noqa: E731
