@@ -19,8 +19,8 @@ The three schedules differ in what goes together and when it is waited for:
 * ``gpipe`` (``ScheduleGPipe``): every forward waits for its receive and sends without waiting; the
   first backward waits for all forward sends; the same for the backwards.
 * ``interleaved`` (``ScheduleInterleaved1F1B``, ``_PipelineScheduleRuntime``): the compute-only order
-  (with the idle steps torch pads it with) is lowered by ``_add_send_recv``: in lock step over the
-  ranks, a compute action runs once its input's receive is in place, its send follows it at once, and
+  (its idle steps dropped, FSDP's UNSHARD / RESHARD and the REDUCE_GRAD actions added, each a turn) is
+  lowered by ``_add_send_recv``: in lock step over the ranks, a compute action runs once its input's receive is in place, its send follows it at once, and
   the peer's matching *receive* is placed in the peer's list at the same moment -- so receives are
   posted as early as the lowering allows and waited for only by the chunk that consumes them; sends
   are never waited for inside the step.
@@ -177,6 +177,52 @@ def torch_interleaved_order(order: list, p: int, m: int, v: int, rank: int) -> l
     return out
 
 
+#: an action of the lowering's input that moves no data (UNSHARD, RESHARD, REDUCE_GRAD) but takes a lock step
+_NOOP = ("X", -1, -1)
+
+
+def _lowering_input(order: list, p: int, m: int, rank: int) -> list:
+    """What ``_add_send_recv`` lowers for rank ``rank``: ``_add_unshard_reshard`` then ``_add_reduce_grad`` of
+    the padded order -- the idle steps dropped, an UNSHARD before a stage's first action among the next three
+    stages (a RESHARD where one leaves them, and for each at the end), a REDUCE_GRAD after a stage's last
+    backward. Without FSDP they do nothing, but each takes a turn of the lock step (:data:`_NOOP`).
+
+    >>> _lowering_input([None, ("F", 0, 0), ("F", 0, 1), ("B", 0, 1), ("B", 0, 0)], 2, 1, 1)
+    [('X', -1, -1), ('X', -1, -1), ('F', 0, 0), ('F', 0, 1), ('B', 0, 1), ('X', -1, -1), ('X', -1, -1), ('B', 0, 0), ('X', -1, -1), ('X', -1, -1)]
+    """
+    acts = [a for a in order if a is not None]
+
+    def stage(a) -> int:
+        return a[2] * p + rank
+
+    out: list = []
+    active: list[int] = []
+    for i, a in enumerate(acts):
+        upcoming: list[int] = []
+        for b in acts[i:]:  # the next three distinct stages (max_active_stages = 3)
+            if stage(b) not in upcoming:
+                upcoming.append(stage(b))
+                if len(upcoming) == 3:
+                    break
+        for st in [x for x in active if x not in upcoming]:
+            active.remove(st)
+            out.append(_NOOP)
+        for st in [x for x in upcoming if x not in active]:
+            active.append(st)
+            out.append(_NOOP)
+        out.append(a)
+    out += [_NOOP] * len(active)
+    done: dict[int, int] = {}
+    final: list = []
+    for a in out:
+        final.append(a)
+        if a != _NOOP and a[0] == "B":
+            done[stage(a)] = done.get(stage(a), 0) + 1
+            if done[stage(a)] == m:
+                final.append(_NOOP)
+    return final
+
+
 def interleaved_programs(orders: list[list], p: int, m: int, v: int) -> list[list[Event]]:
     """Every rank's program under ``ScheduleInterleaved1F1B`` (``_add_send_recv`` lowering).
 
@@ -185,10 +231,10 @@ def interleaved_programs(orders: list[list], p: int, m: int, v: int) -> list[lis
     >>> from clustersim.workload.schedule import pipeline_order
     >>> progs = interleaved_programs([pipeline_order("interleaved", 2, 2, r, 2) for r in range(2)], 2, 2, 2)
     >>> progs[1][:4]
-    [('batch', [('F', 0, 0)]), ('batch', [('F', 1, 0)]), ('wait', 0), ('compute', ('F', 0, 0))]
+    [('batch', [('F', 0, 0)]), ('wait', 0), ('compute', ('F', 0, 0)), ('batch', [('F', 0, 1)])]
     """
     n = p * v
-    queues = {r: torch_interleaved_order(orders[r], p, m, v, r) for r in range(p)}
+    queues = {r: _lowering_input(torch_interleaved_order(orders[r], p, m, v, r), p, m, r) for r in range(p)}
     comm: dict[int, list] = {r: [] for r in range(p)}
     done: dict[int, set] = {r: set() for r in range(p)}
 
@@ -196,6 +242,8 @@ def interleaved_programs(orders: list[list], p: int, m: int, v: int) -> list[lis
         return chunk * p + rank
 
     def ready(rank: int, a) -> bool:
+        if a == _NOOP:
+            return True
         kind, mb, chunk = a
         s = vs(rank, chunk)
         if kind == "F" and s != 0:
@@ -210,7 +258,7 @@ def interleaved_programs(orders: list[list], p: int, m: int, v: int) -> list[lis
             a = queues[r][0]
             if a is not None and not ready(r, a):
                 continue
-            if a is not None:
+            if a is not None and a != _NOOP:
                 kind, mb, chunk = a
                 s = vs(r, chunk)
                 comm[r].append(("COMPUTE", a))

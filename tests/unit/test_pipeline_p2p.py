@@ -41,8 +41,9 @@ def test_interleaved_lowering_is_torchs(p, m, v):
     S = pytest.importorskip("torch.distributed.pipelining.schedules")
     torch_orders = _torch_orders(S, p, m, v)
     progs = interleaved_programs([pipeline_order("interleaved", p, m, r, v) for r in range(p)], p, m, v)
-    comm = S._add_send_recv({r: list(torch_orders[r]) for r in range(p)}, stage_to_rank=lambda s: s % p,
-                            num_stages=p * v)
+    # torch's own lowering (_prepare_schedule_with_comms): unshard/reshard and reduce-grad actions, then send/recv
+    comm = S._add_send_recv({r: S._add_reduce_grad(S._add_unshard_reshard(list(torch_orders[r])), m) for r in range(p)},
+                            stage_to_rank=lambda s: s % p, num_stages=p * v)
     for r in range(p):
         mine = torch_interleaved_order(pipeline_order("interleaved", p, m, r, v), p, m, v, r)
         theirs = [None if a is None else ("F" if a.computation_type == S.FORWARD else "B", a.microbatch_index,
