@@ -32,6 +32,8 @@ a transfer is ``(kind, mb, sending virtual stage)``.
 
 from __future__ import annotations
 
+from collections import deque
+
 from clustersim.errors import ClusterSimError
 
 #: schedules whose p2p program this module knows (the torch.distributed.pipelining ones)
@@ -195,15 +197,17 @@ def _lowering_input(order: list, p: int, m: int, rank: int) -> list:
     def stage(a) -> int:
         return a[2] * p + rank
 
+    # the next occurrence of every stage at or after each position (a rank has only v stages): O(n v)
+    nxt: dict[int, int] = {}
+    ahead: list[dict[int, int]] = [{}] * len(acts)
+    for i in range(len(acts) - 1, -1, -1):
+        nxt = {**nxt, stage(acts[i]): i}
+        ahead[i] = nxt
     out: list = []
     active: list[int] = []
     for i, a in enumerate(acts):
-        upcoming: list[int] = []
-        for b in acts[i:]:  # the next three distinct stages (max_active_stages = 3)
-            if stage(b) not in upcoming:
-                upcoming.append(stage(b))
-                if len(upcoming) == 3:
-                    break
+        # the next three distinct stages (max_active_stages = 3), by first occurrence
+        upcoming = [st for st, _ in sorted(ahead[i].items(), key=lambda kv: kv[1])[:3]]
         for st in [x for x in active if x not in upcoming]:
             active.remove(st)
             out.append(_NOOP)
@@ -234,7 +238,7 @@ def interleaved_programs(orders: list[list], p: int, m: int, v: int) -> list[lis
     [('batch', [('F', 0, 0)]), ('wait', 0), ('compute', ('F', 0, 0)), ('batch', [('F', 0, 1)])]
     """
     n = p * v
-    queues = {r: _lowering_input(torch_interleaved_order(orders[r], p, m, v, r), p, m, r) for r in range(p)}
+    queues = {r: deque(_lowering_input(torch_interleaved_order(orders[r], p, m, v, r), p, m, r)) for r in range(p)}
     comm: dict[int, list] = {r: [] for r in range(p)}
     done: dict[int, set] = {r: set() for r in range(p)}
 
@@ -268,7 +272,7 @@ def interleaved_programs(orders: list[list], p: int, m: int, v: int) -> list[lis
                     comm[r].append(("SEND", (kind, mb, s)))
                     comm[dst % p].append(("RECV", (kind, mb, s)))
                     done[dst % p].add(("RECV_" + kind, dst, mb))
-            queues[r].pop(0)
+            queues[r].popleft()
             if not queues[r]:
                 del queues[r]
             progress = True
