@@ -155,6 +155,11 @@ _IN_USE_4XH200_B13 = ("4x H200 VM of 2026-11-27 (blind set 13, pipelines): the d
                       "allowances by 0.95-12.5 GiB; those runs reserved 1.09-1.44x their allocated peak (rg PP 4 interleaved, "
                       "16 micro-batches: 42.1 GiB reserved for 29.2 allocated), fragmentation beyond the largest ratio the "
                       "allowance was taken from")
+_IN_USE_4XH200_B14 = ("4x H200 VM of 2026-11-27 (blind set 14, interleaved pipelines): the device memory in use exceeds "
+                      "the stated allowances by 2.5-6.6 GiB; the runs reserved 1.13-1.29x their allocated peak "
+                      "(fragmentation beyond the largest ratio the allowance was taken from)")
+KNOWN_IN_USE_MISS.update({rid: _IN_USE_4XH200_B14 for rid in (
+    "p14-rg-pp4-v3", "p14-gv-pp4-v2", "p14-d7-pp4-v4", "p14-b2-pp2-dp2-v2")})
 KNOWN_IN_USE_MISS.update({rid: _IN_USE_4XH200_B13 for rid in (
     "p13-rg-1f1b-m8", "p13-rg-interleaved-m8", "p13-rg-interleaved-v3", "p13-w7-1f1b", "p13-b2-interleaved",
     "p13-gv-pp4-1f1b", "p13-rg-pp4-interleaved-m16", "p13-gv-pp2-dp2-1f1b")})
