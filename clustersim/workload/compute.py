@@ -135,6 +135,21 @@ def clock_slowdown(points: list[tuple[float, float]], duty: float) -> float:
     return 1.0
 
 
+def _duty_weighted(points: list[tuple[str, float, float]], gemm_flops: float, duty: float) -> float:
+    """``duty`` x the ``gemm`` points' value interpolated in log(work) at ``gemm_flops`` + the rest x the
+    ``memory`` points' value at their largest work; a class without points counts as 1.
+
+    >>> _duty_weighted([("gemm", 1e11, 1.3), ("gemm", 1e12, 1.1), ("memory", 1e9, 1.2)], 1e11, 0.5)
+    1.25
+    """
+    gemm = [(w, v) for k, w, v in points if k == "gemm"]
+    mem = [(w, v) for k, w, v in points if k == "memory"]
+    d = min(max(duty, 0.0), 1.0)
+    g = interp_log(gemm, gemm_flops) if gemm else 1.0
+    m = interp_log(mem, max(w for w, _ in mem)) if mem else 1.0
+    return d * g + (1 - d) * m
+
+
 @dataclass
 class ComputeModel:
     """Seconds for kernels on one GPU.
@@ -257,15 +272,8 @@ class ComputeModel:
         >>> [round(x, 3) for x in cm.p2p_wait_slowdowns(2.7e11, duty=0.8)]
         [1.128, 1.0]
         """
-        d = min(max(duty, 0.0), 1.0)
-        out = []
-        for side in ("recv", "send"):
-            gemm = [(p[1], p[3]) for p in self.p2p_wait_table if p[2] == side and p[0] == "gemm"]
-            mem = [(p[1], p[3]) for p in self.p2p_wait_table if p[2] == side and p[0] == "memory"]
-            g = interp_log(gemm, gemm_flops) if gemm else 1.0
-            m = max(mem)[1] if mem else 1.0
-            out.append(d * g + (1 - d) * m)
-        return out[0], out[1]
+        return tuple(_duty_weighted([(p[0], p[1], p[3]) for p in self.p2p_wait_table if p[2] == side], gemm_flops,
+                                    duty) for side in ("recv", "send"))  # type: ignore[return-value]
 
     def overlap_slowdowns(self, gemm_flops: float, duty: float, ops: tuple[str, ...] | None = None
                           ) -> tuple[float, float]:
@@ -285,17 +293,8 @@ class ComputeModel:
         pts = [p for p in self.overlap_table if ops is None or p[2] in ops]
         if not pts:
             return 1.0, 1.0
-        gemm = [p for p in pts if p[0] == "gemm"]
-        mem = [p for p in pts if p[0] == "memory"]
-
-        def pick(rows, col, x):
-            return interp_log([(p[1], p[col]) for p in rows], x) if rows else 1.0
-
-        d = min(max(duty, 0.0), 1.0)
-        mem_work = max(p[1] for p in mem) if mem else 1.0
-        comp = d * pick(gemm, 3, gemm_flops) + (1 - d) * pick(mem, 3, mem_work)
-        comm = d * pick(gemm, 4, gemm_flops) + (1 - d) * pick(mem, 4, mem_work)
-        return comp, comm
+        return tuple(_duty_weighted([(p[0], p[1], p[col]) for p in pts], gemm_flops, duty)  # type: ignore[return-value]
+                     for col in (3, 4))
 
     def _cb(self, seconds: float) -> float:
         """A compute-bound kernel's busy seconds at the clock in force (tallied)."""
