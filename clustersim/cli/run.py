@@ -83,7 +83,8 @@ def _render(d: dict) -> None:
         mt.add_column("kind")
         mt.add_column("bytes", justify="right")
         for k in ("params", "grads", "optimizer", "activations", "loss_transient", "ddp_buckets",
-                  "fsdp_gathered", "optimizer_transient", "pipeline_outputs", "cp_buffers", "peak_allocated_bytes",
+                  "fsdp_gathered", "optimizer_transient", "pipeline_outputs", "pipeline_recv_buffers", "cp_buffers",
+                  "peak_allocated_bytes",
                   "cuda_context_bytes", "nccl_buffer_bytes", "fragmentation_bytes", "total_needed_bytes",
                   "capacity_bytes"):
             if k in m and (m[k] or k in ("activations", "peak_allocated_bytes", "total_needed_bytes")):

@@ -122,7 +122,8 @@ def _memory(d: dict) -> str:
     cap = float(m.get("capacity_bytes") or 0.0)
     rows = []
     bpp = m.get("bytes_per_param") or {}
-    optional = ("loss_transient", "ddp_buckets", "fsdp_gathered", "optimizer_transient", "pipeline_outputs")
+    optional = ("loss_transient", "ddp_buckets", "fsdp_gathered", "optimizer_transient", "pipeline_outputs",
+                "pipeline_recv_buffers")
     for k in ("params", "grads", "optimizer", "activations", *optional, "peak_bytes_per_gpu", "cuda_context_bytes",
               "nccl_buffer_bytes", "fragmentation_bytes", "total_needed_bytes", "capacity_bytes"):
         if k not in m or (not m[k] and k in optional):

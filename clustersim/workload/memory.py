@@ -249,6 +249,9 @@ def _stage_row(step, stage: int, state_bytes: StateBytes, act_layer: float) -> d
             # torch.distributed.pipelining's last stage appends every micro-batch's output (the 16-bit
             # logits) to output_chunks for the whole step and concatenates them when the step ends
             pipeline_outputs = step.micro_batches * logits * act
+    recv_buffers = 0.0
+    if step.pp > 1 and eager:  # torch.distributed.pipelining: a buffer per micro-batch and stage boundary
+        recv_buffers = pipeline_recv_buffer_bytes(step, vstages, tokens * model.hidden * act / sp_shard)
     ddp_buckets = 0.0
     if par.zero == 0 and dp > 1:
         if step.pp == 1:  # torch DDP: a flat bucket copy of every gradient (gradient_as_bucket_view=False)
@@ -267,22 +270,44 @@ def _stage_row(step, stage: int, state_bytes: StateBytes, act_layer: float) -> d
     cp_buffers = cp_buffer_bytes(step.context, kv_block_bytes(step.micro_batch, model.seq_len, model.kv_hidden, tp,
                                                               step.cp, act)) if step.context is not None else 0.0
     forward_backward = (CUBLAS_WORKSPACE_BYTES + states["params"] + states["optimizer"] + ddp_buckets + gathered + acts + loss
-                        + grads_during + pipeline_outputs + cp_buffers)
+                        + grads_during + pipeline_outputs + cp_buffers + recv_buffers)
     # the optimizer step: AdamW (torch foreach) allocates sqrt(v) for every parameter it updates
     opt_temp = states["optimizer"] / 2 if training.optimizer == "adamw" and not training.precision.master_weights \
         else (n_params / (dp if par.zero >= 1 else 1) * DTYPE_BYTES[training.precision.optimizer_states]
               if training.optimizer == "adamw" else 0.0)
     optimizer_step = CUBLAS_WORKSPACE_BYTES + states["params"] + states["grads"] + states["optimizer"] + ddp_buckets + opt_temp
-    optimizer_step += pipeline_outputs  # output_chunks are cleared at the next step's start
+    optimizer_step += pipeline_outputs + recv_buffers  # output_chunks are cleared at the next step's start
     step_end = (CUBLAS_WORKSPACE_BYTES + states["params"] + states["grads"] + states["optimizer"] + ddp_buckets
-                + 2 * pipeline_outputs)  # the concatenated outputs beside the chunks
+                + 2 * pipeline_outputs + recv_buffers)  # the concatenated outputs beside the chunks
     peak = max(forward_backward, optimizer_step, step_end)
     row = {"stage": stage, **states, "activations": acts, "loss_transient": loss, "ddp_buckets": ddp_buckets,
            "fsdp_gathered": gathered, "optimizer_transient": opt_temp, "pipeline_outputs": pipeline_outputs,
+           "pipeline_recv_buffers": recv_buffers,
            "transient": loss + gathered + cp_buffers, "peak_allocated_bytes": peak}
     if step.context is not None:  # K/V exchange buffers of context parallelism (workload.context_parallel)
         row["cp_buffers"] = cp_buffers
     return row
+
+
+def pipeline_recv_buffer_bytes(step, vstages, act_bytes: float) -> float:
+    """Bytes of the receive buffers ``torch.distributed.pipelining`` keeps on one pipeline rank.
+
+    A ``PipelineStage`` allocates, when its schedule first runs, one activation receive buffer per
+    micro-batch for every stage that is not the first (``_setup_forward_recv_info``) and one gradient
+    receive buffer per micro-batch for every stage that is not the last (``_setup_backward_recv_info``),
+    each of the stage boundary's shape, and keeps them for the whole run (torch 2.4 to 2.13; read in
+    ``torch/distributed/pipelining/stage.py``). ``vstages``: the rank's virtual stages;
+    ``act_bytes``: one micro-batch's boundary tensor (tokens x hidden x bytes).
+
+    >>> from types import SimpleNamespace
+    >>> step = SimpleNamespace(n_virtual_stages=8, micro_batches=16)
+    >>> # rank 0 of pp 4 with 2 chunks: stage 0 receives no activation, stages 0 and 4 receive gradients
+    >>> pipeline_recv_buffer_bytes(step, [0, 4], 32 * 2**20) / 2**30
+    1.5
+    """
+    fwd = sum(1 for vs in vstages if vs != 0)
+    bwd = sum(1 for vs in vstages if vs != step.n_virtual_stages - 1)
+    return (fwd + bwd) * step.micro_batches * act_bytes
 
 
 def _communicators(step) -> int:
@@ -301,8 +326,10 @@ def step_memory(step, capacity_bytes: float) -> dict:
       buckets, FSDP's unsharded layers, the activations of the micro-batches the schedule keeps in
       flight (:func:`layer_saved_bytes` per layer, the final norm, the saved fp32 softmax of the
       loss; GPipe keeps every micro-batch's), the loss backward's fp32 transients, and (plain-PyTorch
-      pipelines) the last stage's outputs of every micro-batch, which torch.distributed.pipelining keeps;
-    * the optimizer step: states, gradients, DDP buckets and AdamW's ``sqrt(v)`` temporary;
+      pipelines) the last stage's outputs of every micro-batch, which torch.distributed.pipelining keeps,
+      and its receive buffers, one per micro-batch and stage boundary (:func:`pipeline_recv_buffer_bytes`);
+    * the optimizer step: states, gradients, DDP buckets, AdamW's ``sqrt(v)`` temporary and the
+      pipeline's outputs and receive buffers;
     * the pipeline step's end: those outputs and their concatenation.
 
     The total a GPU needs adds the CUDA context and allocator fragmentation (measured on an H100) and
