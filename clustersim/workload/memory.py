@@ -258,19 +258,25 @@ def _stage_row(step, stage: int, state_bytes: StateBytes, act_layer: float) -> d
             ddp_buckets = n_params * state_bytes.grads
         else:  # pp x dp reduction of the reference script: one flattened bucket and its unflattened copy
             ddp_buckets = 2 * par.ddp_bucket_mb * 1e6
-    gathered = 0.0
+    gathered_layers = gathered_root = 0.0
     if par.zero == 3 and dp > 1:
         layer_params = step.units.layer.forward.param_count
-        # FSDP: the layer being computed and the prefetched next one unsharded, in the backward their
-        # unsharded gradients and the reduce-scatter input; the root (embedding, head) stays unsharded
-        gathered = 2 * layer_params * (step.param_dtype_bytes + step.grad_dtype_bytes)
-        root = n_params - layers * layer_params
-        gathered += root * step.param_dtype_bytes * (dp - 1) / dp
+        # FSDP: in a layer's backward, that layer and the prefetched next one unsharded, the layer's
+        # unsharded gradients and the reduce-scatter input; the layers are resharded after forward
+        gathered_layers = 2 * layer_params * (step.param_dtype_bytes + step.grad_dtype_bytes)
+        # the root (embedding, head) stays unsharded from its forward to the end of the backward: a
+        # full-size copy beside its shard (FSDP2 copies the all-gather output into per-parameter storage)
+        gathered_root = (n_params - layers * layer_params) * step.param_dtype_bytes
+    gathered = gathered_layers + gathered_root
+    # the loss's transients are freed when its backward ends, before the first layer's backward gathers
+    # layers again: the larger of the two is the step's transient, not their sum
+    # (the 10 FSDP2 runs of h 2048-3072 on 2 and 4 ranks: +0.18..+0.69 GiB over with the sum, docs/validation.md 2d)
+    step_transient = max(loss, gathered_layers)
     grads_during = states["grads"] if (step.micro_batches > 1 or step.pp > 1) else 0.0
     cp_buffers = cp_buffer_bytes(step.context, kv_block_bytes(step.micro_batch, model.seq_len, model.kv_hidden, tp,
                                                               step.cp, act)) if step.context is not None else 0.0
-    forward_backward = (CUBLAS_WORKSPACE_BYTES + states["params"] + states["optimizer"] + ddp_buckets + gathered + acts + loss
-                        + grads_during + pipeline_outputs + cp_buffers + recv_buffers)
+    forward_backward = (CUBLAS_WORKSPACE_BYTES + states["params"] + states["optimizer"] + ddp_buckets + gathered_root
+                        + step_transient + acts + grads_during + pipeline_outputs + cp_buffers + recv_buffers)
     # the optimizer step: AdamW (torch foreach) allocates sqrt(v) for every parameter it updates
     opt_temp = states["optimizer"] / 2 if training.optimizer == "adamw" and not training.precision.master_weights \
         else (n_params / (dp if par.zero >= 1 else 1) * DTYPE_BYTES[training.precision.optimizer_states]
@@ -283,7 +289,7 @@ def _stage_row(step, stage: int, state_bytes: StateBytes, act_layer: float) -> d
     row = {"stage": stage, **states, "activations": acts, "loss_transient": loss, "ddp_buckets": ddp_buckets,
            "fsdp_gathered": gathered, "optimizer_transient": opt_temp, "pipeline_outputs": pipeline_outputs,
            "pipeline_recv_buffers": recv_buffers,
-           "transient": loss + gathered + cp_buffers, "peak_allocated_bytes": peak}
+           "transient": step_transient + gathered_root + cp_buffers, "peak_allocated_bytes": peak}
     if step.context is not None:  # K/V exchange buffers of context parallelism (workload.context_parallel)
         row["cp_buffers"] = cp_buffers
     return row
