@@ -557,6 +557,8 @@ class Trainer:
         self.sc, self.launch, self.parallel, self.opt, self.params, self.data = sc, launch, parallel, opt, params, data
         self.loss_fn = loss_fn
         self.n_mb = sc.micro_batches
+        #: host clock (perf_counter) when the last step's optimizer call began and returned
+        self.opt_window = (0.0, 0.0)
 
     def step(self, i):
         """Step ``i`` (warm-up included); returns the loss (None on pipeline ranks without the last stage)."""
@@ -566,7 +568,9 @@ class Trainer:
             loss = self._pipeline_step(batch)
         else:
             loss = self._accumulation_step(batch)
+        t0 = time.perf_counter()
         self.opt.step()
+        self.opt_window = (t0, time.perf_counter())
         return loss
 
     def _pipeline_step(self, batch):
@@ -638,6 +642,8 @@ CPUS_SEEN: set = set()
 CPU_BINDING: dict = {}
 #: seconds this process spent in Python's cyclic garbage collector, by timed step (timed_steps)
 GC_PAUSES: list = []
+#: host seconds from each timed step's start to its optimizer call and to that call's return (timed_steps)
+OPT_WINDOWS: list = []
 
 
 class GcClock:
@@ -747,6 +753,7 @@ def timed_steps(args, launch: Launch, trainer: Trainer):
                 times.append(dt)
                 issue.append(t_issued - t)
                 GC_PAUSES.append(clock.take())
+                OPT_WINDOWS.append((trainer.opt_window[0] - t, trainer.opt_window[1] - t))
             losses.append(loss)
             if i < args.warmup:
                 _log(launch.rank, f"warm-up step {i + 1}/{args.warmup}: {dt * 1e3:.1f} ms")
@@ -781,6 +788,9 @@ class Measured:
     """max over ranks of torch.cuda.max_memory_reserved: what the caching allocator took from the driver"""
     gc_ranks: list = None
     """every rank's seconds in Python's garbage collector during each timed step, [rank][step]"""
+    opt_ranks: list = None
+    """every rank's host seconds from each timed step's start to its optimizer call and to that call's return,
+    [rank][step] = [start, end] (how long the optimizer holds the host, and what the GPU still runs after it)"""
     host_ranks: list = None
     """every rank's CPU placement (allowed CPUs, CPUs the main thread was seen on) and allocator counters"""
     device_used_bytes: float = 0.0
@@ -816,19 +826,24 @@ def gather(launch: Launch, losses: list, times: list, issue: list) -> Measured:
             dist.all_reduce(t_, op=dist.ReduceOp.MAX)
         loss_vec, cnt, tvec, peak = ts[0].cpu(), ts[1].cpu(), mx[0].cpu(), mx[1].cpu()
         # every rank's host issue times (one small gather after the timed steps; on the device as NCCL needs)
-        iv = torch.tensor(list(issue) + GC_PAUSES[-len(issue):], dtype=torch.float64, device=comm_dev)
+        n = len(issue)
+        opt_flat = [v for w in OPT_WINDOWS[-n:] for v in w]
+        iv = torch.tensor(list(issue) + GC_PAUSES[-n:] + opt_flat, dtype=torch.float64, device=comm_dev)
         parts = [torch.empty_like(iv) for _ in range(launch.world)]
         dist.all_gather(parts, iv)
-        issue_ranks = [p_.cpu().tolist()[:len(issue)] for p_ in parts]
-        gc_ranks = [p_.cpu().tolist()[len(issue):] for p_ in parts]
+        issue_ranks = [p_.cpu().tolist()[:n] for p_ in parts]
+        gc_ranks = [p_.cpu().tolist()[n:2 * n] for p_ in parts]
+        opt_ranks = [[list(w) for w in zip(p_.cpu().tolist()[2 * n::2], p_.cpu().tolist()[2 * n + 1::2])]
+                     for p_ in parts]
     else:
         issue_ranks = [list(issue)]
         gc_ranks = [GC_PAUSES[-len(issue):]]
+        opt_ranks = [[list(w) for w in OPT_WINDOWS[-len(issue):]]]
     host_ranks = _gather_host_facts(launch, comm_dev if launch.distributed else None)
     return Measured(losses=(loss_vec / max(cnt.item(), 1.0)).tolist(), step_times=tvec.tolist(),
                     peak_bytes=peak[0].item(), reserved_bytes=peak[1].item(), device_used_bytes=peak[2].item(),
                     times_rank0=times, issue_rank0=issue, issue_ranks=issue_ranks, host_ranks=host_ranks,
-                    gc_ranks=gc_ranks)
+                    gc_ranks=gc_ranks, opt_ranks=opt_ranks)
 
 
 def _gather_host_facts(launch: Launch, comm_dev) -> list:
@@ -908,6 +923,8 @@ def result_row(args, sc: Scenario, launch: Launch, *, impl: dict, dtype_name: st
         "cpu_affinity": CPU_BINDING.get("mode", "inherit"),
         "gc_mode": getattr(args, "gc", "auto"),
         "gc_s_ranks": meas.gc_ranks,
+        # host seconds from the step's start to the optimizer call and to its return, [rank][step] = [start, end]
+        "optimizer_host_s_ranks": meas.opt_ranks,
         # per rank: logical CPUs allowed and seen, allocator retries / device-wide syncs (rank skew diagnosis)
         "host_ranks": meas.host_ranks,
         "forced_ddp": bool(args.force_ddp),
