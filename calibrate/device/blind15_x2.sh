@@ -14,4 +14,4 @@ bash calibrate/device/blind_x2.sh calibrate/blind15_configs.txt f15-fsdp2-v128k 
   f15-pp2-1f1b-m12
 # not blind: three FSDP2 rows of blind set 9 again, now with every rank's optimizer host window
 # (train_gpt.py optimizer_host_s_ranks): where the FSDP2 step's tail after the host's last issue comes from
-bash calibrate/device/blind_x2.sh calibrate/blind9_configs.txt w7-fsdp2 d7-fsdp2 rg-fsdp2
+OUT=$OUT/diag bash calibrate/device/blind_x2.sh calibrate/blind9_configs.txt w7-fsdp2 d7-fsdp2 rg-fsdp2
