@@ -27,7 +27,7 @@ def main(configs: Path = ROOT / "calibrate" / "memory_blind_configs.txt") -> lis
         rs = resolve_scenario(ROOT / scenario, overrides)
         spec = rs.cluster.gpu_spec
         cm = ComputeModel.from_profile(rs.profile.compute, spec, rs.scenario.training.precision.params)
-        mem = TransformerStep(rs.scenario, cm).memory(spec.hbm_GB * 1e9)
+        mem = TransformerStep(rs.scenario, cm).memory(spec.hbm_bytes)
         out.append({"name": name, "scenario": scenario, "overrides": overrides,
                     "predicted_peak_allocated_bytes": int(mem["peak_allocated_bytes"]),
                     "predicted_total_needed_bytes": int(mem["total_needed_bytes"]), "fits": mem["fits"]})

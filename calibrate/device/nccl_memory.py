@@ -33,7 +33,8 @@ def snapshot(dev: torch.device) -> dict:
     free, total = torch.cuda.mem_get_info(dev)
     used = total - free
     reserved = torch.cuda.memory_reserved(dev)
-    return {"used_bytes": int(used), "reserved_bytes": int(reserved), "outside_bytes": int(used - reserved)}
+    return {"used_bytes": int(used), "reserved_bytes": int(reserved), "outside_bytes": int(used - reserved),
+            "total_bytes": int(total), "total_memory_bytes": int(torch.cuda.get_device_properties(dev).total_memory)}
 
 
 def p2p(peer_send: int, peer_recv: int, dev: torch.device, group=None) -> None:
@@ -95,7 +96,7 @@ def main() -> None:
                     f.write(json.dumps(r) + "\n")
         prev = None
         print(f"{'step':26s} {'outside MiB':>12s} {'delta MiB':>10s}   ({gathered[0][0]['gpu']} x {world}, "
-              f"NCCL {meta['nccl']})")
+              f"NCCL {meta['nccl']}, device total {gathered[0][0]['total_bytes'] / MiB:.0f} MiB)")
         for r in gathered[0]:
             o = r["outside_bytes"] / MiB
             print(f"{r['step']:26s} {o:12.1f} {'' if prev is None else f'{o - prev:10.1f}'}")

@@ -76,7 +76,12 @@ class GPUSpec(StrictModel):
     peak_tflops: dict[Literal["bf16", "fp16", "fp8", "tf32", "fp32"], Pos] = Field(
         description="Dense peak TFLOP/s per data type (fp32 = non-tensor FP32)."
     )
-    hbm_GB: Pos = Field(description="HBM capacity in GB (1e9 bytes) as the datasheet quotes it.")
+    hbm_GB: Pos = Field(description="HBM capacity as the datasheet quotes it. Memory capacities are binary "
+                        "(JEDEC): an H100's 80 GB are five 16 GiB HBM3 stacks, so the bytes are hbm_GB x 2^30.")
+    visible_memory_MiB: float | None = Field(None, gt=0, le=1e9, description="Device memory CUDA reports on a "
+                                             "measured part (cudaMemGetInfo's total, MiB): what a process can "
+                                             "allocate against, the CUDA context included. The memory model's "
+                                             "capacity where set (else hbm_GB in GiB).")
     hbm_bandwidth_GBps: Pos = Field(description="HBM bandwidth in GB/s (datasheet).")
     nvlink_generation: int | None = Field(None, ge=1, le=1000, description="NVLink generation (3 A100, 4 H100/H200, 5 B200/GB200).")
     tdp_W: float | None = Field(None, gt=0, description="Board power limit (W, datasheet max TDP); sustained "
@@ -125,8 +130,14 @@ class GPUSpec(StrictModel):
 
     @property
     def hbm_bytes(self) -> float:
-        """HBM capacity in bytes."""
-        return self.hbm_GB * 1e9
+        """Device memory capacity in bytes: CUDA's total where measured, else the datasheet's in GiB.
+
+        >>> round(gpu_spec("h100-sxm").hbm_bytes / 2**30, 2), round(gpu_spec("a100-sxm-80gb").hbm_bytes / 2**30, 2)
+        (79.18, 80.0)
+        """
+        if self.visible_memory_MiB is not None:
+            return self.visible_memory_MiB * 2**20
+        return self.hbm_GB * 2**30
 
     @property
     def hbm_bandwidth(self) -> float:
@@ -164,6 +175,9 @@ _GB200_SRC = ("NVIDIA GB200 NVL72 datasheet (2024), 72 GPUs: FP8 720 PFLOPS, FP1
               "(13.4 TB / 72), 8 TB/s per GPU. FP32 (non-tensor) is not in the datasheet: 80 TFLOPS is inferred "
               "from third-party Blackwell tables (B200 75, GB300 80)")
 
+_VISIBLE_SRC = ("; visible memory: cudaMemGetInfo's total on the lent machines, 81,079 MiB on an H100 80GB HBM3 and "
+                "143,156 MiB on an H200 (nvidia-smi: 81,559 and 143,771; calibrate/raw/nccl-memory/device-total.txt)")
+
 GPU_CATALOG: dict[str, GPUSpec] = {
     g.name: g
     for g in [
@@ -178,7 +192,8 @@ GPU_CATALOG: dict[str, GPUSpec] = {
         GPUSpec(name="H100-SXM", vendor_name="NVIDIA H100 80GB HBM3", sm=90,
                 peak_tflops={"bf16": 989.4, "fp16": 989.4, "fp8": 1979, "tf32": 494.5, "fp32": 67},
                 hbm_GB=80, hbm_bandwidth_GBps=3350, nvlink_generation=4, sm_count=132, tdp_W=700,
-                peak_clock_MHz=1830, boost_clock_MHz=1980, source=_H100_SRC),
+                peak_clock_MHz=1830, boost_clock_MHz=1980, source=_H100_SRC + _VISIBLE_SRC,
+                visible_memory_MiB=81079),
         GPUSpec(name="H100-PCIe", vendor_name="NVIDIA H100 PCIe", sm=90,
                 peak_tflops={"bf16": 756.5, "fp16": 756.5, "fp8": 1513, "tf32": 378, "fp32": 51},
                 hbm_GB=80, hbm_bandwidth_GBps=2000, nvlink_generation=4, sm_count=114, tdp_W=350, source=_H100_SRC),
@@ -188,7 +203,8 @@ GPU_CATALOG: dict[str, GPUSpec] = {
         GPUSpec(name="H200-SXM", vendor_name="NVIDIA H200", sm=90,
                 peak_tflops={"bf16": 989.4, "fp16": 989.4, "fp8": 1979, "tf32": 494.5, "fp32": 67},
                 hbm_GB=141, hbm_bandwidth_GBps=4800, nvlink_generation=4, sm_count=132, tdp_W=700,
-                peak_clock_MHz=1830, boost_clock_MHz=1980, source=_H200_SRC),
+                peak_clock_MHz=1830, boost_clock_MHz=1980, source=_H200_SRC + _VISIBLE_SRC,
+                visible_memory_MiB=143156),
         GPUSpec(name="B200", vendor_name="NVIDIA B200", sm=100,
                 peak_tflops={"bf16": 2250, "fp16": 2250, "fp8": 4500, "tf32": 1125, "fp32": 75},
                 hbm_GB=180, hbm_bandwidth_GBps=8000, nvlink_generation=5, sm_count=148, tdp_W=1000, source=_B200_SRC),

@@ -224,7 +224,7 @@ def screen_step(rs, units: UnitCache | None = None, comm=None) -> tuple[dict, fl
     step = transformer_step(rs)
     if units is not None:
         units.attach(step)
-    memory = step.memory(rs.cluster.gpu_spec.hbm_GB * 1e9)
+    memory = step.memory(rs.cluster.gpu_spec.hbm_bytes)
     if not memory["fits"]:  # dropped for memory: its bound is never read
         return memory, 0.0
     return memory, step_lower_bound(step, comm, units.seg_times if units is not None else None)

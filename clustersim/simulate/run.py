@@ -352,7 +352,7 @@ def _step_metrics(sc: Scenario, step: Any, spec: Any, *, n: int, step_time: floa
         samples_per_s = sc.training.global_batch / step_time
         mflops = step.model_flops_per_step()
         mfu = mflops / (step_time * n * bf16_peak) if bf16_peak else None
-        memory = step.memory(spec.hbm_GB * 1e9)
+        memory = step.memory(spec.hbm_bytes)
         extra["model_flops_per_step"] = mflops
         if step.compute_duty is not None:  # sustained-clock model (profile clock_table)
             extra["compute_duty"] = step.compute_duty

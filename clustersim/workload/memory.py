@@ -186,10 +186,17 @@ LOSS_TRANSIENT_PER_LOGIT = {"cross_entropy": 8, "vocab_parallel_reference": 12, 
 CUDA_CONTEXT_BYTES = 767 * MiB
 """Device memory in use outside the caching allocator (CUDA context, kernel images, library handles):
 ``device_used_bytes - peak_reserved_bytes`` = 766.8 MiB in 6 of the 7 runs (750.8 in the 7th)."""
-NCCL_BUFFSIZE = 4 * MiB
-"""NCCL_BUFFSIZE default (NCCL environment documentation): buffer of the Simple protocol per channel per peer."""
-NCCL_CHANNELS = 16
-"""Channels per communicator assumed (NCCL uses up to 16-32 on NVLink/NVSwitch systems)."""
+# NCCL's device memory outside the caching allocator, measured step by step on 2x H100 80GB HBM3 with NCCL 2.28.9,
+# NVLS off (calibrate/device/nccl_memory.py, calibrate/raw/nccl-memory, 2026-11-27; cudaMemGetInfo less the
+# allocator's reserved bytes after each step): creating the process group's communicator +372.1 MiB, its first
+# collective +474.0 MiB (later collectives of any kind +0), the first point-to-point +446.0 MiB, a second
+# communicator with a collective +486.0 MiB and its point-to-point +384.0 MiB.
+NCCL_FIRST_COMMUNICATOR_BYTES = int((372.1 + 474.0) * MiB)
+"""The first communicator of a process (the default group's) once it ran a collective: kernels, channels, buffers."""
+NCCL_MORE_COMMUNICATOR_BYTES = 486 * MiB
+"""Each further communicator (a process group per parallel axis) once it ran a collective."""
+NCCL_P2P_BYTES = 384 * MiB
+"""Point-to-point connections of a further communicator (a pipeline's or context-parallel ring's sends)."""
 CUBLAS_WORKSPACE_BYTES = 2 * 32 * MiB
 """PyTorch's cuBLAS workspace on Hopper (sm90: 4096 x 8 KiB = 32 MiB, CublasHandlePool.cpp), allocated
 through the caching allocator once per cuBLAS handle, i.e. per thread: the forward's (Python) thread
@@ -261,16 +268,19 @@ def _stage_row(step, stage: int, state_bytes: StateBytes, act_layer: float) -> d
     gathered_layers = gathered_root = 0.0
     if par.zero == 3 and dp > 1:
         layer_params = step.units.layer.forward.param_count
-        # FSDP: in a layer's backward, that layer and the prefetched next one unsharded, the layer's
-        # unsharded gradients and the reduce-scatter input; the layers are resharded after forward
-        gathered_layers = 2 * layer_params * (step.param_dtype_bytes + step.grad_dtype_bytes)
+        # FSDP2, in a layer's backward: that layer and the prefetched next one unsharded beside the layer's
+        # unsharded gradients (2 P + G); then post_backward reshards the layer *before* its reduce-scatter
+        # copies the gradients into the reduce-scatter input (P + 2 G; _fsdp_param_group.post_backward).
+        # The layers are resharded after forward.
+        p_bytes, g_bytes = step.param_dtype_bytes, step.grad_dtype_bytes
+        gathered_layers = layer_params * max(2 * p_bytes + g_bytes, p_bytes + 2 * g_bytes)
         # the root (embedding, head) stays unsharded from its forward to the end of the backward: a
         # full-size copy beside its shard (FSDP2 copies the all-gather output into per-parameter storage)
         gathered_root = (n_params - layers * layer_params) * step.param_dtype_bytes
     gathered = gathered_layers + gathered_root
     # the loss's transients are freed when its backward ends, before the first layer's backward gathers
     # layers again: the larger of the two is the step's transient, not their sum
-    # (the 10 FSDP2 runs of h 2048-3072 on 2 and 4 ranks: +0.18..+0.69 GiB over with the sum, docs/validation.md 2d)
+    # (the FSDP2 runs of h 2048-4096 on 2 and 4 ranks: +0.18..+0.69 GiB over with the sum, docs/validation.md 2d)
     step_transient = max(loss, gathered_layers)
     grads_during = states["grads"] if (step.micro_batches > 1 or step.pp > 1) else 0.0
     cp_buffers = cp_buffer_bytes(step.context, kv_block_bytes(step.micro_batch, model.seq_len, model.kv_hidden, tp,
@@ -316,9 +326,29 @@ def pipeline_recv_buffer_bytes(step, vstages, act_bytes: float) -> float:
     return (fwd + bwd) * step.micro_batches * act_bytes
 
 
-def _communicators(step) -> int:
-    """Process groups of more than one rank that a GPU belongs to (dp, tp, pp, cp)."""
-    return sum(1 for n in (step.dp, step.tp, step.pp, step.cp) if n > 1)
+def nccl_bytes(step) -> float:
+    """NCCL's device memory outside the caching allocator on one GPU of a training step (bytes).
+
+    A distributed program has its default communicator (every rank; barriers and the like) and one
+    communicator per parallel axis of more than one rank, as torch.distributed's ``new_group`` and
+    Megatron create them, whether or not the axis spans every rank; the pipeline's and the
+    context-parallel ring's communicators also open point-to-point connections. Each costs what the
+    NCCL probe measured (:data:`NCCL_FIRST_COMMUNICATOR_BYTES` and the constants beside it); a single
+    GPU none.
+
+    >>> from types import SimpleNamespace
+    >>> round(nccl_bytes(SimpleNamespace(dp=1, tp=1, pp=1, cp=1)) / MiB)
+    0
+    >>> round(nccl_bytes(SimpleNamespace(dp=2, tp=1, pp=1, cp=1)) / MiB)  # default + dp
+    1332
+    >>> round(nccl_bytes(SimpleNamespace(dp=2, tp=1, pp=2, cp=1)) / MiB)  # default + dp + pp with sends
+    2202
+    """
+    axes = [n for n in (step.dp, step.tp, step.pp, step.cp) if n > 1]
+    if not axes:
+        return 0.0
+    p2p = sum(1 for n in (step.pp, step.cp) if n > 1)
+    return float(NCCL_FIRST_COMMUNICATOR_BYTES + len(axes) * NCCL_MORE_COMMUNICATOR_BYTES + p2p * NCCL_P2P_BYTES)
 
 
 def step_memory(step, capacity_bytes: float) -> dict:
@@ -339,7 +369,7 @@ def step_memory(step, capacity_bytes: float) -> dict:
     * the pipeline step's end: those outputs and their concatenation.
 
     The total a GPU needs adds the CUDA context and allocator fragmentation (measured on an H100) and
-    NCCL's buffers (an allowance from NCCL's defaults), each stated in this module; ``fits`` compares
+    NCCL's communicators (measured by a probe, :func:`nccl_bytes`), each stated in this module; ``fits`` compares
     that total with ``capacity_bytes``.
     Returns the fullest rank's row (``peak_bytes_per_gpu`` is kept as the peak allocated).
     """
@@ -359,8 +389,7 @@ def step_memory(step, capacity_bytes: float) -> dict:
     best["peak_bytes_per_gpu"] = peak
     best["activation_bytes_per_layer"] = act_layer
     best["cuda_context_bytes"] = float(CUDA_CONTEXT_BYTES)
-    # per communicator: send and receive buffers to the two ring neighbours on every channel
-    best["nccl_buffer_bytes"] = float(_communicators(step) * NCCL_CHANNELS * 2 * NCCL_BUFFSIZE)
+    best["nccl_buffer_bytes"] = nccl_bytes(step)
     best["fragmentation_bytes"] = FRAGMENTATION_FRACTION * peak
     best["total_needed_bytes"] = (peak + best["cuda_context_bytes"] + best["nccl_buffer_bytes"]
                                   + best["fragmentation_bytes"])
