@@ -331,8 +331,9 @@ def nccl_bytes(step) -> float:
 
     A distributed program has its default communicator (every rank; barriers and the like) and one
     communicator per parallel axis of more than one rank, as torch.distributed's ``new_group`` and
-    Megatron create them, whether or not the axis spans every rank; the pipeline's and the
-    context-parallel ring's communicators also open point-to-point connections. Each costs what the
+    Megatron create them, whether or not the axis spans every rank (expert parallelism and expert
+    tensor parallelism included); the pipeline's, the context-parallel ring's and expert parallelism's
+    (all-to-all) communicators also open point-to-point connections. Each costs what the
     NCCL probe measured (:data:`NCCL_FIRST_COMMUNICATOR_BYTES` and the constants beside it); a single
     GPU none.
 
@@ -344,10 +345,13 @@ def nccl_bytes(step) -> float:
     >>> round(nccl_bytes(SimpleNamespace(dp=2, tp=1, pp=2, cp=1)) / MiB)  # default + dp + pp with sends
     2202
     """
-    axes = [n for n in (step.dp, step.tp, step.pp, step.cp) if n > 1]
+    par = getattr(step, "parallelism", None)
+    ep, etp = (getattr(par, "ep", 1), getattr(par, "expert_tp", 1)) if par is not None else (1, 1)
+    axes = [n for n in (step.dp, step.tp, step.pp, step.cp, ep, etp) if n > 1]
     if not axes:
         return 0.0
-    p2p = sum(1 for n in (step.pp, step.cp) if n > 1)
+    # expert parallelism's all-to-all runs on NCCL's point-to-point connections too
+    p2p = sum(1 for n in (step.pp, step.cp, ep) if n > 1)
     return float(NCCL_FIRST_COMMUNICATOR_BYTES + len(axes) * NCCL_MORE_COMMUNICATOR_BYTES + p2p * NCCL_P2P_BYTES)
 
 

@@ -125,7 +125,9 @@ KNOWN_IN_USE_MISS = {rid: _IN_USE_FRAGMENTATION for rid in (
     "p13-gv-pp4-1f1b", "p13-rg-pp4-interleaved-m16", "p13-gv-pp2-dp2-1f1b", "p14-rg-pp4-v3", "p14-gv-pp4-v2",
     "p14-b2-pp2-dp2-v2", "f15-fsdp2-v128k-h100", "f15-fsdp2-h4096-h100", "f15-pp2-interleaved-v4-h100",
     "f15-pp2-1f1b-m12-h100", "e8-pp4-1f1b@blind8", "e8-pp4-interleaved@blind8", "gv-pp2-interleaved@blind9",
-    "f15-fsdp2-v128k", "f15-fsdp2-h4096", "f15-pp2-interleaved-v4", "f15-pp2-1f1b-m12")}
+    "f15-fsdp2-v128k", "f15-fsdp2-h4096", "f15-pp2-interleaved-v4", "f15-pp2-1f1b-m12",
+    # the FSDP2 host study's width sweep (calibrate/raw/fsdp16): 256-token micro-batches, reserved 1.19-1.39x
+    "hs-fsdp2-h1024", "hs-fsdp2-h2048", "hs-fsdp2-h3072")}
 KNOWN_IN_USE_MISS.update({rid: _IN_USE_DDP_TRANSIENT for rid in (
     "e8-tp2-dp2-h100", "w7-ddp2-h100@blind11", "w7-ddp4-h100", "e8-tp2-dp2@blind8", "b2-ddp2@blind9")})
 KNOWN_IN_USE_MISS.update({rid: _IN_USE_OVER for rid in (
