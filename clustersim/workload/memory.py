@@ -196,7 +196,8 @@ NCCL_FIRST_COMMUNICATOR_BYTES = int((372.1 + 474.0) * MiB)
 NCCL_MORE_COMMUNICATOR_BYTES = 486 * MiB
 """Each further communicator (a process group per parallel axis) once it ran a collective."""
 NCCL_P2P_BYTES = 384 * MiB
-"""Point-to-point connections of a further communicator (a pipeline's or context-parallel ring's sends)."""
+"""Point-to-point connections of a further communicator (a pipeline's or context-parallel ring's sends, expert
+parallelism's all-to-all)."""
 CUBLAS_WORKSPACE_BYTES = 2 * 32 * MiB
 """PyTorch's cuBLAS workspace on Hopper (sm90: 4096 x 8 KiB = 32 MiB, CublasHandlePool.cpp), allocated
 through the caching allocator once per cuBLAS handle, i.e. per thread: the forward's (Python) thread
@@ -338,15 +339,12 @@ def nccl_bytes(step) -> float:
     GPU none.
 
     >>> from types import SimpleNamespace
-    >>> round(nccl_bytes(SimpleNamespace(dp=1, tp=1, pp=1, cp=1)) / MiB)
-    0
-    >>> round(nccl_bytes(SimpleNamespace(dp=2, tp=1, pp=1, cp=1)) / MiB)  # default + dp
-    1332
-    >>> round(nccl_bytes(SimpleNamespace(dp=2, tp=1, pp=2, cp=1)) / MiB)  # default + dp + pp with sends
-    2202
+    >>> def step(dp=1, pp=1, ep=1):
+    ...     return SimpleNamespace(dp=dp, tp=1, pp=pp, cp=1, parallelism=SimpleNamespace(ep=ep, expert_tp=1))
+    >>> [round(nccl_bytes(s) / MiB) for s in (step(), step(dp=2), step(dp=2, pp=2), step(dp=8, ep=8))]
+    [0, 1332, 2202, 2202]
     """
-    par = getattr(step, "parallelism", None)
-    ep, etp = (getattr(par, "ep", 1), getattr(par, "expert_tp", 1)) if par is not None else (1, 1)
+    ep, etp = step.parallelism.ep, step.parallelism.expert_tp
     axes = [n for n in (step.dp, step.tp, step.pp, step.cp, ep, etp) if n > 1]
     if not axes:
         return 0.0
