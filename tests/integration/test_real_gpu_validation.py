@@ -508,6 +508,32 @@ def test_blind15_step_time_within_5_percent(row):
     _within(row, ISSUE_TOL, fidelities_agree=True)
 
 
+# Blind set 16 (issue 14, the memory model on 4 GPUs: FSDP2 dp 4 at h 4096 and with a 128k vocabulary, interleaved PP 4
+# v3 x 12, 1F1B PP 4 at seq 4096, PP 2 x DP 2 interleaved): never run here, on a lent 4x H100 VM, 2026-11-27, predicted
+# with main 525bdad and committed (968154f) before the run (calibrate/raw/blind16/predictions.json).
+B16_ROWS = load_rows(("blind16-train_steps.jsonl",))
+B16 = {r["run_id"]: r for r in B16_ROWS}
+_B16_FSDP = ("FSDP2 on 4 ranks, blind: the model's FSDP2 step is fast on GPU-heavier shapes (docs/validation.md 2e: "
+             "the waiting collectives and the ranks' own pace are not modelled)")
+B16_MISS_5 = {"f16-fsdp4-h4096-h100": _B16_FSDP + "; -9.4%", "f16-fsdp4-v128k-h100": _B16_FSDP + "; -7.6%"}
+
+
+def test_blind16_rows_complete():
+    assert len(B16_ROWS) == 5 and all(r["gpus"] == 4 for r in B16_ROWS)
+
+
+@pytest.mark.parametrize("row", _param(B16, list(B16), {}))
+def test_blind16_step_time_within_10_percent(row):
+    """Every row within 10% blind (-9.4% to +2.6%), both fidelities."""
+    _within(row, TOL, fidelities_agree=True)
+
+
+@pytest.mark.parametrize("row", _param(B16, list(B16), B16_MISS_5))
+def test_blind16_step_time_within_5_percent(row):
+    """The three pipeline rows within 5% blind (+0.2%, +2.6%, +0.5%); the two FSDP2 rows are known misses."""
+    _within(row, ISSUE_TOL, fidelities_agree=True)
+
+
 def table(rows=None) -> str:
     out = ["| config | overrides | GPUs | measured (ms) | flow (ms) | analytical (ms) | error (flow) |",
            "|---|---|---|---|---|---|---|"]
@@ -521,10 +547,10 @@ def table(rows=None) -> str:
 
 
 def every_row() -> list[tuple[str, dict]]:
-    """(set, row) of every GPU-bound measured row: the reference runs and blind sets 6 and 8-15."""
+    """(set, row) of every GPU-bound measured row: the reference runs and blind sets 6 and 8-16."""
     sets = [("6a", GB_ROWS), ("B6", B6_ROWS), ("B8", B8_ROWS), ("B9", B9_ROWS), ("B10", B10_ROWS),
             ("B11", B11_ROWS), ("B12", B12_ROWS), ("B13", B13_ROWS), ("B14", B14_ROWS),
-            ("B15", B15_ROWS)]
+            ("B15", B15_ROWS), ("B16", B16_ROWS)]
     return [(name, r) for name, rows in sets for r in rows]
 
 
