@@ -44,6 +44,10 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
         return 0 if argv else 2
+    missing = [a for a in argv if not Path(a).is_file()]
+    if missing:
+        print(f"error: no such file: {', '.join(missing)}", file=sys.stderr)
+        return 2
     print(f"{'run':26s} {'step ms':>8s} {'model':>7s} | {'fwd+bwd host ms (ranks)':>24s} {'model':>7s} | "
           f"{'optimizer ms':>13s} {'model':>6s}")
     for r in rows(argv):
