@@ -22,8 +22,11 @@ ROOT = Path(__file__).resolve().parents[1]
 def rows(paths: list[str]) -> list[dict]:
     out = []
     for p in paths:
-        for line in Path(p).read_text().splitlines():
-            r = json.loads(line) if line.strip() else {}
+        for n, line in enumerate(Path(p).read_text().splitlines(), 1):
+            try:
+                r = json.loads(line) if line.strip() else {}
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{p}:{n}: not a JSON row ({e.msg})") from None
             if "fsdp" in str(r.get("scenario")) and r.get("optimizer_host_s_ranks") and r.get("status") == "ok":
                 out.append(r)
     return out
@@ -48,9 +51,14 @@ def main(argv: list[str]) -> int:
     if missing:
         print(f"error: no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
+    try:
+        found = rows(argv)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     print(f"{'run':26s} {'step ms':>8s} {'model':>7s} | {'fwd+bwd host ms (ranks)':>24s} {'model':>7s} | "
           f"{'optimizer ms':>13s} {'model':>6s}")
-    for r in rows(argv):
+    for r in found:
         step, pre, opt = model_host(r)
         windows = r["optimizer_host_s_ranks"]
         starts = [statistics.median(w[0] for w in rank) * 1e3 for rank in windows]
