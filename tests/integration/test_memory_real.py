@@ -65,18 +65,22 @@ def load_rows() -> list[dict]:
 ROWS = load_rows()
 
 
-def predict(row: dict, extra: list[str] | None = None) -> dict:
+def _step(row: dict, extra: list[str] | None = None) -> tuple:
+    """(resolved scenario, TransformerStep) of ``row``'s scenario and overrides with the script's kernels."""
     rs = resolve_scenario(ROOT / row["scenario_file"], list(row["overrides"]) + IMPLEMENTATION + (extra or []))
     cm = ComputeModel.from_profile(rs.profile.compute, rs.cluster.gpu_spec, rs.scenario.training.precision.params)
-    return TransformerStep(rs.scenario, cm).memory(rs.cluster.gpu_spec.hbm_bytes)
+    return rs, TransformerStep(rs.scenario, cm)
+
+
+def predict(row: dict, extra: list[str] | None = None) -> dict:
+    rs, step = _step(row, extra)
+    return step.memory(rs.cluster.gpu_spec.hbm_bytes)
 
 
 def ddp_probe_bytes(row: dict) -> float:
     """What the one-rank ``--force-ddp`` probe runs beyond its dp=1 scenario: torch DDP's flat bucket copy of
     every gradient, the memory model's own ``ddp_buckets`` term for torch DDP (parameters x gradient bytes)."""
-    rs = resolve_scenario(ROOT / row["scenario_file"], list(row["overrides"]) + IMPLEMENTATION)
-    cm = ComputeModel.from_profile(rs.profile.compute, rs.cluster.gpu_spec, rs.scenario.training.precision.params)
-    step = TransformerStep(rs.scenario, cm)
+    _, step = _step(row)
     return step.stage_params(0) * state_bytes_per_param(step.training.precision, step.training.optimizer).grads
 
 
@@ -308,29 +312,27 @@ def test_committed_blind_predictions_within_5_percent():
         assert p["predicted_peak_allocated_bytes"] == pytest.approx(m["peak_memory_bytes"], rel=TOL), name
 
 
+def _check_committed_blind(predictions: str, runs: tuple[str, ...], count: int) -> None:
+    """The committed peaks of ``predictions`` (under calibrate/raw) against the rows of the ``runs`` folders."""
+    raw = ROOT / "calibrate" / "raw"
+    committed = {p["name"]: p for p in json.loads((raw / predictions).read_text())}
+    measured = [json.loads(line) for d in runs
+                for line in (raw / d / "train_steps.jsonl").read_text().splitlines() if line.strip()]
+    assert len(measured) == count
+    for m in measured:
+        p = committed[m["run_id"]]
+        assert tuple(sorted(m["overrides"])) == tuple(sorted(p["overrides"]))
+        assert p["predicted_peak_allocated_bytes"] == pytest.approx(m["peak_memory_bytes"], rel=TOL), m["run_id"]
+
+
 def test_blind15_committed_memory_predictions_within_5_percent():
     """Blind set 15 (docs/validation.md 2e): peaks predicted with main 3f2dca1 and committed (e756f67) before the four
     runs on 2x H100 and on 2x H200; the committed numbers are compared, not a re-prediction (FSDP2 at h 4096 was
     +3.5% blind on both)."""
-    raw = ROOT / "calibrate" / "raw"
-    committed = {p["name"]: p for p in json.loads((raw / "blind15" / "memory-predictions.json").read_text())}
-    measured = [json.loads(line) for d in ("blind15", "blind15-h200")
-                for line in (raw / d / "train_steps.jsonl").read_text().splitlines() if line.strip()]
-    assert len(measured) == 8
-    for m in measured:
-        p = committed[m["run_id"]]
-        assert tuple(sorted(m["overrides"])) == tuple(sorted(p["overrides"]))
-        assert p["predicted_peak_allocated_bytes"] == pytest.approx(m["peak_memory_bytes"], rel=TOL), m["run_id"]
+    _check_committed_blind("blind15/memory-predictions.json", ("blind15", "blind15-h200"), 8)
 
 
 def test_blind16_committed_memory_predictions_within_5_percent():
-    """Blind set 16 (docs/validation.md 2e): peaks predicted with main 525bdad and committed (968154f) before the five
+    """Blind set 16 (docs/validation.md 2f): peaks predicted with main 525bdad and committed (968154f) before the five
     4x H100 runs; the committed numbers are compared (all five within 1%)."""
-    raw = ROOT / "calibrate" / "raw" / "blind16"
-    committed = {p["name"]: p for p in json.loads((raw / "memory-predictions.json").read_text())}
-    measured = [json.loads(line) for line in (raw / "train_steps.jsonl").read_text().splitlines() if line.strip()]
-    assert len(measured) == 5
-    for m in measured:
-        p = committed[m["run_id"]]
-        assert tuple(sorted(m["overrides"])) == tuple(sorted(p["overrides"]))
-        assert p["predicted_peak_allocated_bytes"] == pytest.approx(m["peak_memory_bytes"], rel=TOL), m["run_id"]
+    _check_committed_blind("blind16/memory-predictions.json", ("blind16",), 5)
