@@ -644,6 +644,29 @@ CPU_BINDING: dict = {}
 GC_PAUSES: list = []
 #: host seconds from each timed step's start to its optimizer call and to that call's return (timed_steps)
 OPT_WINDOWS: list = []
+#: what the host's CPUs did while each timed step was issued (timed_steps, :func:`cpu_counters`)
+HOST_CPU: list = []
+#: fields of a HOST_CPU entry
+HOST_CPU_FIELDS = ("main_thread_cpu_s", "process_cpu_s", "main_voluntary_switches", "main_involuntary_switches",
+                   "process_involuntary_switches")
+
+
+def cpu_counters() -> tuple:
+    """CPU seconds of this thread and of the whole process (every thread: autograd's, NCCL's, the watchdog's), and
+    context switches of this thread (voluntary: it blocked; involuntary: the scheduler took its CPU away) and the
+    process's involuntary ones. Differences over a step tell a host that computes slowly (CPU seconds equal to the
+    step's) from one that waits or is preempted. Zeros where ``RUSAGE_THREAD`` is missing (not Linux).
+
+    >>> len(cpu_counters()) == len(HOST_CPU_FIELDS)
+    True
+    """
+    try:
+        import resource
+        th = resource.getrusage(resource.RUSAGE_THREAD)
+        pr = resource.getrusage(resource.RUSAGE_SELF)
+    except (ImportError, AttributeError, OSError):
+        return (0.0,) * len(HOST_CPU_FIELDS)
+    return (time.thread_time(), time.process_time(), float(th.ru_nvcsw), float(th.ru_nivcsw), float(pr.ru_nivcsw))
 
 
 class GcClock:
@@ -740,9 +763,11 @@ def timed_steps(args, launch: Launch, trainer: Trainer):
             clock.take()
             if cuda:  # the allocator's peak per step (warm-up included): which step sets the run's peak
                 torch.cuda.reset_peak_memory_stats(launch.device)
+            c0 = cpu_counters()
             t = time.perf_counter()
             loss = trainer.step(i)
             t_issued = time.perf_counter()  # the host has issued the whole step (no sync inside it)
+            c1 = cpu_counters()
             launch.sync()
             dt = time.perf_counter() - t
             CPUS_SEEN.add(_current_cpu())
@@ -754,6 +779,7 @@ def timed_steps(args, launch: Launch, trainer: Trainer):
                 issue.append(t_issued - t)
                 GC_PAUSES.append(clock.take())
                 OPT_WINDOWS.append((trainer.opt_window[0] - t, trainer.opt_window[1] - t))
+                HOST_CPU.append(tuple(b - a for a, b in zip(c0, c1)))
             losses.append(loss)
             if i < args.warmup:
                 _log(launch.rank, f"warm-up step {i + 1}/{args.warmup}: {dt * 1e3:.1f} ms")
@@ -791,6 +817,8 @@ class Measured:
     opt_ranks: list = None
     """every rank's host seconds from each timed step's start to its optimizer call and to that call's return,
     [rank][step] = [start, end] (how long the optimizer holds the host, and what the GPU still runs after it)"""
+    cpu_ranks: list = None
+    """every rank's host CPU counters over each timed step's issue, [rank][step] = HOST_CPU_FIELDS"""
     host_ranks: list = None
     """every rank's CPU placement (allowed CPUs, CPUs the main thread was seen on) and allocator counters"""
     device_used_bytes: float = 0.0
@@ -828,22 +856,26 @@ def gather(launch: Launch, losses: list, times: list, issue: list) -> Measured:
         # every rank's host issue times (one small gather after the timed steps; on the device as NCCL needs)
         n = len(issue)
         opt_flat = [v for w in OPT_WINDOWS[-n:] for v in w]
-        iv = torch.tensor(list(issue) + GC_PAUSES[-n:] + opt_flat, dtype=torch.float64, device=comm_dev)
+        k = len(HOST_CPU_FIELDS)
+        cpu_flat = [v for w in HOST_CPU[-n:] for v in w]
+        iv = torch.tensor(list(issue) + GC_PAUSES[-n:] + opt_flat + cpu_flat, dtype=torch.float64, device=comm_dev)
         parts = [torch.empty_like(iv) for _ in range(launch.world)]
         dist.all_gather(parts, iv)
         issue_ranks = [p_.cpu().tolist()[:n] for p_ in parts]
         gc_ranks = [p_.cpu().tolist()[n:2 * n] for p_ in parts]
-        opt_ranks = [[list(w) for w in zip(p_.cpu().tolist()[2 * n::2], p_.cpu().tolist()[2 * n + 1::2])]
+        opt_ranks = [[list(w) for w in zip(p_.cpu().tolist()[2 * n:4 * n:2], p_.cpu().tolist()[2 * n + 1:4 * n:2])]
                      for p_ in parts]
+        cpu_ranks = [[p_.cpu().tolist()[4 * n + j * k:4 * n + (j + 1) * k] for j in range(n)] for p_ in parts]
     else:
         issue_ranks = [list(issue)]
         gc_ranks = [GC_PAUSES[-len(issue):]]
         opt_ranks = [[list(w) for w in OPT_WINDOWS[-len(issue):]]]
+        cpu_ranks = [[list(w) for w in HOST_CPU[-len(issue):]]]
     host_ranks = _gather_host_facts(launch, comm_dev if launch.distributed else None)
     return Measured(losses=(loss_vec / max(cnt.item(), 1.0)).tolist(), step_times=tvec.tolist(),
                     peak_bytes=peak[0].item(), reserved_bytes=peak[1].item(), device_used_bytes=peak[2].item(),
                     times_rank0=times, issue_rank0=issue, issue_ranks=issue_ranks, host_ranks=host_ranks,
-                    gc_ranks=gc_ranks, opt_ranks=opt_ranks)
+                    gc_ranks=gc_ranks, opt_ranks=opt_ranks, cpu_ranks=cpu_ranks)
 
 
 def _gather_host_facts(launch: Launch, comm_dev) -> list:
@@ -925,6 +957,10 @@ def result_row(args, sc: Scenario, launch: Launch, *, impl: dict, dtype_name: st
         "gc_s_ranks": meas.gc_ranks,
         # host seconds from the step's start to the optimizer call and to its return, [rank][step] = [start, end]
         "optimizer_host_s_ranks": meas.opt_ranks,
+        # per rank and step, over the step's issue: main thread and process CPU seconds, the main thread's
+        # voluntary / involuntary context switches, the process's involuntary ones (HOST_CPU_FIELDS)
+        "host_cpu_fields": list(HOST_CPU_FIELDS),
+        "host_cpu_ranks": meas.cpu_ranks,
         # per rank: logical CPUs allowed and seen, allocator retries / device-wide syncs (rank skew diagnosis)
         "host_ranks": meas.host_ranks,
         "forced_ddp": bool(args.force_ddp),
