@@ -13,6 +13,8 @@ wall clock and the thread's CPU clock, under four conditions:
 * ``both_hosts``: both processes run the host workload at once, each to its own idle GPU.
 
 Writes one JSON row per (condition, round) to $OUT/host_interference.jsonl and prints the median ms per round.
+``CALLS`` (default 4000) sets the launches per round: below the driver's launch queue (about 1,000 pending
+kernels) a round cannot be held back by a full queue, only by slower launches.
 
     torchrun --standalone --nproc-per-node 2 calibrate/device/host_interference.py
 """
@@ -48,7 +50,7 @@ def main() -> int:
     b = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
     x = torch.zeros(16, device=dev)
     side = torch.cuda.Stream(device=dev)
-    calls, rounds = 4000, 7
+    calls, rounds = int(os.environ.get("CALLS", "4000")), 7
     for _ in range(3):
         workload(x, calls)
         torch.mm(a, b)

@@ -5,6 +5,8 @@ set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"; export OUT
 { date -u; nproc; lscpu | head -20; nvidia-smi -q | grep -iE "product name" | head -2; } > "$OUT/host.txt" 2>&1
 export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
-for i in 1 2; do
-  timeout -k 5 120 python3 -m torch.distributed.run --standalone --nproc-per-node 2 calibrate/device/host_interference.py 2>&1 | grep -v Warning
+for calls in ${CALLS_LIST:-4000 4000}; do
+  echo "== $calls launches per round"
+  CALLS=$calls timeout -k 5 120 python3 -m torch.distributed.run --standalone --nproc-per-node 2 \
+    calibrate/device/host_interference.py 2>&1 | grep -E "wall|Error|error"
 done
