@@ -15,7 +15,7 @@ def stat():
     for line in open("/proc/stat"):
         if line.startswith("cpu") and line[3].isdigit():
             f = line.split(); v = list(map(int, f[1:9]))
-            out[int(f[0][3:])] = (sum(v) - v[3] - v[4], sum(v))
+            out[int(f[0][3:])] = (sum(v) - v[3] - v[4], sum(v), v[7])  # busy (steal included), all, steal
     return out
 def mhz():
     m, cpu = {}, None
@@ -29,10 +29,17 @@ with open(sys.argv[1], "w") as f:
         time.sleep(1.0)
         cur, m = stat(), mhz()
         busy = {c: round((cur[c][0] - prev[c][0]) / max(cur[c][1] - prev[c][1], 1), 3) for c in cur}
-        f.write(json.dumps({"t": time.time(), "busy": busy, "mhz": {c: round(v) for c, v in m.items()}}) + "\n"); f.flush()
+        steal = {c: round((cur[c][2] - prev[c][2]) / max(cur[c][1] - prev[c][1], 1), 3) for c in cur}
+        f.write(json.dumps({"t": time.time(), "busy": busy, "steal": steal,
+                            "mhz": {c: round(v) for c, v in m.items()}}) + "\n"); f.flush()
         prev = cur
 PY
 sampler=$!
+if [ "${QUICK:-0}" = 1 ]; then  # the probe and d7 only, with the sampler
+  bash calibrate/device/blind_x2.sh calibrate/host7_configs.txt h7-fsdp2
+  bash calibrate/device/blind_x2.sh calibrate/blind9_configs.txt d7-fsdp2 w7-fsdp2
+  kill $sampler 2>/dev/null; exit 0
+fi
 bash calibrate/device/blind_x2.sh calibrate/fsdp16_configs.txt hs-fsdp2-h2048
 mv "$OUT/train.log" "$OUT/train-a.log"
 bash calibrate/device/blind_x2.sh calibrate/host7_configs.txt h7-fsdp2
