@@ -7,6 +7,13 @@ itself, median over the timed steps, on each rank; beside them the host seconds 
 same two parts (the ``host_s`` of rank 0's ops in the analytical graph) and both step times::
 
     python benchmarks/fsdp_host.py calibrate/raw/blind15/diag/train_steps.jsonl calibrate/raw/blind15/train_steps.jsonl
+
+``--cpu``: for every row (any layout) that carries the host's CPU counters (``host_cpu_ranks``, train_gpt.py since
+2026-11-27), per rank the median host issue time, the process's CPU seconds over it (every thread; equal to the
+issue time when the host computes the whole time and never waits or is preempted), the main thread's involuntary
+context switches, and the coefficient of variation of the host issue time over the timed steps::
+
+    python benchmarks/fsdp_host.py --cpu calibrate/raw/hostcpu17-h200/train_steps.jsonl
 """
 
 from __future__ import annotations
@@ -32,6 +39,46 @@ def rows(paths: list[str]) -> list[dict]:
     return out
 
 
+def cpu_rows(paths: list[str]) -> list[dict]:
+    """Every ok row of ``paths`` that carries ``host_cpu_ranks``."""
+    out = []
+    for p in paths:
+        for n, line in enumerate(Path(p).read_text().splitlines(), 1):
+            try:
+                r = json.loads(line) if line.strip() else {}
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{p}:{n}: not a JSON row ({e.msg})") from None
+            if r.get("host_cpu_ranks") and r.get("status") == "ok":
+                out.append(r)
+    return out
+
+
+def cpu_table(found: list[dict]) -> list[str]:
+    """Lines of the ``--cpu`` table: per rank host issue ms, process CPU / issue, involuntary switches of the
+    main thread per step, and the host issue's coefficient of variation over the steps (%).
+
+    >>> r = {"run_id": "x", "step_time_s": 0.3, "host_issue_s_ranks": [[0.2, 0.3], [0.25, 0.25]],
+    ...      "host_cpu_fields": ["main_thread_cpu_s", "process_cpu_s", "main_voluntary_switches",
+    ...                          "main_involuntary_switches", "process_involuntary_switches"],
+    ...      "host_cpu_ranks": [[[0.1, 0.2, 2, 0, 1], [0.1, 0.3, 2, 1, 1]], [[0.1, 0.25, 2, 0, 0]] * 2]}
+    >>> print(cpu_table([r])[1])
+    x                             300.0 |   250.0 1.00 0.5  20.0 |   250.0 1.00 0.0   0.0
+    """
+    out = [f"{'run':26s} {'step ms':>8s} | per rank: host issue ms, process CPU / issue, involuntary switches, CV %"]
+    for r in found:
+        fields = r.get("host_cpu_fields") or []
+        ip, ii = fields.index("process_cpu_s"), fields.index("main_involuntary_switches")
+        cells = []
+        for issue, steps in zip(r["host_issue_s_ranks"], r["host_cpu_ranks"]):
+            med = statistics.median(issue)
+            cpu = statistics.median(s[ip] for s in steps)
+            inv = statistics.fmean(s[ii] for s in steps)
+            cv = statistics.pstdev(issue) / statistics.fmean(issue) * 100 if len(issue) > 1 else 0.0
+            cells.append(f"{med * 1e3:7.1f} {cpu / med:4.2f} {inv:3.1f} {cv:5.1f}")
+        out.append(f"{r['run_id'][:26]:26s} {r['step_time_s'] * 1e3:8.1f} | " + " | ".join(cells))
+    return out
+
+
 def model_host(row: dict) -> tuple[float, float, float]:
     """(step seconds, host seconds before the optimizer, optimizer host seconds) of the model, rank 0."""
     from clustersim.simulate.run import run_scenario
@@ -47,15 +94,21 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
         return 0 if argv else 2
+    cpu = argv[0] == "--cpu"
+    if cpu:
+        argv = argv[1:]
     missing = [a for a in argv if not Path(a).is_file()]
     if missing:
         print(f"error: no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
     try:
-        found = rows(argv)
+        found = cpu_rows(argv) if cpu else rows(argv)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if cpu:
+        print("\n".join(cpu_table(found)))
+        return 0
     print(f"{'run':26s} {'step ms':>8s} {'model':>7s} | {'fwd+bwd host ms (ranks)':>24s} {'model':>7s} | "
           f"{'optimizer ms':>13s} {'model':>6s}")
     for r in found:

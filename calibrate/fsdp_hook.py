@@ -23,6 +23,13 @@ Host speed differs between VMs (docs/validation.md section 6b: up to 1.6x), so t
 into the profile of the machine the probe ran on (``dgx-h100``) only.
 
     python calibrate/fsdp_hook.py      # print the derivation with the shipped dgx-h100 profile
+
+The optimizer step's host time over FSDP2's shards (``host.fsdp_optimizer_us``) comes from the optimizer call's
+host window that calibrate/train_gpt.py records on every rank (``optimizer_host_s_ranks``), over the FSDP2 rows
+of ``OPTIMIZER_ROWS``: a line ``base + per tensor`` through every rank's median window against the rank's
+parameter tensors::
+
+    python calibrate/fsdp_hook.py --optimizer
 """
 
 from __future__ import annotations
@@ -106,6 +113,51 @@ def fsdp_hook_table(profile, rel: str = H200_PROBE, pairs: dict = H200_PROBE_RUN
     return {ranks: fsdp_hook_us(profile, rel, runs, gpu) for ranks, runs in sorted(pairs.items())}
 
 
+#: FSDP2 training rows that carry every rank's optimizer host window (train_gpt.py optimizer_host_s_ranks), per GPU:
+#: the rows the optimizer's host cost is fitted from (relative to calibrate/)
+OPTIMIZER_ROWS = {
+    "H200": ("raw/fsdp16/train_steps.jsonl", "raw/blind15-h200/train_steps.jsonl", "raw/hostcpu17-h200/train_steps.jsonl",
+             "raw/hostcpu17-h200b/train_steps.jsonl"),
+    "H100": ("raw/blind15/train_steps.jsonl", "raw/blind15/diag/train_steps.jsonl", "raw/blind16/train_steps.jsonl",
+             "raw/hostcpu17-h100/train_steps.jsonl"),
+}
+
+
+def optimizer_windows(rels, gpu: str) -> list[tuple[int, float]]:
+    """``(parameter tensors of the rank, median optimizer host seconds)`` of every rank of every FSDP2 row of
+    ``rels`` (relative to calibrate/) that ran on a ``gpu`` and carries the window; the tensor count is the
+    model's (``stage_tensors``: what the simulator charges per tensor)."""
+    from clustersim.simulate.resolve import resolve_scenario
+    from clustersim.simulate.run import transformer_step
+
+    out = []
+    for rel in rels:
+        for line in (HERE / rel).read_text(encoding="utf-8").splitlines():
+            r = json.loads(line) if line.strip() else {}
+            if (r.get("status") != "ok" or not r.get("optimizer_host_s_ranks") or gpu not in str(r.get("gpu"))
+                    or "fsdp" not in str(r.get("scenario"))):
+                continue
+            tensors = transformer_step(resolve_scenario(HERE.parent / r["scenario_file"], r["overrides"])).stage_tensors(0)
+            for rank in r["optimizer_host_s_ranks"]:
+                spans = sorted(w[1] - w[0] for w in rank)
+                out.append((tensors, spans[len(spans) // 2]))
+    return out
+
+
+def optimizer_host(rels, gpu: str) -> dict:
+    """``host.fsdp_optimizer_us`` (``{base_us, per_tensor_us}``): a least-squares line through
+    :func:`optimizer_windows` (the host seconds of AdamW over FSDP2's shards against the rank's tensors)."""
+    import numpy as np
+
+    pts = optimizer_windows(rels, gpu)
+    if len({n for n, _ in pts}) < 2:
+        raise ValueError(f"{', '.join(rels)}: optimizer windows at fewer than two tensor counts on {gpu}")
+    n = np.array([p[0] for p in pts], dtype=float)
+    t = np.array([p[1] for p in pts], dtype=float)
+    (base, per), *_ = np.linalg.lstsq(np.vstack([np.ones_like(n), n]).T, t, rcond=None)
+    return {"base_us": round(max(float(base), 0.0) * 1e6, 1), "per_tensor_us": round(max(float(per), 0.0) * 1e6, 2)}
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
@@ -118,7 +170,18 @@ def main(argv: list[str] | None = None) -> int:
                     help="profile whose call and kernel costs the model charges (default: %(default)s)")
     ap.add_argument("--h200", action="store_true",
                     help=f"the H200 probe ({H200_PROBE}, 2 and 4 ranks) with the hgx-h200 profile")
+    ap.add_argument("--optimizer", action="store_true",
+                    help="fit the FSDP2 optimizer's host time (host.fsdp_optimizer_us) on H100 and H200 from the "
+                         "rows of OPTIMIZER_ROWS")
     args = ap.parse_args(argv)
+    if args.optimizer:
+        for gpu, rels in OPTIMIZER_ROWS.items():
+            pts = optimizer_windows(rels, gpu)
+            fit = optimizer_host(rels, gpu)
+            print(f"{gpu}: {len(pts)} rank windows, {min(p[1] for p in pts) * 1e3:.1f}-{max(p[1] for p in pts) * 1e3:.1f} ms "
+                  f"over {min(p[0] for p in pts)}-{max(p[0] for p in pts)} tensors: base {fit['base_us']} us + "
+                  f"{fit['per_tensor_us']} us per tensor")
+        return 0
     if args.h200:
         prof = load_model(Profile, HERE / "profiles" / "hgx-h200.yaml")
         for ranks, runs in sorted(H200_PROBE_RUNS.items()):

@@ -60,7 +60,7 @@ import yaml
 from clustersim.calibration.fit import Measurements, fit_profile, profile_yaml, read_measurements
 from clustersim.config.base import validate
 from clustersim.config.profile import Profile
-from fsdp_hook import H200_PROBE, PROBE, fsdp_hook_table, fsdp_hook_us
+from fsdp_hook import H200_PROBE, OPTIMIZER_ROWS, PROBE, fsdp_hook_table, fsdp_hook_us, optimizer_host
 
 HERE = Path(__file__).resolve().parent          # calibrate/
 COMMAND = "python calibrate/make_profiles.py"
@@ -425,10 +425,12 @@ def make_h200() -> Profile:
     # FSDP2 hook host time per shard-group size from the host probe on 2 and 4 ranks of one 4x H200 VM
     # (host speed differs between VMs: it is that VM's), with this profile's own kernel and call costs
     data["host"]["fsdp_hook_us"] = fsdp_hook_table(validate(Profile, data, file=None), H200_FSDP_PROBE)
+    data["host"]["fsdp_optimizer_us"] = optimizer_host(OPTIMIZER_ROWS["H200"], "H200")
     data["compute"]["device_spread"] = device_spread_h200()
     data["host"]["first_collective_us"] = first_collective_h200()
     data["source"]["files"] = list(data["source"].get("files", [])) + [H200_OVERLAP, H200_FSDP_PROBE, H200_PI_GPUS,
-                                                                       H200_FIRST_COLLECTIVE, *P2P_RESIDENT_H200, CLOCK_IDLE_H200]
+                                                                       H200_FIRST_COLLECTIVE, *P2P_RESIDENT_H200, CLOCK_IDLE_H200,
+                                                                       *OPTIMIZER_ROWS["H200"]]
     src = data["source"]
     src.update({
         "gpu": meta.get("gpu"), "host": "vm (one VM, 2 resp. 4 H200 SXM GPUs, NV18 into NVSwitch)",
@@ -451,6 +453,9 @@ def make_h200() -> Profile:
             "(calibrate/raw/host8/train_steps.jsonl, 2026-11-26; calibrate/fsdp_hook.py --h200), per shard-group "
             "size: (step at 4 - step at 2 micro-batches) / 2, less the host time this profile's model charges per "
             "micro-batch without the hooks, per hook of step_fsdp.py's graph; host speed differs between VMs. "
+            "host.fsdp_optimizer_us: AdamW's host window over FSDP2's shards in the FSDP2 rows of three 2x H200 VMs "
+            "(calibrate/raw/fsdp16, blind15-h200, hostcpu17-h200; calibrate/fsdp_hook.py --optimizer), base + per "
+            "tensor through every rank's median window. "
             "compute.device_spread: relative standard deviation of the pi exercise's kernel time over 4 H200 run "
             "together (calibrate/raw/pi-h200x4/pi-gpus.txt, 2 runs); host.first_collective_us: the first all-reduce of "
             "a fresh communicator behind a 0.5 s kernel, kernel end to all-reduce end, median per size "
@@ -533,9 +538,10 @@ def make_h100() -> Profile:
     # FSDP2 hook host time from the host probe, run on an H100 VM (host speed differs between VMs:
     # this profile only); derived with this profile's own kernel and call costs
     data["host"]["fsdp_hook_us"] = fsdp_hook_us(validate(Profile, data, file=None), H100_FSDP_PROBE)
+    data["host"]["fsdp_optimizer_us"] = optimizer_host(OPTIMIZER_ROWS["H100"], "H100")
     data["compute"]["device_spread"], data["host"]["first_collective_us"] = pi_strong_h100()
     data["source"]["files"] = list(data["source"].get("files", [])) + [H100_OVERLAP, H100_FSDP_PROBE, H100_PI_STRONG,
-                                                                       *P2P_RESIDENT, CLOCK_IDLE]
+                                                                       *P2P_RESIDENT, CLOCK_IDLE, *OPTIMIZER_ROWS["H100"]]
     src = data["source"]
     src.update({
         "gpu": meta.get("gpu"), "host": "DGX H100 (links, NCCL); compute measured on a 1x H100 80GB HBM3 VM",
@@ -559,7 +565,10 @@ def make_h100() -> Profile:
             "HBM3 of one VM, 2026-11-26; calibrate/fsdp_hook.py): (step at 4 - step at 2 micro-batches) / 2, "
             "less the host time this profile's model charges per micro-batch without the hooks, per hook of "
             "step_fsdp.py's graph. Host speed differs between VMs: measured on that VM, not carried to other "
-            "profiles. compute.device_spread and host.first_collective_us: from the pi exercise's timed section on "
+            "profiles. host.fsdp_optimizer_us: AdamW's host window over FSDP2's shards in the FSDP2 rows of three H100 "
+            "VMs (calibrate/raw/blind15, blind15/diag, blind16, hostcpu17-h100; calibrate/fsdp_hook.py --optimizer), base "
+            "+ per tensor through every rank's median window. "
+            "compute.device_spread and host.first_collective_us: from the pi exercise's timed section on "
             "1, 2 and 4 H100 of one host, 3 runs each (calibrate/raw/pi-h100x4/pi-strong.jsonl, 2026-11-27): the "
             "relative standard deviation of the kernel time over the ranks of a run, and the last all-reduce's end "
             "after the last kernel's end, median per size."

@@ -198,8 +198,9 @@ RECOMPUTE_SEGMENTS_PER_LAYER = 8
 #: per step event -> 4.
 FLOW_EVENTS_PER_RANK = 4
 #: ZeRO-3 (FSDP) ops of one layer per micro-batch: parameter all-gathers forward and backward,
-#: gradient reduce-scatter and their waits (~7 measured on ref-fsdp2) -> 8.
-ZERO3_OPS_PER_LAYER = 8
+#: gradient reduce-scatter, their waits and the three hooks that issue them on the host stream
+#: (~10 measured on ref-fsdp2) -> 11.
+ZERO3_OPS_PER_LAYER = 11
 
 
 def cluster_bytes(nodes: int, groups_per_node: int, fabric_links: int = 0, *, graph: bool = False) -> float:

@@ -181,6 +181,13 @@ class CommInit(StrictModel):
     measured_ranks: list[int] = Field(default_factory=list, description="Rank counts the fit saw (comm_init rows).")
 
 
+class OptimizerHost(StrictModel):
+    """Host time of one optimizer step: ``base_us + per_tensor_us x parameter tensors`` (microseconds)."""
+
+    base_us: NonNeg = Field(description="Host time independent of the tensor count, microseconds.")
+    per_tensor_us: NonNeg = Field(description="Host time per parameter tensor of the rank, microseconds.")
+
+
 class HostParams(StrictModel):
     """Host-side costs the GPU may wait for."""
 
@@ -195,6 +202,12 @@ class HostParams(StrictModel):
         "with the ranks it shards over: 2 -> 4 ranks +20% on one H200 VM), interpolated in log2(ranks) "
         "between them and the nearest measured size outside them (not extrapolated). None: one "
         "per_call_overhead_us call plus (2 + 2 x the unit's tensors) kernel issues per hook."))
+    fsdp_optimizer_us: OptimizerHost | None = Field(None, description=(
+        "Host CPU time of optimizer.step() over FSDP2's sharded DTensor parameters (torch's foreach AdamW): "
+        "measured from the optimizer call's host window in FSDP2 training runs on the machine the profile "
+        "describes (calibrate/train_gpt.py optimizer_host_s_ranks; calibrate/fsdp_hook.py fits base + per tensor "
+        "over every rank's median window). None: one dispatch per tensor and foreach operation (9 for AdamW), "
+        "an upper bound: the measured H100 and H200 hosts run 3-5x faster."))
     first_collective_us: NonNeg | dict[PositiveInt, NonNeg] | None = Field(None, description=(
         "GPU-side time the first collective of a freshly created NCCL communicator adds after a preceding kernel "
         "(NCCL >= 2.22 connects its peers and loads the collective's kernel at the first call; the part that runs on "

@@ -191,7 +191,8 @@ def breakdown(graph: Graph, tl: Timeline, ranks: list[int], step: float) -> dict
     Busy time splits into the parts of its ops (compute, comm_tp inside layers, host, optimizer).
     Idle time before an op is charged to the dependency that released it last: the overlap of
     that collective with the idle interval counts as exposed communication of its axis
-    (comm_dp, comm_pp, comm_tp, comm_ep, comm_cp); the rest of the gap is pipeline bubble. Time after the last op
+    (comm_dp, comm_pp, comm_tp, comm_ep, comm_cp); the rest of the gap is host time where the chain
+    ends at a host-only op (stream ``host``: an FSDP2 hook the collective waited for), else pipeline bubble. Time after the last op
     up to the step end is ``other``.
     """
     keys = ["compute", "comm_dp", "comm_tp", "comm_pp", "comm_ep", "comm_cp", "bubble", "optimizer", "host", "other"]
@@ -222,7 +223,9 @@ def breakdown(graph: Graph, tl: Timeline, ranks: list[int], step: float) -> dict
                         exposed += hi - lo
                         hi = lo
                     cur = _binding(dop, tl)
-                tot["bubble"] += max(gap - exposed, 0.0)
+                # the chain ends at a host-only op (an FSDP2 hook): the GPU waited for its host
+                idle = "host" if cur is not None and graph.ops[cur].stream == "host" else "bubble"
+                tot[idle] += max(gap - exposed, 0.0)
             for k, v in tl.parts[op.id].items():
                 tot[k if k in tot else "other"] += v
             prev = max(prev, tl.end[op.id])

@@ -21,7 +21,16 @@ sharded gradient.
 Each hook (a unit's pre-forward all-gather, pre-backward all-gather, post-backward reduce-scatter)
 costs the issue thread ``step.fsdp_hook_s`` when the profile measured it (``host.fsdp_hook_us``, the
 host probe of calibrate/fsdp_hook.py), else an estimate from the call and kernel costs:
-:func:`hook_host_s`.
+:func:`hook_host_s`. A hook is an op of its own on the rank's ``host`` stream (no GPU time, its host
+seconds in issue order), and the collective it calls waits for it: a GPU cannot start an all-gather
+or reduce-scatter its host has not issued yet. A forward all-gather is issued in its unit's
+pre-forward hook (after the previous unit's kernels), a backward one prefetched in the pre-backward
+hook of the unit before it, a reduce-scatter in the post-backward hook after its unit's kernels
+(``_fsdp_state._pre_forward``, ``_fsdp_param_group.pre_backward`` / ``post_backward``).
+
+The optimizer's host time is measured where the profile has it (``host.fsdp_optimizer_us``: AdamW over
+FSDP2's DTensor shards held the host 4-16 ms, 2.7-5.6 ms plus 39-53 us per parameter tensor, on H100 and
+H200 hosts, calibrate/fsdp_hook.py), else estimated as one dispatch per tensor and foreach operation.
 
 Every function takes ``step``, the :class:`~clustersim.workload.transformer.TransformerStep` being
 built (its degrees, units and per-rank costs); this module does not import it, so the workload
@@ -83,6 +92,7 @@ def build_fsdp(graph: Graph, step) -> None:
     host_kernel, host_call = step.host_kernel_s, step.host_call_s
     reduce_scatters: list[int] = []
     compute_ops: list[int] = []
+    hooks: dict[int, int] = {}  # position in seq -> its pre-forward / pre-backward hook op (host stream)
     # every unit of the step in execution order: (kind, micro-batch, unit)
     seq = [(kind, mb, unit) for kind, mb, chunk in step.orders[0] for unit in step.chunk_units(chunk, kind)]
     gathers: dict[int, int] = {}  # position in seq -> its all-gather op
@@ -94,26 +104,30 @@ def build_fsdp(graph: Graph, step) -> None:
         # post-forward reshard off): its backward needs no second all-gather
         return sharded and unit.param_count > 0 and not (kind == "B" and unit.name in ROOT_UNITS)
 
-    def add_gather(i: int) -> None:
+    def add_gather(i: int, issued_by: int) -> None:
         unit = seq[i][2]
-        # prefetch: may start once the unit two places earlier finished (2 units resident)
+        # prefetch: may start once the unit two places earlier finished (2 units resident), and once the
+        # hook that calls it (``issued_by``) has run on the host
         prefetch_after = compute_ops[i - 2] if i >= 2 else None
         param_bytes = unit.param_count * step.param_dtype_bytes
         gathers[i] = last_nccl[0] = graph.add(
             rank, "dp_ag", f"AG {unit.name}", "comm_dp", coll=Coll("all_gather", groups, param_bytes, "dp"),
-            deps=[prefetch_after, last_nccl[0]])
+            deps=[prefetch_after, last_nccl[0], hooks[issued_by]])
 
     for i, (kind, mb, unit) in enumerate(seq):
         segments, host_s = op_segments([unit.segments], [tp_group], host_call, host_kernel)
         if needs_gather(i):
+            # the pre-forward / pre-backward hook (all-gather, alloc_storage and free_storage), unless the
+            # previous unit's turn already placed it (forward)
+            if i not in hooks:
+                hooks[i] = graph.add(rank, "host", f"hook {kind}{mb}.{unit.name}", "host",
+                                     host_s=hook_host_s(step, unit.tensors))
             if i not in gathers:
-                add_gather(i)
+                add_gather(i, i)
             param_bytes = unit.param_count * step.param_dtype_bytes
             # copy-in (shards -> flat buffer) and copy-out (flat buffer -> parameters)
             copies = cm.memory(2 * param_bytes / dp, 1) + cm.memory(2 * param_bytes, 1)
             segments = [ComputeSegment(copies, 2)] + segments
-            # the pre-forward / pre-backward hook (all-gather, alloc_storage and free_storage)
-            host_s += hook_host_s(step, unit.tensors)
         scatter = sharded and kind == "B" and unit.grad_bytes > 0
         if scatter:
             grad_bytes = unit.grad_bytes
@@ -126,26 +140,52 @@ def build_fsdp(graph: Graph, step) -> None:
             kernels = 1 + (shard_work > 0)
             post = cm.memory(2 * grad_bytes, 1) + (cm.memory(shard_work, 1) if shard_work else 0.0)
             segments = segments + [ComputeSegment(post, kernels)]
-            # the post-backward hook (reduce-scatter; per parameter an as_strided view of the output
-            # shard, then a new sharded DTensor gradient (first micro-batch) or ``+=`` into it)
-            host_s += hook_host_s(step, unit.tensors)
         oid = graph.add(rank, "compute", f"{kind}{mb}.{unit.name}", "compute", segments=segments,
                         deps=[gathers.get(i)], micro_batch=mb, kind=kind, host_s=host_s)
         compute_ops.append(oid)
         # the next unit's all-gather: within a forward or backward pass it is issued before this
-        # unit's reduce-scatter (implicit forward prefetch; the backward prefetch of pre_backward);
-        # the next pass's first gather only after this pass's last reduce-scatter (the root's hooks)
+        # unit's reduce-scatter; in forward by the next unit's pre-forward hook (implicit prefetch: the
+        # host reaches it after this unit's kernels), in backward by this unit's pre-backward hook
+        # (explicit prefetch); the next pass's first gather only after this pass's last reduce-scatter
+        # (the root's hooks)
         nxt = i + 1
         if nxt < len(seq) and seq[nxt][:2] == (kind, mb) and needs_gather(nxt):
-            add_gather(nxt)
+            if kind == "F" or i not in hooks:  # the next unit's own hook calls it (the root has no hook)
+                hooks[nxt] = graph.add(rank, "host", f"hook {kind}{mb}.{seq[nxt][2].name}", "host",
+                                       host_s=hook_host_s(step, seq[nxt][2].tensors))
+                add_gather(nxt, nxt)
+            else:
+                add_gather(nxt, i)
         if scatter:
+            # the post-backward hook (reduce-scatter; per parameter an as_strided view of the output
+            # shard, then a new sharded DTensor gradient (first micro-batch) or ``+=`` into it)
+            post_hook = graph.add(rank, "host", f"post {kind}{mb}.{unit.name}", "host",
+                                  host_s=hook_host_s(step, unit.tensors))
             last_nccl[0] = graph.add(rank, "dp_rs", f"RS {unit.name}", "comm_dp",
                                      coll=Coll("reduce_scatter", groups, unit.grad_bytes, "dp"),
-                                     deps=[oid, last_nccl[0]])
+                                     deps=[oid, last_nccl[0], post_hook])
             reduce_scatters.append(last_nccl[0])
     shard = step.stage_params(0) / dp
-    # FSDP2 parameters are DTensors: every foreach op of the optimizer is dispatched per tensor
-    foreach_ops = 9 if step.training.optimizer == "adamw" else 1
-    opt_host = foreach_ops * step.stage_tensors(0) * host_kernel if sharded else step.optimizer_host_seconds(0)
     graph.add(rank, "compute", "optimizer", "optimizer", duration=step.optimizer_seconds(shard),
-              deps=reduce_scatters, host_s=opt_host)
+              deps=reduce_scatters, host_s=optimizer_host_s(step) if sharded else step.optimizer_host_seconds(0))
+
+
+def optimizer_host_s(step) -> float:
+    """Host seconds of ``optimizer.step()`` over FSDP2's DTensor shards.
+
+    Measured where the profile has it (``step.fsdp_optimizer_host``: ``(base s, s per tensor)``), else
+    one dispatch per parameter tensor and foreach operation (9 for AdamW, 1 for SGD): an upper bound,
+    which the two measured hosts run 3-5 times faster.
+
+    >>> from types import SimpleNamespace as NS
+    >>> s = NS(fsdp_optimizer_host=(2.7e-3, 53e-6), stage_tensors=lambda stage: 100, host_kernel_s=20e-6,
+    ...        training=NS(optimizer="adamw"))
+    >>> round(optimizer_host_s(s) * 1e3, 2), round(optimizer_host_s(NS(**{**vars(s), "fsdp_optimizer_host": None})) * 1e3, 2)
+    (8.0, 18.0)
+    """
+    tensors = step.stage_tensors(0)
+    measured = getattr(step, "fsdp_optimizer_host", None)
+    if measured is not None:
+        return measured[0] + measured[1] * tensors
+    foreach_ops = 9 if step.training.optimizer == "adamw" else 1
+    return foreach_ops * tensors * step.host_kernel_s

@@ -97,10 +97,13 @@ class TransformerStep:
     host_of: node of each rank (``Cluster.host_of``); node-limited MoE routing
         (``parallelism.ep_max_nodes``) splits the EP groups by it. None: the EP groups are taken
         to lie inside one node (no node-limited stages).
+    fsdp_optimizer_host: ``(base s, s per tensor)`` of the optimizer step's host time over FSDP2's
+        shards (profile ``host.fsdp_optimizer_us``); None: estimated (:mod:`clustersim.workload.step_fsdp`).
     """
 
     def __init__(self, scenario, compute: ComputeModel, host_call_s: float = 0.0, reduced: bool = True,
-                 host_kernel_s: float | None = None, fsdp_hook_s: float | None = None, host_of=None):
+                 host_kernel_s: float | None = None, fsdp_hook_s: float | None = None, host_of=None,
+                 fsdp_optimizer_host: tuple[float, float] | None = None):
         par, training = scenario.parallelism, scenario.training
         self.scenario = scenario
         self.model = ModelDims.from_section(scenario.model)
@@ -108,6 +111,7 @@ class TransformerStep:
         self.host_call_s = host_call_s
         self.host_kernel_s = host_call_s if host_kernel_s is None else host_kernel_s
         self.fsdp_hook_s = fsdp_hook_s
+        self.fsdp_optimizer_host = fsdp_optimizer_host
         self.parallelism, self.training = par, training
         self.tp, self.pp, self.dp = par.tp, par.pp, par.dp
         self.cp = par.cp

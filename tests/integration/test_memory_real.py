@@ -130,8 +130,8 @@ KNOWN_IN_USE_MISS = {rid: _IN_USE_FRAGMENTATION for rid in (
     "p14-b2-pp2-dp2-v2", "f15-fsdp2-v128k-h100", "f15-fsdp2-h4096-h100", "f15-pp2-interleaved-v4-h100",
     "f15-pp2-1f1b-m12-h100", "e8-pp4-1f1b@blind8", "e8-pp4-interleaved@blind8", "gv-pp2-interleaved@blind9",
     "f15-fsdp2-v128k", "f15-fsdp2-h4096", "f15-pp2-interleaved-v4", "f15-pp2-1f1b-m12",
-    # the FSDP2 host study's width sweep (calibrate/raw/fsdp16): 256-token micro-batches, reserved 1.19-1.39x
-    "hs-fsdp2-h1024", "hs-fsdp2-h2048", "hs-fsdp2-h3072",
+    # the FSDP2 host study's width sweep (calibrate/raw/fsdp16, hostcpu17-h100): 256-token micro-batches, reserved 1.19-1.39x
+    "hs-fsdp2-h1024", "hs-fsdp2-h2048", "hs-fsdp2-h3072", "hs-fsdp2-h2048-h100",
     # blind set 16 (4x H100): reserved 1.28-1.42x the allocated peak
     "f16-fsdp4-h4096-h100", "f16-fsdp4-v128k-h100", "f16-pp4-interleaved-v3-h100", "f16-pp4-1f1b-s4k-h100")}
 KNOWN_IN_USE_MISS.update({rid: _IN_USE_DDP_TRANSIENT for rid in (

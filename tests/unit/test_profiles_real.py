@@ -60,7 +60,10 @@ def test_h200_source_is_the_measurement(h200):
                             # the pi kernel on 4 H200 at once and the first all-reduce of a fresh communicator
                             "raw/pi-h200x4/pi-gpus.txt", "raw/first-collective/first_collective.jsonl",
                             # compute beside a waiting p2p kernel; the clock under idle gaps (2 H200, 2026-11-27)
-                            "raw/p2p-resident-h200/p2p_resident.jsonl", "raw/clock-idle-h200/clock_idle.jsonl"}
+                            "raw/p2p-resident-h200/p2p_resident.jsonl", "raw/clock-idle-h200/clock_idle.jsonl",
+                            # the FSDP2 rows whose optimizer host windows give host.fsdp_optimizer_us (four 2x H200 VMs)
+                            "raw/fsdp16/train_steps.jsonl", "raw/blind15-h200/train_steps.jsonl",
+                            "raw/hostcpu17-h200/train_steps.jsonl", "raw/hostcpu17-h200b/train_steps.jsonl"}
     for f in s.files:
         assert (ROOT / "calibrate" / f).is_file()
 
@@ -134,7 +137,10 @@ def test_h100_is_published_links_plus_measured_compute_and_2_rank_collectives(h1
                                  "raw/pi-h100x4/pi-strong.jsonl",
                                  # compute beside a waiting p2p kernel; the clock under idle gaps (2026-11-27)
                                  "raw/p2p-resident/p2p_resident-x4-run1.jsonl",
-                                 "raw/p2p-resident/p2p_resident-x4-run2.jsonl", "raw/clock-idle/clock_idle.jsonl"]
+                                 "raw/p2p-resident/p2p_resident-x4-run2.jsonl", "raw/clock-idle/clock_idle.jsonl",
+                                 # the FSDP2 rows whose optimizer host windows give host.fsdp_optimizer_us
+                                 "raw/blind15/train_steps.jsonl", "raw/blind15/diag/train_steps.jsonl",
+                                 "raw/blind16/train_steps.jsonl", "raw/hostcpu17-h100/train_steps.jsonl"]
     assert "eager / framework rows of that bench are that VM's host and are not used" in h100.source.notes
     assert h100.host.per_call_overhead_us == 8.0        # the host is not refitted from the collective bench's VM
     c = h100.compute
