@@ -9,14 +9,14 @@ profile's ``overlap_table`` holds those rows and
 :meth:`clustersim.workload.TransformerStep.overlap_slowdowns` reduces them to one pair
 ``(compute, collective)`` for the step's kernels (:attr:`clustersim.workload.ops.Graph.overlap`).
 
-Both fidelities apply it the same way, in two passes: execute the DAG in closed form, measure on
-every executor rank how long each compute op ran while one of the rank's collectives of a
-measured kind (on another stream) ran, and each such collective while the rank computed; stretch
-the op by that overlap x (slowdown - 1) and execute again at the run's fidelity (the flow pass
-takes the overlaps of the closed-form pass, which an uncontended flow run equals). One correction, not a fixed point: the
-stretched ops overlap a little differently in the second pass (the stretch of pass two is not
-re-measured). Point-to-point transfers (pipeline sends) and tensor-parallel collectives inside a
-layer (serial with its compute) are not stretched: the probe did not measure them.
+Both fidelities apply it the same way: execute the DAG in closed form, measure on every executor
+rank how long each compute op ran while one of the rank's collectives of a measured kind (on
+another stream) ran, and each such collective while the rank computed; stretch the op by that
+overlap x (slowdown - 1), execute again, and measure again until the stretch is self-consistent
+(:func:`stretch_fixed_point`: stretched collectives overlap more compute, which stretches it more);
+the run's fidelity then executes with that stretch (the flow pass takes the closed-form overlaps,
+which an uncontended flow run equals). Point-to-point transfers (pipeline sends) and tensor-parallel
+collectives inside a layer (serial with its compute) are not stretched: the probe did not measure them.
 """
 
 from __future__ import annotations
@@ -63,6 +63,61 @@ def needs_stretch(graph: Graph) -> bool:
     """Whether :func:`overlap_stretch` can give anything for ``graph`` (the second pass is needed)."""
     return graph.overlap is not None or (graph.p2p_wait is not None and bool(graph.p2p_kernels)) \
         or graph.clock is not None
+
+
+#: passes of :func:`stretch_fixed_point` at most, and the relative change of the step between two passes
+#: below which it stops (the stretch of DDP/FSDP/pipeline steps settles within 3-5 passes)
+FIXED_POINT_PASSES = 8
+FIXED_POINT_TOL = 1e-3
+
+
+def stretch_fixed_point(graph: Graph, comm, first, reuse: dict | None = None) -> tuple[dict[int, float], object]:
+    """The self-consistent :func:`overlap_stretch` of ``graph`` and the closed-form timeline it gives.
+
+    ``first``: the unstretched closed-form timeline (``execute_analytical(graph, comm)``). The first
+    correction (:func:`overlap_stretch` on ``first``) starts it; then the compute / collective term is
+    measured again on each stretched timeline, where an op overlapped for ``O`` real seconds at slowdown
+    ``s`` lasts ``O (1 - 1/s)`` longer (:func:`_collective_stretch` with ``real``), and the step executed
+    with the mean of the new and the previous stretch (damped), until it changes by less than
+    :data:`FIXED_POINT_TOL` of itself or after :data:`FIXED_POINT_PASSES` passes. The p2p-wait and clock
+    terms keep their first-correction values (measured on ``first``). The model before 2026-11-27 stopped
+    after the first correction.
+
+    >>> from clustersim.simulate.execute import execute_analytical
+    >>> from clustersim.workload.ops import Coll
+    >>> g = Graph()
+    >>> c = g.add(0, "compute", "B", "compute", duration=4.0)
+    >>> r = g.add(0, "dp", "RS", "comm_dp", coll=Coll("reduce_scatter", [[0, 1]], 1e6, "dp"))
+    >>> g.overlap = (1.25, 1.5, ("reduce_scatter",))
+    >>> first = execute_analytical(g, lambda coll: 2.0)
+    >>> overlap_stretch(g, first.start, first.end)   # first correction: the compute 4.5 s, the RS 3 s
+    {0: 0.5, 1: 1.0}
+    >>> s, tl = stretch_fixed_point(g, lambda coll: 2.0, first)
+    >>> round(s[0], 3), round(s[1], 3)   # the RS runs 3 s beside compute: 2 + 3 x (1 - 1/1.5); compute + 3 x 0.2
+    (0.597, 1.0)
+    """
+    from clustersim.simulate.execute import execute_analytical
+
+    if reuse is None:
+        reuse = {}
+    stretch = overlap_stretch(graph, first.start, first.end)
+    if not stretch:
+        return stretch, first
+    tl = execute_analytical(graph, comm, stretch, reuse=reuse)
+    if graph.overlap is None:
+        return stretch, tl
+    coll = _collective_stretch(graph, first.start, first.end)
+    others = {o: x - coll.get(o, 0.0) for o, x in stretch.items()}  # the p2p-wait and clock terms, fixed
+    for _ in range(FIXED_POINT_PASSES - 2):
+        new = _collective_stretch(graph, tl.start, tl.end, real=True)
+        coll = {o: 0.5 * (new.get(o, 0.0) + coll.get(o, 0.0)) for o in new.keys() | coll.keys()}
+        damped = {o: others.get(o, 0.0) + coll.get(o, 0.0) for o in others.keys() | coll.keys()}
+        nxt = execute_analytical(graph, comm, damped, reuse=reuse)
+        done = abs(nxt.makespan - tl.makespan) <= FIXED_POINT_TOL * max(nxt.makespan, 1e-300)
+        stretch, tl = damped, nxt
+        if done:
+            break
+    return stretch, tl
 
 
 def overlap_stretch(graph: Graph, start: list[float], end: list[float]) -> dict[int, float]:
@@ -183,8 +238,13 @@ def idle_clock_stretch(graph: Graph, comp: list, start: list[float], end: list[f
     return {op.id: round(float(v), 15) for op, v in zip(comp, x) if abs(v) > 1e-15}
 
 
-def _collective_stretch(graph: Graph, start: list[float], end: list[float]) -> dict[int, float]:
-    """The compute / collective mutual stretch of ``graph.overlap`` (:func:`overlap_stretch`)."""
+def _collective_stretch(graph: Graph, start: list[float], end: list[float], real: bool = False) -> dict[int, float]:
+    """The compute / collective mutual stretch of ``graph.overlap`` (:func:`overlap_stretch`).
+
+    An op of unstretched length ``W`` that runs ``s`` times slower while overlapped for ``O`` seconds of the
+    real (stretched) timeline lasts ``W + O (1 - 1/s)``. ``real``: the timeline is a stretched one, charge
+    ``O (1 - 1/s)``; else it is the unstretched one, whose overlap the slowdown lengthens in full: ``O (s - 1)``
+    (the first correction)."""
     comp_s, comm_s, kinds = graph.overlap
     comm_iv: dict[int, list[tuple[float, float]]] = {}
     comp_iv: dict[int, list[tuple[float, float]]] = {}
@@ -210,5 +270,5 @@ def _collective_stretch(graph: Graph, start: list[float], end: list[float]) -> d
             u = beside.get(op.rank)
             o = _covered(u, start[op.id], end[op.id]) if u else 0.0
             if o > 0:
-                out[op.id] = o * (slowdown - 1.0)
+                out[op.id] = o * ((1.0 - 1.0 / slowdown) if real else (slowdown - 1.0))
     return out

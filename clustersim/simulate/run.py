@@ -297,7 +297,7 @@ def _build_step_graph(rs: ResolvedScenario, cluster: Any, *, reduced: bool, faul
 def _execute_graph(rs: ResolvedScenario, cluster: Any, graph: Any, comm: CommCache, *, fidelity: str,
                    extra: dict) -> tuple:
     """Execute the graph at the given fidelity; return (timeline, flow simulation or None, private TP)."""
-    from clustersim.simulate.overlap import needs_stretch, overlap_stretch
+    from clustersim.simulate.overlap import needs_stretch, stretch_fixed_point
 
     def report(stretch: dict[int, float]) -> None:
         if graph.overlap is not None:
@@ -305,11 +305,11 @@ def _execute_graph(rs: ResolvedScenario, cluster: Any, graph: Any, comm: CommCac
                                          "stretch_s": sum(stretch.values())}
 
     if fidelity == "analytical":
-        reuse: dict = {}  # order, host issue and op costs: the same in both passes
+        reuse: dict = {}  # order, host issue and op costs: the same in every pass
         tl = execute_analytical(graph, comm, reuse=reuse)
-        stretch = overlap_stretch(graph, tl.start, tl.end)  # second pass: overlapped work slowed
+        stretch, tl = stretch_fixed_point(graph, comm, tl, reuse)  # overlapped work slowed, self-consistently
         report(stretch)
-        return (execute_analytical(graph, comm, stretch, reuse=reuse) if stretch else tl), None, None
+        return tl, None, None
     from clustersim.collectives.flow import flow_simulation
     from clustersim.simulate.flow import execute_flow
 
@@ -321,8 +321,8 @@ def _execute_graph(rs: ResolvedScenario, cluster: Any, graph: Any, comm: CommCac
     if needs_stretch(graph):
         # where compute and collectives overlap, measured on the closed-form timeline (a flow pass
         # costs 10-100x more; uncontended, both give the same timeline)
-        first = execute_analytical(graph, comm)
-        stretch = overlap_stretch(graph, first.start, first.end)
+        reuse = {}
+        stretch, _ = stretch_fixed_point(graph, comm, execute_analytical(graph, comm, reuse=reuse), reuse)
     tl = execute_flow(sim, graph, comm, private_tp=private, stretch=stretch)
     report(stretch)
     return tl, sim, private
