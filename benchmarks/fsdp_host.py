@@ -26,7 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def rows(paths: list[str]) -> list[dict]:
+def _read(paths: list[str], keep) -> list[dict]:
+    """Every row of the ``train_steps.jsonl`` files ``paths`` for which ``keep(row)`` holds."""
     out = []
     for p in paths:
         for n, line in enumerate(Path(p).read_text().splitlines(), 1):
@@ -34,23 +35,19 @@ def rows(paths: list[str]) -> list[dict]:
                 r = json.loads(line) if line.strip() else {}
             except json.JSONDecodeError as e:
                 raise ValueError(f"{p}:{n}: not a JSON row ({e.msg})") from None
-            if "fsdp" in str(r.get("scenario")) and r.get("optimizer_host_s_ranks") and r.get("status") == "ok":
+            if r.get("status") == "ok" and keep(r):
                 out.append(r)
     return out
+
+
+def rows(paths: list[str]) -> list[dict]:
+    """The FSDP2 rows of ``paths`` that carry every rank's optimizer host window."""
+    return _read(paths, lambda r: "fsdp" in str(r.get("scenario")) and bool(r.get("optimizer_host_s_ranks")))
 
 
 def cpu_rows(paths: list[str]) -> list[dict]:
-    """Every ok row of ``paths`` that carries ``host_cpu_ranks``."""
-    out = []
-    for p in paths:
-        for n, line in enumerate(Path(p).read_text().splitlines(), 1):
-            try:
-                r = json.loads(line) if line.strip() else {}
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{p}:{n}: not a JSON row ({e.msg})") from None
-            if r.get("host_cpu_ranks") and r.get("status") == "ok":
-                out.append(r)
-    return out
+    """Every row of ``paths`` that carries ``host_cpu_ranks``."""
+    return _read(paths, lambda r: bool(r.get("host_cpu_ranks")))
 
 
 def cpu_table(found: list[dict]) -> list[str]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from clustersim.simulate.execute import execute_analytical
 from clustersim.workload.ops import Graph
 
 
@@ -83,7 +84,6 @@ def stretch_fixed_point(graph: Graph, comm, first, reuse: dict | None = None) ->
     terms keep their first-correction values (measured on ``first``). The model before 2026-11-27 stopped
     after the first correction.
 
-    >>> from clustersim.simulate.execute import execute_analytical
     >>> from clustersim.workload.ops import Coll
     >>> g = Graph()
     >>> c = g.add(0, "compute", "B", "compute", duration=4.0)
@@ -96,8 +96,6 @@ def stretch_fixed_point(graph: Graph, comm, first, reuse: dict | None = None) ->
     >>> round(s[0], 3), round(s[1], 3)   # the RS runs 3 s beside compute: 2 + 3 x (1 - 1/1.5); compute + 3 x 0.2
     (0.597, 1.0)
     """
-    from clustersim.simulate.execute import execute_analytical
-
     if reuse is None:
         reuse = {}
     stretch = overlap_stretch(graph, first.start, first.end)
