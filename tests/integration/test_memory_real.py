@@ -133,7 +133,9 @@ KNOWN_IN_USE_MISS = {rid: _IN_USE_FRAGMENTATION for rid in (
     # the FSDP2 host study's width sweep (calibrate/raw/fsdp16, hostcpu17-h100): 256-token micro-batches, reserved 1.19-1.39x
     "hs-fsdp2-h1024", "hs-fsdp2-h2048", "hs-fsdp2-h3072", "hs-fsdp2-h2048-h100",
     # blind set 16 (4x H100): reserved 1.28-1.42x the allocated peak
-    "f16-fsdp4-h4096-h100", "f16-fsdp4-v128k-h100", "f16-pp4-interleaved-v3-h100", "f16-pp4-1f1b-s4k-h100")}
+    "f16-fsdp4-h4096-h100", "f16-fsdp4-v128k-h100", "f16-pp4-interleaved-v3-h100", "f16-pp4-1f1b-s4k-h100",
+    # blind set 17 (2x H200): FSDP2 reserved 1.17-1.19x the allocated peak
+    "f17-fsdp2-llama", "f17-fsdp2-wide")}
 KNOWN_IN_USE_MISS.update({rid: _IN_USE_DDP_TRANSIENT for rid in (
     "e8-tp2-dp2-h100", "w7-ddp2-h100@blind11", "w7-ddp4-h100", "e8-tp2-dp2@blind8", "b2-ddp2@blind9")})
 KNOWN_IN_USE_MISS.update({rid: _IN_USE_OVER for rid in (
