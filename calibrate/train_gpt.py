@@ -300,8 +300,14 @@ class Launch:
         return self.info["world_size"]
 
     def sync(self) -> None:
-        """Wait for the GPU (nothing to wait for on CPU)."""
+        """Wait for the GPU (nothing to wait for on CPU). ``--sync blocking``: the host thread sleeps on a blocking
+        event of the current stream first (the CUDA default spins a CPU at 100% while it waits), then synchronises
+        the device (by then nothing is left to spin on)."""
         if self.device_kind == "cuda":
+            if SYNC_MODE["mode"] == "blocking":
+                ev = torch.cuda.Event(blocking=True)
+                ev.record()
+                ev.synchronize()
             torch.cuda.synchronize()
 
 
@@ -345,6 +351,7 @@ def start(args, sc: Scenario, dtype_name: str) -> Launch:
     info = discover_ranks()
     rank, world, local_rank = info["rank"], info["world_size"], info["local_rank"]
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE") or world)
+    SYNC_MODE["mode"] = getattr(args, "sync", "spin")
     affinity = getattr(args, "cpu_affinity", "inherit")  # callers with their own options (step_trace.py): inherit
     CPU_BINDING.update(mode=affinity, cpus=bind_cpus(affinity, local_rank, local_world))
     check_world(sc, world)
@@ -638,6 +645,8 @@ STEP_PEAKS: list = []
 #: logical CPUs the main thread was seen on at the end of each step (timed_steps): whether the ranks' hosts
 #: shared physical cores (SMT siblings) when the OS placed them
 CPUS_SEEN: set = set()
+#: how the host waits for the GPU at step boundaries (--sync): spin (CUDA's default) or blocking
+SYNC_MODE: dict = {"mode": "spin"}
 #: the --cpu-affinity mode and the CPUs this rank may run on (start)
 CPU_BINDING: dict = {}
 #: seconds this process spent in Python's cyclic garbage collector, by timed step (timed_steps)
@@ -954,6 +963,7 @@ def result_row(args, sc: Scenario, launch: Launch, *, impl: dict, dtype_name: st
         "host_issue_s_ranks": meas.issue_ranks,
         "cpu_affinity": CPU_BINDING.get("mode", "inherit"),
         "gc_mode": getattr(args, "gc", "auto"),
+        "sync_mode": SYNC_MODE["mode"],
         "gc_s_ranks": meas.gc_ranks,
         # host seconds from the step's start to the optimizer call and to its return, [rank][step] = [start, end]
         "optimizer_host_s_ranks": meas.opt_ranks,
@@ -1041,6 +1051,9 @@ def main(argv=None) -> int:
                     help="one process only: initialise a one-rank process group and wrap the model in DDP anyway "
                          "(measures the host cost the distributed machinery adds; recorded in the row)")
     ap.add_argument("--dist-timeout", type=int, default=300, help="process-group timeout in seconds")
+    ap.add_argument("--sync", choices=["spin", "blocking"], default="spin",
+                    help="how the host waits for the GPU between steps: spin (CUDA's default, a CPU busy while it "
+                         "waits) or blocking (the thread sleeps on a blocking event)")
     ap.add_argument("--gc", choices=["auto", "step"], default="auto",
                     help="auto: Python's garbage collector runs when its thresholds say, inside steps too (default); "
                          "step: collector off inside steps, one collection between steps, outside the timed region "
