@@ -131,13 +131,18 @@ def optimizer_windows(rels, gpu: str) -> list[tuple[int, float]]:
     from clustersim.simulate.run import transformer_step
 
     out = []
+    tensors_of: dict = {}  # (scenario file, overrides) -> tensors: configurations repeat across the files
     for rel in rels:
         for line in (HERE / rel).read_text(encoding="utf-8").splitlines():
             r = json.loads(line) if line.strip() else {}
             if (r.get("status") != "ok" or not r.get("optimizer_host_s_ranks") or gpu not in str(r.get("gpu"))
                     or "fsdp" not in str(r.get("scenario"))):
                 continue
-            tensors = transformer_step(resolve_scenario(HERE.parent / r["scenario_file"], r["overrides"])).stage_tensors(0)
+            key = (r["scenario_file"], tuple(r["overrides"]))
+            if key not in tensors_of:
+                rs = resolve_scenario(HERE.parent / r["scenario_file"], r["overrides"])
+                tensors_of[key] = transformer_step(rs).stage_tensors(0)
+            tensors = tensors_of[key]
             for rank in r["optimizer_host_s_ranks"]:
                 spans = sorted(w[1] - w[0] for w in rank)
                 out.append((tensors, spans[len(spans) // 2]))
