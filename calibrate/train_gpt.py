@@ -658,6 +658,47 @@ HOST_CPU: list = []
 #: fields of a HOST_CPU entry
 HOST_CPU_FIELDS = ("main_thread_cpu_s", "process_cpu_s", "main_voluntary_switches", "main_involuntary_switches",
                    "process_involuntary_switches")
+#: the host's own speed just before each timed step (:func:`host_speed_probe`), microseconds per call
+HOST_PROBE: list = []
+#: fields of a HOST_PROBE entry
+HOST_PROBE_FIELDS = ("cpu_dispatch_us", "python_call_us", "cuda_launch_us")
+
+
+def host_speed_probe(device, calls: int = 256) -> tuple:
+    """Microseconds per call of three fixed host workloads, timed between two steps (GPU idle): an in-place
+    add on a 4-element CPU tensor (torch's dispatcher, no device), a small Python function (the interpreter)
+    and an in-place add on a 4-element tensor of ``device`` (the dispatcher and the driver's launch; host
+    time of the issue only, then a sync; 0 on CPU). The same work takes the same CPU cycles on one host, so
+    its time says how fast this rank's CPU runs at that moment (a VM's clock in /proc/cpuinfo is fixed):
+    the speed an FSDP2 rank's Python hooks and dispatches run at. About 2 ms in all on a 2 GHz Xeon.
+
+    >>> probe = host_speed_probe(torch.device("cpu"), calls=8)
+    >>> len(probe) == len(HOST_PROBE_FIELDS) and probe[0] > 0 and probe[2] == 0.0
+    True
+    """
+    a = torch.zeros(4)
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        a.add_(1.0)
+    t1 = time.perf_counter()
+    table = {k: k for k in range(8)}
+
+    def f(d, i):
+        return d.get(i & 7, 0) + i
+
+    acc = 0
+    for i in range(32 * calls):
+        acc += f(table, i)
+    t2 = time.perf_counter()
+    launch = 0.0
+    if device.type == "cuda":
+        b = torch.zeros(4, device=device)
+        t3 = time.perf_counter()
+        for _ in range(calls):
+            b.add_(1.0)
+        launch = (time.perf_counter() - t3) / calls * 1e6
+        torch.cuda.synchronize(device)
+    return ((t1 - t0) / calls * 1e6, (t2 - t1) / (32 * calls) * 1e6, launch)
 
 
 def cpu_counters() -> tuple:
@@ -767,6 +808,8 @@ def timed_steps(args, launch: Launch, trainer: Trainer):
                 launch.sync()
                 dist.barrier()
             launch.sync()
+            # the host's speed right before the step (outside its timed window; the GPU is idle here)
+            probe = host_speed_probe(launch.device) if getattr(args, "host_probe", True) else (0.0, 0.0, 0.0)
             if manual_gc:
                 gc.collect(1)
             clock.take()
@@ -789,6 +832,7 @@ def timed_steps(args, launch: Launch, trainer: Trainer):
                 GC_PAUSES.append(clock.take())
                 OPT_WINDOWS.append((trainer.opt_window[0] - t, trainer.opt_window[1] - t))
                 HOST_CPU.append(tuple(b - a for a, b in zip(c0, c1)))
+                HOST_PROBE.append(tuple(probe))
             losses.append(loss)
             if i < args.warmup:
                 _log(launch.rank, f"warm-up step {i + 1}/{args.warmup}: {dt * 1e3:.1f} ms")
@@ -828,6 +872,8 @@ class Measured:
     [rank][step] = [start, end] (how long the optimizer holds the host, and what the GPU still runs after it)"""
     cpu_ranks: list = None
     """every rank's host CPU counters over each timed step's issue, [rank][step] = HOST_CPU_FIELDS"""
+    probe_ranks: list = None
+    """every rank's host speed probe before each timed step, [rank][step] = HOST_PROBE_FIELDS"""
     host_ranks: list = None
     """every rank's CPU placement (allowed CPUs, CPUs the main thread was seen on) and allocator counters"""
     device_used_bytes: float = 0.0
@@ -867,7 +913,10 @@ def gather(launch: Launch, losses: list, times: list, issue: list) -> Measured:
         opt_flat = [v for w in OPT_WINDOWS[-n:] for v in w]
         k = len(HOST_CPU_FIELDS)
         cpu_flat = [v for w in HOST_CPU[-n:] for v in w]
-        iv = torch.tensor(list(issue) + GC_PAUSES[-n:] + opt_flat + cpu_flat, dtype=torch.float64, device=comm_dev)
+        q = len(HOST_PROBE_FIELDS)
+        probe_flat = [v for w in HOST_PROBE[-n:] for v in w]
+        iv = torch.tensor(list(issue) + GC_PAUSES[-n:] + opt_flat + cpu_flat + probe_flat, dtype=torch.float64,
+                          device=comm_dev)
         parts = [torch.empty_like(iv) for _ in range(launch.world)]
         dist.all_gather(parts, iv)
         issue_ranks = [p_.cpu().tolist()[:n] for p_ in parts]
@@ -875,16 +924,19 @@ def gather(launch: Launch, losses: list, times: list, issue: list) -> Measured:
         opt_ranks = [[list(w) for w in zip(p_.cpu().tolist()[2 * n:4 * n:2], p_.cpu().tolist()[2 * n + 1:4 * n:2])]
                      for p_ in parts]
         cpu_ranks = [[p_.cpu().tolist()[4 * n + j * k:4 * n + (j + 1) * k] for j in range(n)] for p_ in parts]
+        o = 4 * n + n * k
+        probe_ranks = [[p_.cpu().tolist()[o + j * q:o + (j + 1) * q] for j in range(n)] for p_ in parts]
     else:
         issue_ranks = [list(issue)]
         gc_ranks = [GC_PAUSES[-len(issue):]]
         opt_ranks = [[list(w) for w in OPT_WINDOWS[-len(issue):]]]
         cpu_ranks = [[list(w) for w in HOST_CPU[-len(issue):]]]
+        probe_ranks = [[list(w) for w in HOST_PROBE[-len(issue):]]]
     host_ranks = _gather_host_facts(launch, comm_dev if launch.distributed else None)
     return Measured(losses=(loss_vec / max(cnt.item(), 1.0)).tolist(), step_times=tvec.tolist(),
                     peak_bytes=peak[0].item(), reserved_bytes=peak[1].item(), device_used_bytes=peak[2].item(),
                     times_rank0=times, issue_rank0=issue, issue_ranks=issue_ranks, host_ranks=host_ranks,
-                    gc_ranks=gc_ranks, opt_ranks=opt_ranks, cpu_ranks=cpu_ranks)
+                    gc_ranks=gc_ranks, opt_ranks=opt_ranks, cpu_ranks=cpu_ranks, probe_ranks=probe_ranks)
 
 
 def _gather_host_facts(launch: Launch, comm_dev) -> list:
@@ -971,6 +1023,10 @@ def result_row(args, sc: Scenario, launch: Launch, *, impl: dict, dtype_name: st
         # voluntary / involuntary context switches, the process's involuntary ones (HOST_CPU_FIELDS)
         "host_cpu_fields": list(HOST_CPU_FIELDS),
         "host_cpu_ranks": meas.cpu_ranks,
+        # per rank and step, just before the step: the host's speed on three fixed workloads (us per call,
+        # HOST_PROBE_FIELDS): how fast this rank's CPU ran then
+        "host_probe_fields": list(HOST_PROBE_FIELDS),
+        "host_probe_ranks": meas.probe_ranks,
         # per rank: logical CPUs allowed and seen, allocator retries / device-wide syncs (rank skew diagnosis)
         "host_ranks": meas.host_ranks,
         "forced_ddp": bool(args.force_ddp),
@@ -1051,6 +1107,8 @@ def main(argv=None) -> int:
                     help="one process only: initialise a one-rank process group and wrap the model in DDP anyway "
                          "(measures the host cost the distributed machinery adds; recorded in the row)")
     ap.add_argument("--dist-timeout", type=int, default=300, help="process-group timeout in seconds")
+    ap.add_argument("--no-host-probe", dest="host_probe", action="store_false",
+                    help="skip the host speed probe between steps (host_probe_ranks: zeros)")
     ap.add_argument("--sync", choices=["spin", "blocking"], default="spin",
                     help="how the host waits for the GPU between steps: spin (CUDA's default, a CPU busy while it "
                          "waits) or blocking (the thread sleeps on a blocking event)")

@@ -169,6 +169,18 @@ def test_host_placement_and_allocator_counters_recorded(rows):
         assert set(rows["fsdp2"]["host_ranks"][0]["cpus_seen"]) <= a
 
 
+def test_host_speed_probe_recorded(rows):
+    """Every rank's host speed before each timed step: three positive-or-zero figures per step, the CPU dispatch
+    and Python call probes timed (positive), no CUDA launch on CPU (zero)."""
+    for label in ("ddp2", "fsdp2", "pp2-tp2-dp2", "single"):
+        r = rows[label]
+        assert r["host_probe_fields"] == ["cpu_dispatch_us", "python_call_us", "cuda_launch_us"]
+        assert len(r["host_probe_ranks"]) == r["world_size"]
+        for steps in r["host_probe_ranks"]:
+            assert len(steps) == STEPS
+            assert all(s[0] > 0 and s[1] > 0 and s[2] == 0.0 for s in steps)
+
+
 def test_implementations_recorded(rows):
     assert "DistributedDataParallel" in rows["ddp2"]["implementation"]["dp"]
     assert "FSDP" in rows["fsdp2"]["implementation"]["dp"]
