@@ -3,7 +3,7 @@
 # train_gpt.py times three fixed host workloads on every rank just before each timed step (host_probe_ranks: a CPU
 # dispatch, a Python call, a CUDA launch; the GPU idle). Three rounds, alternated, of the FSDP2 host probe (h7), two
 # FSDP2 rows whose slower rank issued above the probe on some VMs (d7, w7), blind set 17's h 1536 row (274 / 208 ms on
-# two VMs) and a GPU-bound DDP row, 16 timed steps each, on one 2-GPU VM. Writes $OUT/train_steps.jsonl, train-*.log.
+# two VMs) and a GPU-bound DDP row, 16 timed steps each, on one 2-GPU VM. Writes $OUT/train_steps.jsonl, train-all.log, host.txt.
 #   bash calibrate/device/hostprobe18_x2.sh
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"; export OUT
@@ -11,11 +11,11 @@ OUT=${OUT:-out}; mkdir -p "$OUT"; export OUT
 for round in 1 2 3; do
   export TRAIN_EXTRA="--steps 16" RUN_TAG=-r$round
   bash calibrate/device/blind_x2.sh calibrate/host7_configs.txt h7-fsdp2 > /dev/null
-  mv "$OUT/train.log" "$OUT/train-h7-r$round.log"
+  cat "$OUT/train.log" >> "$OUT/train-all.log"; rm "$OUT/train.log"
   bash calibrate/device/blind_x2.sh calibrate/blind9_configs.txt d7-fsdp2 w7-fsdp2 rg-ddp2 > /dev/null
-  mv "$OUT/train.log" "$OUT/train-b9-r$round.log"
+  cat "$OUT/train.log" >> "$OUT/train-all.log"; rm "$OUT/train.log"
   bash calibrate/device/blind_x2.sh calibrate/blind17_configs.txt f17-fsdp2-h1536 > /dev/null
-  mv "$OUT/train.log" "$OUT/train-b17-r$round.log"
+  cat "$OUT/train.log" >> "$OUT/train-all.log"; rm "$OUT/train.log"
 done
 python3 - "$OUT/train_steps.jsonl" <<'PY'
 import json, sys, statistics as st
