@@ -103,7 +103,9 @@ def _render(d: dict) -> None:
                 f"rank {c['rank']}" if "rank" in c else f"node {c['node']}" if "node" in c else f"{c.get('more_ranks')} more ranks"
             detail = {"link_degraded": lambda: f"fraction {c['fraction']:g}, busy {100 * c.get('busy_fraction', 0):.0f} %",
                       "link_down": lambda: f"{c.get('rerouted_pairs', 0)} rank pairs rerouted",
-                      "straggler": lambda: f"compute x{c.get('slowdown', c.get('slowdown_max_of_rest', 1)):.3f}",
+                      "straggler": lambda: (f"host x{c.get('host_slowdown', c.get('host_slowdown_max_of_rest', 1)):.3f}"
+                                            if "host_slowdown" in c or "host_slowdown_max_of_rest" in c else
+                                            f"compute x{c.get('slowdown', c.get('slowdown_max_of_rest', 1)):.3f}"),
                       "node_lost": lambda: c.get("effect", "")}[c["kind"]]()
             ft.add_row(c["kind"], where, detail)
         console.print(ft)

@@ -318,10 +318,16 @@ class LinkDegraded(StrictModel):
 
 
 class Straggler(StrictModel):
-    """One slow GPU: every compute kernel of the rank takes ``slowdown`` times as long."""
+    """One slow rank: every compute kernel of the rank takes ``slowdown`` times as long, and its host (the
+    thread that issues its kernels and collectives) ``host_slowdown`` times as long."""
 
     rank: int = Field(ge=0)
-    slowdown: float = Field(ge=1, description="Compute-time factor (1.3 = 30 % slower).")
+    slowdown: float = Field(1.0, ge=1, description="Compute-time factor (1.3 = 30 % slower).")
+    host_slowdown: float = Field(1.0, gt=0, description=(
+        "Host-CPU-time factor of the rank's issue thread: its kernel and collective calls, FSDP2 hooks and "
+        "optimizer (2.0: a CPU at half speed, e.g. a cloud VM's vCPU whose physical core another tenant shares; "
+        "below 1: a host faster than the one the profile measured; docs/validation.md 6n). Moves the step only "
+        "where the host is what the GPU waits for."))
 
 
 class StragglerDistribution(StrictModel):

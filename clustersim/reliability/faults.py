@@ -8,7 +8,10 @@ What each fault does to the simulation (docs/goodput-and-faults.md):
   device graph (fewest hops; a peer GPU's NVLink and NIC, another NIC of the host or another
   spine where the topology has them), at the bandwidth of the links it now crosses. Where no
   path is left, the run fails with a :class:`ClusterSimError` naming the link and the pair.
-* ``stragglers``: every compute kernel of a rank takes ``slowdown`` times as long. The
+* ``stragglers``: every compute kernel of a rank takes ``slowdown`` times as long, and its host
+  issue thread ``host_slowdown`` times as long (every op's ``host_s``: kernel and collective calls,
+  FSDP2 hooks, the optimizer's dispatches); the GPU waits for a slow host only where the host
+  is the bound (host-bound FSDP2 steps, small kernels). The
   executor's collectives already wait for their last member, so a slow rank holds up its
   TP/DP/PP peers by itself. The symmetry-reduced run simulates one rank per pipeline stage of
   one replica; a straggler anywhere is folded onto the simulated rank of its pipeline stage
@@ -156,6 +159,23 @@ def straggler_factors(faults: FaultsSection, n_ranks: int, seed: int) -> dict[in
     >>> straggler_factors(FaultsSection(stragglers=[{"rank": 3, "slowdown": 1.5}]), 8, 0)
     {3: 1.5}
     """
+    return _factors(faults, n_ranks, seed, "slowdown")
+
+
+def host_factors(faults: FaultsSection, n_ranks: int, seed: int) -> dict[int, float]:
+    """Host-time factor of every rank whose host runs at another speed (``stragglers[].host_slowdown``; below 1
+    a faster host; ranks at 1.0 left out; a straggler distribution slows compute only).
+
+    >>> from clustersim.config.scenario import FaultsSection
+    >>> host_factors(FaultsSection(stragglers=[{"rank": 1, "host_slowdown": 1.8}, {"rank": 2, "slowdown": 1.2}]), 4, 0)
+    {1: 1.8}
+    """
+    if isinstance(faults.stragglers, StragglerDistribution):
+        return {}
+    return _factors(faults, n_ranks, seed, "host_slowdown")
+
+
+def _factors(faults: FaultsSection, n_ranks: int, seed: int, field: str) -> dict[int, float]:
     st = faults.stragglers
     if isinstance(st, StragglerDistribution):
         rng = np.random.default_rng(st.seed if st.seed is not None else seed)
@@ -166,15 +186,25 @@ def straggler_factors(faults: FaultsSection, n_ranks: int, seed: int) -> dict[in
         if s.rank >= n_ranks:
             raise ClusterSimError(f"straggler rank {s.rank} out of range (0..{n_ranks - 1})",
                                   field=f"faults.stragglers[{k}].rank")
-        out[s.rank] = max(out.get(s.rank, 1.0), s.slowdown)
-    return {r: f for r, f in out.items() if f > 1.0}
+        f = getattr(s, field)
+        out[s.rank] = max(out[s.rank], f) if s.rank in out else f
+    return {r: f for r, f in out.items() if f != 1.0}
 
 
 def fold_onto_exec_ranks(factors: dict[int, float], scenario, exec_ranks: list[int]) -> dict[int, float]:
-    """Factor of each executor rank: the largest factor among the global ranks it stands for.
+    """Factor of each executor rank: the largest factor among the global ranks it stands for (a rank
+    not in ``factors`` at 1.0, so a host faster than the profile's counts only where every rank it
+    stands with is as fast); executor ranks left at 1.0 are left out.
 
     A transformer's executor rank stands for its pipeline stage (its TP peers, and the other DP
     replicas under the symmetry reduction); a generic job's ranks stand for themselves.
+
+    >>> from clustersim.config.scenario import Scenario
+    >>> sc = Scenario.model_validate({"name": "x", "cluster": {"topology": "dgx-h100", "gpus": 2},
+    ...     "model": {"layers": 2, "hidden": 64, "heads": 4, "seq_len": 32, "vocab": 128},
+    ...     "training": {"micro_batch": 1, "global_batch": 2}, "parallelism": {"dp": 2}})
+    >>> fold_onto_exec_ranks({1: 0.8}, sc, [0]), fold_onto_exec_ranks({0: 0.8, 1: 0.9}, sc, [0])
+    ({}, {0: 0.9})
     """
     ex = set(exec_ranks)
     out: dict[int, float] = {}
@@ -185,12 +215,15 @@ def fold_onto_exec_ranks(factors: dict[int, float], scenario, exec_ranks: list[i
         return out
     lay = Layout.from_parallelism(scenario.parallelism)
     replicas = sorted({lay.coords(e)["dp"] for e in exec_ranks})
-    for r, f in factors.items():
+    if not factors:
+        return out
+    for r in range(lay.world):
         c = lay.coords(r)
         dp = c["dp"] if c["dp"] in replicas else replicas[0]
         e = lay.rank(dp=dp, pp=c["pp"])
-        out[e] = max(out.get(e, 1.0), f)
-    return out
+        f = factors.get(r, 1.0)
+        out[e] = max(out[e], f) if e in out else f
+    return {e: f for e, f in out.items() if f != 1.0}
 
 
 def slow_compute(graph: Graph, factor_of: dict[int, float]) -> int:
@@ -214,6 +247,21 @@ def slow_compute(graph: Graph, factor_of: dict[int, float]) -> int:
                 segs = new_lists[key] = [_scaled(s, f) for s in op.segments]
             op.segments = segs
         op.duration *= f
+        changed += 1
+    return changed
+
+
+def slow_host(graph: Graph, factor_of: dict[int, float]) -> int:
+    """Multiply the host issue time (``args.host_s``) of every op of the slowed ranks; returns ops changed.
+
+    The GPU work is unchanged (a slow CPU, not a slow GPU); every op has its own ``args``.
+    """
+    changed = 0
+    for op in graph.ops:
+        f = factor_of.get(op.rank)
+        if f is None or op.args.host_s is None:
+            continue
+        op.args.host_s *= f
         changed += 1
     return changed
 
@@ -244,13 +292,14 @@ def check_node_lost(faults: FaultsSection, cluster: Cluster, run_end_s: float) -
              "effect": f"none on this run: it ends at {run_end_s:.4g} s; the next step would fail"}]
 
 
-def describe_stragglers(factors: dict[int, float], top: int = 8) -> list[dict]:
-    """Cause entries for the slowest ranks (the largest factors first)."""
+def describe_stragglers(factors: dict[int, float], top: int = 8, key: str = "slowdown") -> list[dict]:
+    """Cause entries for the slowest ranks (the largest factors first); ``key``: ``slowdown`` (compute) or
+    ``host_slowdown``."""
     items = sorted(factors.items(), key=lambda kv: (-kv[1], kv[0]))
-    out = [{"kind": "straggler", "rank": r, "slowdown": f} for r, f in items[:top]]
+    out = [{"kind": "straggler", "rank": r, key: f} for r, f in items[:top]]
     if len(items) > top:
         out.append({"kind": "straggler", "more_ranks": len(items) - top,
-                    "slowdown_max_of_rest": items[top][1]})
+                    f"{key}_max_of_rest": items[top][1]})
     return out
 
 

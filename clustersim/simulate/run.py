@@ -291,6 +291,9 @@ def _build_step_graph(rs: ResolvedScenario, cluster: Any, *, reduced: bool, faul
         factors = flt.straggler_factors(sc.faults, cluster.n_gpus, sc.simulation.seed)
         flt.slow_compute(graph, flt.fold_onto_exec_ranks(factors, sc, exec_ranks))
         fault_causes += flt.describe_stragglers(factors)
+        hosts = flt.host_factors(sc.faults, cluster.n_gpus, sc.simulation.seed)
+        flt.slow_host(graph, flt.fold_onto_exec_ranks(hosts, sc, exec_ranks))
+        fault_causes += flt.describe_stragglers(hosts, key="host_slowdown")
     return graph, exec_ranks, step
 
 
