@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from clustersim.config.base import load_model
@@ -657,6 +658,55 @@ def test_fsdp2_host_computes_the_whole_step():
             ratio = sorted(s[f.index("process_cpu_s")] / i for s, i in zip(steps, issue))[len(issue) // 2]
             assert 0.98 <= ratio <= 1.05, (r["run_id"], ratio)
             assert max(s[f.index("main_involuntary_switches")] for s in steps) < 2 * len(steps), r["run_id"]
+
+
+#: hostprobe18_x2.sh on one 2x H200 VM, six rounds (docs/validation.md 6n): the rows of its second call and the
+#: summary its first call printed (that call's rows did not come back)
+PROBE_FILES = ("hostprobe18-h200-train_steps.jsonl", "hostprobe18-h200-first-call-summary.txt")
+
+
+def probe_runs() -> dict[str, list[tuple[float, float]]]:
+    """``{configuration: [(step s, slower host's probe us), ...]}``: each run's step and the largest of its ranks'
+    median CPU-dispatch probe (``host_probe_ranks``)."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    for line in (DATA / PROBE_FILES[0]).read_text().splitlines():
+        r = json.loads(line)
+        p = max(sorted(s[0] for s in steps)[len(steps) // 2] for steps in r["host_probe_ranks"])
+        out.setdefault(r["run_id"].rsplit("-r", 1)[0], []).append((r["step_time_s"], p))
+    for line in (DATA / PROBE_FILES[1]).read_text().splitlines():
+        if line.startswith(("#", "run")) or not line.strip():
+            continue
+        head, *cells = line.split("|")
+        rid, step = head.split()
+        out.setdefault(rid.rsplit("-r", 1)[0], []).append((float(step) / 1e3, max(float(c.split()[1]) for c in cells)))
+    return out
+
+
+PROBE_RUNS = probe_runs()
+
+
+def test_host_bound_fsdp2_steps_follow_the_host_speed_probe():
+    """On one VM, six runs each: the host-bound FSDP2 steps rise with the slower rank's probe (the same CPU work
+    taking 2.8-5.7 us, the GPU idle), the GPU-bound DDP step does not move although its hosts slowed as much."""
+    assert {k: len(v) for k, v in PROBE_RUNS.items()} == {k: 6 for k in ("h7-fsdp2", "d7-fsdp2", "w7-fsdp2",
+                                                                          "rg-ddp2", "f17-fsdp2-h1536")}
+    for name in ("h7-fsdp2", "d7-fsdp2", "f17-fsdp2-h1536"):
+        steps, probes = zip(*PROBE_RUNS[name])
+        assert np.corrcoef(steps, probes)[0, 1] > 0.8, name
+        assert max(steps) / min(steps) > 1.3, name
+    steps, probes = zip(*PROBE_RUNS["rg-ddp2"])
+    assert max(steps) / min(steps) < 1.01 and max(probes) / min(probes) > 1.4
+
+
+@pytest.mark.parametrize("name", ("h7-fsdp2", "d7-fsdp2", "w7-fsdp2", "f17-fsdp2-h1536"))
+def test_fsdp2_model_within_the_range_of_its_runs_on_one_vm(name):
+    """Both fidelities within the range of the configuration's six runs on the probe VM, widened by 5%."""
+    runs = [t for t, _ in PROBE_RUNS[name]]
+    files = {"h7-fsdp2": "host7_configs.txt", "f17-fsdp2-h1536": "blind17_configs.txt"}.get(name, "blind9_configs.txt")
+    line = next(x.split() for x in (ROOT / "calibrate" / files).read_text().splitlines() if x.split()[:1] == [name])
+    row = {"scenario": Path(line[1]).stem, "overrides": line[2:]}
+    for fid, t in predict(row).items():
+        assert 0.95 * min(runs) <= t <= 1.05 * max(runs), (fid, t, sorted(runs))
 
 
 def table(rows=None) -> str:
