@@ -86,6 +86,7 @@ if str(_HERE) not in sys.path:
 from clustersim.config.base import load_model  # noqa: E402
 from clustersim.config.scenario import Scenario  # noqa: E402
 from clustersim.errors import ClusterSimError  # noqa: E402
+from pmu import ThreadCounters  # noqa: E402  (calibrate/pmu.py, beside this script)
 
 try:  # torch is only needed to actually run; keep the error readable
     import torch
@@ -658,6 +659,9 @@ HOST_CPU: list = []
 #: fields of a HOST_CPU entry
 HOST_CPU_FIELDS = ("main_thread_cpu_s", "process_cpu_s", "main_voluntary_switches", "main_involuntary_switches",
                    "process_involuntary_switches")
+#: instructions retired and CPU cycles of the process's threads over each timed step's issue (calibrate/pmu.py;
+#: zeros where the VM exposes no performance counters)
+HOST_PMU: list = []
 #: the host's own speed just before each timed step (:func:`host_speed_probe`), microseconds per call
 HOST_PROBE: list = []
 #: fields of a HOST_PROBE entry
@@ -802,8 +806,11 @@ def timed_steps(args, launch: Launch, trainer: Trainer):
     if manual_gc:
         gc.collect()
         gc.disable()
+    counters = None
     try:
         for i in range(args.warmup + args.steps):
+            if i == args.warmup:  # every thread of the process exists by now (autograd's start at the first backward)
+                counters = ThreadCounters()
             if i == args.warmup and launch.distributed:
                 launch.sync()
                 dist.barrier()
@@ -816,10 +823,12 @@ def timed_steps(args, launch: Launch, trainer: Trainer):
             if cuda:  # the allocator's peak per step (warm-up included): which step sets the run's peak
                 torch.cuda.reset_peak_memory_stats(launch.device)
             c0 = cpu_counters()
+            p0 = counters.read() if counters is not None else (0.0, 0.0)
             t = time.perf_counter()
             loss = trainer.step(i)
             t_issued = time.perf_counter()  # the host has issued the whole step (no sync inside it)
             c1 = cpu_counters()
+            p1 = counters.read() if counters is not None else (0.0, 0.0)
             launch.sync()
             dt = time.perf_counter() - t
             CPUS_SEEN.add(_current_cpu())
@@ -833,11 +842,14 @@ def timed_steps(args, launch: Launch, trainer: Trainer):
                 OPT_WINDOWS.append((trainer.opt_window[0] - t, trainer.opt_window[1] - t))
                 HOST_CPU.append(tuple(b - a for a, b in zip(c0, c1)))
                 HOST_PROBE.append(tuple(probe))
+                HOST_PMU.append((p1[0] - p0[0], p1[1] - p0[1]))
             losses.append(loss)
             if i < args.warmup:
                 _log(launch.rank, f"warm-up step {i + 1}/{args.warmup}: {dt * 1e3:.1f} ms")
     finally:  # the collector comes back even if a step fails
         clock.close()
+        if counters is not None:
+            counters.close()
         if manual_gc:
             gc.enable()
     return losses, times, issue
@@ -874,6 +886,8 @@ class Measured:
     """every rank's host CPU counters over each timed step's issue, [rank][step] = HOST_CPU_FIELDS"""
     probe_ranks: list = None
     """every rank's host speed probe before each timed step, [rank][step] = HOST_PROBE_FIELDS"""
+    pmu_ranks: list = None
+    """every rank's (instructions, cycles) of its process's threads over each timed step's issue, [rank][step]"""
     host_ranks: list = None
     """every rank's CPU placement (allowed CPUs, CPUs the main thread was seen on) and allocator counters"""
     device_used_bytes: float = 0.0
@@ -915,8 +929,9 @@ def gather(launch: Launch, losses: list, times: list, issue: list) -> Measured:
         cpu_flat = [v for w in HOST_CPU[-n:] for v in w]
         q = len(HOST_PROBE_FIELDS)
         probe_flat = [v for w in HOST_PROBE[-n:] for v in w]
-        iv = torch.tensor(list(issue) + GC_PAUSES[-n:] + opt_flat + cpu_flat + probe_flat, dtype=torch.float64,
-                          device=comm_dev)
+        pmu_flat = [v for w in HOST_PMU[-n:] for v in w]
+        iv = torch.tensor(list(issue) + GC_PAUSES[-n:] + opt_flat + cpu_flat + probe_flat + pmu_flat,
+                          dtype=torch.float64, device=comm_dev)
         parts = [torch.empty_like(iv) for _ in range(launch.world)]
         dist.all_gather(parts, iv)
         issue_ranks = [p_.cpu().tolist()[:n] for p_ in parts]
@@ -926,17 +941,21 @@ def gather(launch: Launch, losses: list, times: list, issue: list) -> Measured:
         cpu_ranks = [[p_.cpu().tolist()[4 * n + j * k:4 * n + (j + 1) * k] for j in range(n)] for p_ in parts]
         o = 4 * n + n * k
         probe_ranks = [[p_.cpu().tolist()[o + j * q:o + (j + 1) * q] for j in range(n)] for p_ in parts]
+        o += n * q
+        pmu_ranks = [[p_.cpu().tolist()[o + 2 * j:o + 2 * j + 2] for j in range(n)] for p_ in parts]
     else:
         issue_ranks = [list(issue)]
         gc_ranks = [GC_PAUSES[-len(issue):]]
         opt_ranks = [[list(w) for w in OPT_WINDOWS[-len(issue):]]]
         cpu_ranks = [[list(w) for w in HOST_CPU[-len(issue):]]]
         probe_ranks = [[list(w) for w in HOST_PROBE[-len(issue):]]]
+        pmu_ranks = [[list(w) for w in HOST_PMU[-len(issue):]]]
     host_ranks = _gather_host_facts(launch, comm_dev if launch.distributed else None)
     return Measured(losses=(loss_vec / max(cnt.item(), 1.0)).tolist(), step_times=tvec.tolist(),
                     peak_bytes=peak[0].item(), reserved_bytes=peak[1].item(), device_used_bytes=peak[2].item(),
                     times_rank0=times, issue_rank0=issue, issue_ranks=issue_ranks, host_ranks=host_ranks,
-                    gc_ranks=gc_ranks, opt_ranks=opt_ranks, cpu_ranks=cpu_ranks, probe_ranks=probe_ranks)
+                    gc_ranks=gc_ranks, opt_ranks=opt_ranks, cpu_ranks=cpu_ranks, probe_ranks=probe_ranks,
+                    pmu_ranks=pmu_ranks)
 
 
 def _gather_host_facts(launch: Launch, comm_dev) -> list:
@@ -1027,6 +1046,9 @@ def result_row(args, sc: Scenario, launch: Launch, *, impl: dict, dtype_name: st
         # HOST_PROBE_FIELDS): how fast this rank's CPU ran then
         "host_probe_fields": list(HOST_PROBE_FIELDS),
         "host_probe_ranks": meas.probe_ranks,
+        # per rank and step, over the step's issue: instructions retired and CPU cycles of the process's threads
+        # (hardware counters; zeros where the VM has none): more work, or the same work slower
+        "host_pmu_ranks": meas.pmu_ranks,
         # per rank: logical CPUs allowed and seen, allocator retries / device-wide syncs (rank skew diagnosis)
         "host_ranks": meas.host_ranks,
         "forced_ddp": bool(args.force_ddp),

@@ -179,6 +179,11 @@ def test_host_speed_probe_recorded(rows):
         for steps in r["host_probe_ranks"]:
             assert len(steps) == STEPS
             assert all(s[0] > 0 and s[1] > 0 and s[2] == 0.0 for s in steps)
+        # hardware counters where the machine has them (instructions and cycles), zeros where it has none
+        assert len(r["host_pmu_ranks"]) == r["world_size"]
+        for steps in r["host_pmu_ranks"]:
+            assert len(steps) == STEPS and all(len(s) == 2 and min(s) >= 0 for s in steps)
+            assert all(s[0] > 0 and s[1] > 0 for s in steps) or all(s == [0.0, 0.0] for s in steps)
 
 
 def test_implementations_recorded(rows):
