@@ -2,7 +2,8 @@
 
 ``calibrate/train_gpt.py`` times three fixed host workloads on every rank just before each timed step
 (``host_probe_ranks``; the GPU idle). This script reads ``calibrate/device/hostprobe18_x2.sh``'s rows (and the
-summary its first call printed), and for every run prints the measured step, each rank's median host issue and
+summary its first call printed; runs A and B, one VM) and the same script's rows on a second VM (runs C), and for
+every run prints the measured step, each rank's median host issue and
 CPU-dispatch probe, the model as committed (the profile's host speed) and the model at the run's own host speed:
 every rank's host time scaled by its probe over the reference probe (``faults.stragglers[].host_slowdown``).
 
@@ -24,6 +25,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RAW = ROOT / "calibrate" / "raw" / "hostprobe18-h200"
+#: the same script on a second 2x H200 VM (runs C1-C3)
+RAW_SECOND = ROOT / "calibrate" / "raw" / "hostprobe18-h200b"
 #: where each run's configuration is (the run id without its round tag)
 CONFIG_FILES = {"h7-fsdp2": "host7_configs.txt", "d7-fsdp2": "blind9_configs.txt", "w7-fsdp2": "blind9_configs.txt",
                 "rg-ddp2": "blind9_configs.txt", "f17-fsdp2-h1536": "blind17_configs.txt"}
@@ -50,12 +53,13 @@ def runs() -> list[dict]:
         rid, step = head.split()
         ranks = [(float(c.split()[0]), float(c.split()[1])) for c in cells]
         out.append({"config": rid.rsplit("-r", 1)[0], "tag": "A" + rid[-1], "step_ms": float(step), "ranks": ranks})
-    for line in (RAW / "train_steps.jsonl").read_text().splitlines():
-        r = json.loads(line)
-        ranks = [(1e3 * statistics.median(iss), statistics.median(p[0] for p in pr))
-                 for iss, pr in zip(r["host_issue_s_ranks"], r["host_probe_ranks"])]
-        out.append({"config": r["run_id"].rsplit("-r", 1)[0], "tag": "B" + r["run_id"][-1],
-                    "step_ms": 1e3 * r["step_time_s"], "ranks": ranks})
+    for tag, raw in (("B", RAW), ("C", RAW_SECOND)):
+        for line in (raw / "train_steps.jsonl").read_text().splitlines():
+            r = json.loads(line)
+            ranks = [(1e3 * statistics.median(iss), statistics.median(p[0] for p in pr))
+                     for iss, pr in zip(r["host_issue_s_ranks"], r["host_probe_ranks"])]
+            out.append({"config": r["run_id"].rsplit("-r", 1)[0], "tag": tag + r["run_id"][-1],
+                        "step_ms": 1e3 * r["step_time_s"], "ranks": ranks})
     return out
 
 
