@@ -163,6 +163,70 @@ def optimizer_host(rels, gpu: str) -> dict:
     return {"base_us": round(max(float(base), 0.0) * 1e6, 1), "per_tensor_us": round(max(float(per), 0.0) * 1e6, 2)}
 
 
+#: every run of the FSDP2 host probe program (2 ranks; 2 or 4 micro-batches: ``h7-fsdp2*``) per GPU, on as many VMs as
+#: were lent (relative to calibrate/): what ``host.speed_band`` is measured from
+HOST_PROBE_RUNS = {
+    "H200": ("raw/host8/train_steps.jsonl", "raw/host9/train_steps.jsonl", "raw/fsdp16/train_steps.jsonl",
+             "raw/hostcpu17-h200/train_steps.jsonl", "raw/hostcpu17-h200b/train_steps.jsonl",
+             "raw/hostprobe18-h200/train_steps.jsonl", "raw/hostprobe18-h200b/train_steps.jsonl"),
+    "H100": ("raw/host7/train_steps.jsonl", "raw/hostcpu17-h100/train_steps.jsonl"),
+}
+#: runs whose rows did not come back, only the script's printed summary (``run step | ...`` lines, ms), per GPU
+HOST_PROBE_SUMMARIES = {"H200": ("raw/hostprobe18-h200/first-call-summary.txt",), "H100": ()}
+
+
+def _summary_runs(rel: str) -> list[tuple[str, list[str], float]]:
+    """(scenario file, overrides, step seconds) of the host probe program's runs in a printed summary; the configuration is the
+    ``h7-fsdp2`` row of calibrate/host7_configs.txt (the run ids are it with a round tag)."""
+    cfg = next(line.split() for line in (HERE / "host7_configs.txt").read_text(encoding="utf-8").splitlines()
+               if line.split()[:1] == ["h7-fsdp2"])
+    out = []
+    for line in (HERE / rel).read_text(encoding="utf-8").splitlines():
+        head = line.split("|")[0].split()
+        if len(head) == 2 and head[0].rsplit("-r", 1)[0] == "h7-fsdp2":
+            out.append((cfg[1], cfg[2:], float(head[1]) / 1e3))
+    return out
+
+
+def host_speed_band(profile, rels, gpu: str, summaries=()) -> dict:
+    """``host.speed_band`` for ``profile``: the 95% quantile of ``|log(predicted / measured)|`` over every run of the
+    host probe program in ``rels`` that ran on a ``gpu`` and in the printed ``summaries`` (each predicted with
+    ``profile``, analytical), as a factor.
+
+    The probe's step is its host's issue time, so its runs spread with the host's own speed (docs/validation.md 6n);
+    the hook cost in ``profile`` was derived from one VM's pair of these runs, so they are its calibration program,
+    not held-out data: the factor is the host's run-to-run spread around the profile's host, not a model error."""
+    import numpy as np
+
+    from clustersim.simulate.resolve import resolve_scenario
+    from clustersim.simulate.run import run_scenario
+
+    logs, vms = [], 0
+    for rel in rels:
+        found = False
+        for line in (HERE / rel).read_text(encoding="utf-8").splitlines():
+            r = json.loads(line) if line.strip() else {}
+            if (r.get("status") != "ok" or not str(r.get("run_id", "")).startswith("h7-fsdp2")
+                    or gpu not in str(r.get("gpu"))):
+                continue
+            rs = dataclasses.replace(resolve_scenario(HERE.parent / r["scenario_file"], r["overrides"]), profile=profile)
+            logs.append(abs(np.log(run_scenario(rs, fidelity="analytical").step_time_s / r["step_time_s"])))
+            found = True
+        vms += found
+    for rel in summaries:
+        for scenario, overrides, step_s in _summary_runs(rel):
+            rs = dataclasses.replace(resolve_scenario(HERE.parent / scenario, overrides), profile=profile)
+            logs.append(abs(np.log(run_scenario(rs, fidelity="analytical").step_time_s / step_s)))
+        vms += 1
+    if len(logs) < 2:
+        raise ValueError(f"{', '.join(rels)}: fewer than two host probe runs on {gpu}")
+    return {"time_factor": round(float(np.exp(np.quantile(logs, 0.95))), 3), "coverage": 0.95, "runs": len(logs),
+            "method": f"the FSDP2 host probe program (calibrate/host7_configs.txt h7-fsdp2, 2 and 4 micro-batches on 2 "
+                      f"ranks) run {len(logs)} times in {vms} sessions on {gpu} VMs (calibrate/fsdp_hook.py "
+                      f"HOST_PROBE_RUNS, HOST_PROBE_SUMMARIES), each predicted with this profile: 95% quantile of |log(predicted/measured)|. "
+                      f"Written by `python calibrate/make_profiles.py`."}
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 

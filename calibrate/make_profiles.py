@@ -60,7 +60,8 @@ import yaml
 from clustersim.calibration.fit import Measurements, fit_profile, profile_yaml, read_measurements
 from clustersim.config.base import validate
 from clustersim.config.profile import Profile
-from fsdp_hook import H200_PROBE, OPTIMIZER_ROWS, PROBE, fsdp_hook_table, fsdp_hook_us, optimizer_host
+from fsdp_hook import (H200_PROBE, HOST_PROBE_RUNS, HOST_PROBE_SUMMARIES, OPTIMIZER_ROWS, PROBE, fsdp_hook_table,  # noqa: E402
+                       fsdp_hook_us, host_speed_band, optimizer_host)
 
 HERE = Path(__file__).resolve().parent          # calibrate/
 COMMAND = "python calibrate/make_profiles.py"
@@ -426,11 +427,16 @@ def make_h200() -> Profile:
     # (host speed differs between VMs: it is that VM's), with this profile's own kernel and call costs
     data["host"]["fsdp_hook_us"] = fsdp_hook_table(validate(Profile, data, file=None), H200_FSDP_PROBE)
     data["host"]["fsdp_optimizer_us"] = optimizer_host(OPTIMIZER_ROWS["H200"], "H200")
+    # how far the host's own speed moved the host probe program's step over repeated runs (docs/validation.md 6n)
+    data["host"]["speed_band"] = host_speed_band(validate(Profile, data, file=None), HOST_PROBE_RUNS["H200"], "H200",
+                                                 HOST_PROBE_SUMMARIES["H200"])
     data["compute"]["device_spread"] = device_spread_h200()
     data["host"]["first_collective_us"] = first_collective_h200()
     data["source"]["files"] = list(data["source"].get("files", [])) + [H200_OVERLAP, H200_FSDP_PROBE, H200_PI_GPUS,
                                                                        H200_FIRST_COLLECTIVE, *P2P_RESIDENT_H200, CLOCK_IDLE_H200,
                                                                        *OPTIMIZER_ROWS["H200"]]
+    data["source"]["files"] += [f for f in (*HOST_PROBE_RUNS["H200"], *HOST_PROBE_SUMMARIES["H200"])
+                                if f not in data["source"]["files"]]
     src = data["source"]
     src.update({
         "gpu": meta.get("gpu"), "host": "vm (one VM, 2 resp. 4 H200 SXM GPUs, NV18 into NVSwitch)",
@@ -539,9 +545,11 @@ def make_h100() -> Profile:
     # this profile only); derived with this profile's own kernel and call costs
     data["host"]["fsdp_hook_us"] = fsdp_hook_us(validate(Profile, data, file=None), H100_FSDP_PROBE)
     data["host"]["fsdp_optimizer_us"] = optimizer_host(OPTIMIZER_ROWS["H100"], "H100")
+    data["host"]["speed_band"] = host_speed_band(validate(Profile, data, file=None), HOST_PROBE_RUNS["H100"], "H100")
     data["compute"]["device_spread"], data["host"]["first_collective_us"] = pi_strong_h100()
     data["source"]["files"] = list(data["source"].get("files", [])) + [H100_OVERLAP, H100_FSDP_PROBE, H100_PI_STRONG,
                                                                        *P2P_RESIDENT, CLOCK_IDLE, *OPTIMIZER_ROWS["H100"]]
+    data["source"]["files"] += [f for f in HOST_PROBE_RUNS["H100"] if f not in data["source"]["files"]]
     src = data["source"]
     src.update({
         "gpu": meta.get("gpu"), "host": "DGX H100 (links, NCCL); compute measured on a 1x H100 80GB HBM3 VM",

@@ -188,6 +188,26 @@ class OptimizerHost(StrictModel):
     per_tensor_us: NonNeg = Field(description="Host time per parameter tensor of the rank, microseconds.")
 
 
+class HostSpeedBand(StrictModel):
+    """How far the host's own speed moved a host-bound step between runs on the machine the profile describes.
+
+    ``time_factor`` is the 95% quantile of ``|log(predicted / measured)|`` over repeated runs of the FSDP2 host probe
+    program (a step its host issues, the GPU waiting: calibrate/host7_configs.txt) on VMs of that machine: a cloud
+    VM's vCPU ran the same CPU work up to 2x slower from minute to minute (docs/validation.md 6n). `clustersim run
+    --band` moves every host cost by it (``per_call_overhead_us``, ``fsdp_hook_us``, ``fsdp_optimizer_us``: x f on
+    the slow side, / f on the fast side), so a host-bound step gets a band and a GPU-bound one hardly moves.
+
+    >>> HostSpeedBand(time_factor=1.3, runs=13).coverage
+    0.95
+    """
+
+    time_factor: float = Field(ge=1.0, description="Factor f: host costs x f (slow) and / f (fast) in the band (a "
+                               "ratio, >= 1).")
+    coverage: float = Field(0.95, gt=0.0, lt=1.0, description="Quantile the factor was taken at (fraction, 0-1).")
+    runs: int = Field(ge=1, description="Runs of the host probe program behind the factor (count).")
+    method: str | None = Field(None, description="Which runs, on how many VMs, and how they were predicted.")
+
+
 class HostParams(StrictModel):
     """Host-side costs the GPU may wait for."""
 
@@ -215,6 +235,9 @@ class HostParams(StrictModel):
         "fsdp_hook_us; measured (calibrate/device/first_collective.py, calibrate/device/pi/strong_scaling.py). "
         "Charged to generic jobs timed from fresh communicators (job.fresh_communicators), not to training steps "
         "(the steady state after warm-up). None: not measured, no cost."))
+    speed_band: HostSpeedBand | None = Field(None, description=(
+        "How much the host's own speed varied between runs of the host probe program on this machine (measured; "
+        "None: not measured, `run --band` leaves host costs as they are)."))
     comm_init: CommInit = Field(default_factory=CommInit, description="Communicator start-up cost (init_process_group "
                                 "to the first completed collective); reported by calibrate fit, not part of a step.")
 

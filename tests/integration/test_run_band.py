@@ -73,3 +73,47 @@ def test_band_is_wide_where_no_collective_was_measured():
     lo, hi = d["step_time_band_s"]
     assert lo < d["step_time_s"] < hi
     assert hi / d["step_time_s"] > 1.05     # a visible width (was 0 before the held-out factor)
+
+
+#: the FSDP2 host probe (calibrate/host7_configs.txt h7-fsdp2) and a GPU-bound DDP layout (blind set 9's rg-ddp2)
+HOST_BOUND = ["model.layers=32", "model.hidden=256", "model.heads=4", "model.ffn_hidden=1024", "model.seq_len=256",
+              "training.micro_batch=1", "training.global_batch=4"]
+GPU_BOUND = ["model.hidden=2048", "model.ffn_hidden=8192", "training.micro_batch=4", "training.global_batch=16"]
+
+
+def _band(scenario, sets):
+    from clustersim.simulate.band import step_time_band
+    from clustersim.simulate.resolve import resolve_scenario
+    from clustersim.simulate.run import run_scenario
+
+    rs = resolve_scenario(ROOT / "scenarios" / scenario, sets)
+    return (run_scenario(rs, fidelity="analytical").step_time_s,) + step_time_band(rs, fidelity="analytical")
+
+
+def test_host_speed_band_widens_a_host_bound_step_only():
+    """hgx-h200's host.speed_band (the host probe program's run-to-run spread) moves every host cost: a host-bound
+    FSDP2 step's band is about [t / f, t x f]; a GPU-bound DDP step's stays within 1%."""
+    prof = load_model(Profile, ROOT / "calibrate" / "profiles" / "hgx-h200.yaml")
+    f = prof.host.speed_band.time_factor
+    assert 1.1 < f < 1.6 and prof.host.speed_band.runs >= 10
+    slow = profile_at_bound(prof, False).host
+    assert slow.per_call_overhead_us == prof.host.per_call_overhead_us * f
+    assert slow.fsdp_hook_us[2] == prof.host.fsdp_hook_us[2] * f
+    t, lo, hi = _band("ref-fsdp2.yaml", HOST_BOUND)
+    assert hi / t > 0.9 * f and t / lo > 0.9 * f
+    t, lo, hi = _band("ref-ddp2.yaml", GPU_BOUND)
+    assert hi / t < 1.01 and t / lo < 1.01
+
+
+def test_host_speed_factor_is_the_quantile_of_the_probe_runs():
+    """The shipped factor is what calibrate/fsdp_hook.py's host_speed_band gives on the raw probe runs."""
+    import importlib.util
+
+    sys.path.insert(0, str(ROOT / "calibrate"))
+    spec = importlib.util.spec_from_file_location("fsdp_hook", ROOT / "calibrate" / "fsdp_hook.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    prof = load_model(Profile, ROOT / "calibrate" / "profiles" / "hgx-h200.yaml")
+    band = mod.host_speed_band(prof, mod.HOST_PROBE_RUNS["H200"], "H200", mod.HOST_PROBE_SUMMARIES["H200"])
+    assert band["runs"] == prof.host.speed_band.runs == 16
+    assert abs(band["time_factor"] - prof.host.speed_band.time_factor) < 1e-3
