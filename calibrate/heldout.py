@@ -4,6 +4,7 @@
   python calibrate/heldout.py commands                                           # what to run on the GPUs
   python calibrate/heldout.py compare calibrate/raw/heldout/predictions.json calibrate/raw/heldout/train_steps.jsonl
   python calibrate/heldout.py --configs calibrate/blind2_configs.txt predict -o calibrate/raw/blind2/predictions.json
+  python calibrate/heldout.py --configs calibrate/blind18_configs.txt predict --band -o calibrate/raw/blind18/predictions.json
 
 The predictions are written (and committed) before the measurement exists, so they cannot
 have been tuned to it.
@@ -39,7 +40,9 @@ def gpus(scenario: str, sets: list[str]) -> int:
     return s.cluster.gpus or s.world_size
 
 
-def predict(out: Path) -> None:
+def predict(out: Path, band: bool = False) -> None:
+    from clustersim.simulate.band import step_time_band
+    from clustersim.simulate.resolve import resolve_scenario
     from clustersim.simulate.run import run_scenario
 
     rows = {}
@@ -49,7 +52,12 @@ def predict(out: Path) -> None:
                for fid in ("flow", "analytical")}
         rows[name] = {"scenario": scenario, "overrides": sets, "gpus": gpus(scenario, sets),
                       "predicted_step_time_s": res}
-        print(f"{name:18s} flow {res['flow'] * 1e3:8.1f} ms  analytical {res['analytical'] * 1e3:8.1f} ms")
+        line = f"{name:18s} flow {res['flow'] * 1e3:8.1f} ms  analytical {res['analytical'] * 1e3:8.1f} ms"
+        if band:  # `clustersim run --band` at analytical fidelity: the collectives' and the host's bounds
+            lo, hi = step_time_band(resolve_scenario(HERE.parent / scenario, sets), fidelity="analytical")
+            rows[name]["predicted_band_s"] = {"analytical": [lo, hi]}
+            line += f"  band {lo * 1e3:.1f}-{hi * 1e3:.1f} ms"
+        print(line)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=HERE.parent, capture_output=True, text=True).stdout.strip()
     dirty = bool(subprocess.run(["git", "status", "--porcelain", "clustersim", "topologies", "scenarios"],
                                 cwd=HERE.parent, capture_output=True, text=True).stdout.strip())
@@ -75,18 +83,24 @@ def compare(pred: Path, meas: Path) -> None:
         r = json.loads(line)
         if r.get("status") == "ok":
             m[r.get("run_id")] = r["step_time_s"]
-    print("| config | GPUs | measured ms | predicted flow ms | error | predicted analytical ms | error |")
-    print("|---|---|---|---|---|---|---|")
+    banded = any("predicted_band_s" in row for k, row in p.items() if not k.startswith("_"))
+    extra = (" band ms | inside |", "---|---|") if banded else ("", "")
+    print("| config | GPUs | measured ms | predicted flow ms | error | predicted analytical ms | error |" + extra[0])
+    print("|---|---|---|---|---|---|---|" + extra[1])
     for name, row in p.items():
         if name.startswith("_"):
             continue
         if name not in m:
-            print(f"| {name} | {row['gpus']} | not measured | | | | |")
+            print(f"| {name} | {row['gpus']} | not measured | | | | |" + (" | |" if banded else ""))
             continue
         t = m[name]
         f, a = row["predicted_step_time_s"]["flow"], row["predicted_step_time_s"]["analytical"]
+        cells = ""
+        if banded:
+            lo, hi = row["predicted_band_s"]["analytical"]
+            cells = f" {lo * 1e3:.1f}-{hi * 1e3:.1f} | {'yes' if lo <= t <= hi else 'no'} |"
         print(f"| {name} | {row['gpus']} | {t * 1e3:.1f} | {f * 1e3:.1f} | {100 * (f - t) / t:+.1f}% | "
-              f"{a * 1e3:.1f} | {100 * (a - t) / t:+.1f}% |")
+              f"{a * 1e3:.1f} | {100 * (a - t) / t:+.1f}% |" + cells)
 
 
 def main() -> None:
@@ -96,6 +110,7 @@ def main() -> None:
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("predict")
     p.add_argument("-o", "--output", type=Path, required=True)
+    p.add_argument("--band", action="store_true", help="also the step-time band of `clustersim run --band` (analytical)")
     sub.add_parser("commands")
     c = sub.add_parser("compare")
     c.add_argument("predictions", type=Path)
@@ -103,7 +118,7 @@ def main() -> None:
     a = ap.parse_args()
     CONFIGS = a.configs.resolve()
     if a.cmd == "predict":
-        predict(a.output)
+        predict(a.output, band=a.band)
     elif a.cmd == "commands":
         commands()
     else:

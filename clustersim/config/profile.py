@@ -194,15 +194,15 @@ class HostSpeedBand(StrictModel):
     ``time_factor`` is the 95% quantile of ``|log(predicted / measured)|`` over repeated runs of the FSDP2 host probe
     program (a step its host issues, the GPU waiting: calibrate/host7_configs.txt) on VMs of that machine: a cloud
     VM's vCPU ran the same CPU work up to 2x slower from minute to minute (docs/validation.md 6n). `clustersim run
-    --band` moves every host cost by it (``per_call_overhead_us``, ``fsdp_hook_us``, ``fsdp_optimizer_us``: x f on
+    --band` moves every op's host issue time by it (kernel and collective calls, FSDP2 hooks, the optimizer: x f on
     the slow side, / f on the fast side), so a host-bound step gets a band and a GPU-bound one hardly moves.
 
     >>> HostSpeedBand(time_factor=1.3, runs=13).coverage
     0.95
     """
 
-    time_factor: float = Field(ge=1.0, description="Factor f: host costs x f (slow) and / f (fast) in the band (a "
-                               "ratio, >= 1).")
+    time_factor: float = Field(ge=1.0, description="Factor f: every host issue time x f (slow) and / f (fast) in the "
+                               "band (a ratio, >= 1).")
     coverage: float = Field(0.95, gt=0.0, lt=1.0, description="Quantile the factor was taken at (fraction, 0-1).")
     runs: int = Field(ge=1, description="Runs of the host probe program behind the factor (count).")
     method: str | None = Field(None, description="Which runs, on how many VMs, and how they were predicted.")

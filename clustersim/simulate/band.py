@@ -4,8 +4,9 @@ The band is the step time simulated twice more: once with every collective quant
 optimistic bound (latency low, bandwidth high) and once at its pessimistic bound. Both runs use
 the same schedule, so the band shows how much the collectives' uncertainty can move the answer.
 Where the profile measured how much its host's own speed varies between runs (``host.speed_band``:
-the 95% quantile of the host probe program's step error over repeated runs), every host cost moves by
-that factor too, the slow side with the slow collectives: the one run-to-run noise of real hardware
+the 95% quantile of the host probe program's step error over repeated runs), every op's host issue
+time (kernel and collective calls, FSDP2 hooks, the optimizer) moves by that factor too, the slow side
+with the slow collectives: the one run-to-run noise of real hardware
 the band carries, because a host-bound step follows it (docs/validation.md 6n).
 
 Where the profile states its held-out error (``uncertainty.time_factor`` f: the 95% quantile of
@@ -59,22 +60,6 @@ def _scaled(data: dict, factor: float, optimistic: bool) -> dict:
     return data
 
 
-def _host_at(data: dict, factor: float, optimistic: bool) -> dict:
-    """Every host cost of the profile moved by the host speed band's ``factor`` (x f slow, / f fast)."""
-    f = 1.0 / factor if optimistic else factor
-    host = data["host"]
-    host["per_call_overhead_us"] *= f
-    hook = host.get("fsdp_hook_us")
-    if isinstance(hook, dict):
-        host["fsdp_hook_us"] = {k: v * f for k, v in hook.items()}
-    elif hook is not None:
-        host["fsdp_hook_us"] = hook * f
-    opt = host.get("fsdp_optimizer_us")
-    if opt is not None:
-        host["fsdp_optimizer_us"] = {"base_us": opt["base_us"] * f, "per_tensor_us": opt["per_tensor_us"] * f}
-    return data
-
-
 def profile_at_bound(profile: Profile, optimistic: bool) -> Profile:
     """A copy of ``profile`` with its collective quantities at one end of their band.
 
@@ -85,8 +70,6 @@ def profile_at_bound(profile: Profile, optimistic: bool) -> Profile:
     (3.6, 250.0)
     """
     data = profile.model_dump(mode="python")
-    if profile.host.speed_band is not None:   # the host's own speed (docs/validation.md 6n)
-        data = _host_at(data, profile.host.speed_band.time_factor, optimistic)
     if profile.uncertainty is not None:
         return Profile.model_validate(_scaled(data, profile.uncertainty.time_factor, optimistic))
     lat_side, bw_side = (0, 1) if optimistic else (1, 0)
@@ -109,8 +92,12 @@ def step_time_band(resolved: Any, fidelity: str | None = None, reduced: bool = T
     """(fast, slow) step times of a :class:`ResolvedScenario` at the profile's CI bounds."""
     from clustersim.simulate.run import run_scenario
 
+    band = resolved.profile.host.speed_band
+    f = band.time_factor if band is not None else 1.0
     out = []
     for optimistic in (True, False):
-        rs = dataclasses.replace(resolved, profile=profile_at_bound(resolved.profile, optimistic))
+        # the host's own speed (docs/validation.md 6n): every op's host issue time x f on the slow side, / f on the fast
+        rs = dataclasses.replace(resolved, profile=profile_at_bound(resolved.profile, optimistic),
+                                 host_factor=1.0 / f if optimistic else f)
         out.append(run_scenario(rs, fidelity=fidelity, reduced=reduced).step_time_s)
     return min(out), max(out)

@@ -33,6 +33,9 @@ class ResolvedScenario:
     profile: Profile
     topology_file: Path
     profile_file: Path | None
+    host_factor: float = 1.0
+    """every op's host issue time is multiplied by it (1: the profile's host; the bounds of the host speed band,
+    :mod:`clustersim.simulate.band`)"""
 
 
 @dataclass

@@ -91,14 +91,12 @@ def _band(scenario, sets):
 
 
 def test_host_speed_band_widens_a_host_bound_step_only():
-    """hgx-h200's host.speed_band (the host probe program's run-to-run spread) moves every host cost: a host-bound
+    """hgx-h200's host.speed_band (the host probe program's run-to-run spread) moves every host issue time: a host-bound
     FSDP2 step's band is about [t / f, t x f]; a GPU-bound DDP step's stays within 1%."""
     prof = load_model(Profile, ROOT / "calibrate" / "profiles" / "hgx-h200.yaml")
     f = prof.host.speed_band.time_factor
     assert 1.1 < f < 1.6 and prof.host.speed_band.runs >= 10
-    slow = profile_at_bound(prof, False).host
-    assert slow.per_call_overhead_us == prof.host.per_call_overhead_us * f
-    assert slow.fsdp_hook_us[2] == prof.host.fsdp_hook_us[2] * f
+    assert profile_at_bound(prof, False).host == prof.host   # the host moves in the graph, not in the profile
     t, lo, hi = _band("ref-fsdp2.yaml", HOST_BOUND)
     assert hi / t > 0.9 * f and t / lo > 0.9 * f
     t, lo, hi = _band("ref-ddp2.yaml", GPU_BOUND)
