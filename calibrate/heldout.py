@@ -78,11 +78,14 @@ def commands() -> None:
 
 def compare(pred: Path, meas: Path) -> None:
     p = json.loads(pred.read_text())
-    m = {}
+    import re
+
+    m: dict = {}   # configuration -> [(run id, step s)]: a run id is the configuration's, or it with a round tag -rN
     for line in meas.read_text().splitlines():
         r = json.loads(line)
         if r.get("status") == "ok":
-            m[r.get("run_id")] = r["step_time_s"]
+            rid = str(r.get("run_id"))
+            m.setdefault(re.sub(r"-r\d+$", "", rid) if rid not in p else rid, []).append((rid, r["step_time_s"]))
     banded = any("predicted_band_s" in row for k, row in p.items() if not k.startswith("_"))
     extra = (" band ms | inside |", "---|---|") if banded else ("", "")
     print("| config | GPUs | measured ms | predicted flow ms | error | predicted analytical ms | error |" + extra[0])
@@ -93,14 +96,14 @@ def compare(pred: Path, meas: Path) -> None:
         if name not in m:
             print(f"| {name} | {row['gpus']} | not measured | | | | |" + (" | |" if banded else ""))
             continue
-        t = m[name]
-        f, a = row["predicted_step_time_s"]["flow"], row["predicted_step_time_s"]["analytical"]
-        cells = ""
-        if banded:
-            lo, hi = row["predicted_band_s"]["analytical"]
-            cells = f" {lo * 1e3:.1f}-{hi * 1e3:.1f} | {'yes' if lo <= t <= hi else 'no'} |"
-        print(f"| {name} | {row['gpus']} | {t * 1e3:.1f} | {f * 1e3:.1f} | {100 * (f - t) / t:+.1f}% | "
-              f"{a * 1e3:.1f} | {100 * (a - t) / t:+.1f}% |" + cells)
+        for rid, t in m[name]:
+            f, a = row["predicted_step_time_s"]["flow"], row["predicted_step_time_s"]["analytical"]
+            cells = ""
+            if banded:
+                lo, hi = row["predicted_band_s"]["analytical"]
+                cells = f" {lo * 1e3:.1f}-{hi * 1e3:.1f} | {'yes' if lo <= t <= hi else 'no'} |"
+            print(f"| {rid} | {row['gpus']} | {t * 1e3:.1f} | {f * 1e3:.1f} | {100 * (f - t) / t:+.1f}% | "
+                  f"{a * 1e3:.1f} | {100 * (a - t) / t:+.1f}% |" + cells)
 
 
 def main() -> None:

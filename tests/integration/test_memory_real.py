@@ -142,6 +142,10 @@ KNOWN_IN_USE_MISS.update({rid: _IN_USE_OVER for rid in (
     "p13-rg-gpipe-m6",)})
 KNOWN_IN_USE_MISS.update({rid: _IN_USE_TINY for rid in (
     "h7-ddp2-h100", "h7-ddp2@host8", "h8-ddp4@host8")})
+# blind set 18 (2x H200, 2026-11-27): reserved 1.17x / 1.22x / 1.39x the allocated peak (DDP at 1.5 GiB, FSDP2 h 1024,
+# the wide FSDP2 row with 2048-token activations of h 3072), above the 13.2% allowance
+KNOWN_IN_USE_MISS.update({rid: _IN_USE_FRAGMENTATION for rid in (
+    "f18-ddp2-host-r1", "f18-fsdp2-h1024-r1", "f18-fsdp2-wide-r1")})
 
 
 def _run_key(row: dict) -> str:
