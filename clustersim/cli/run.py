@@ -153,9 +153,10 @@ def run_and_write(scenario, *, fidelity: str | None = None, overrides: list[str]
         write_html(html_path, res.to_dict(), events, run_description(rs, label, reduced))
     lo_hi = None
     if band:
-        from clustersim.simulate.band import step_time_band
+        from clustersim.simulate.band import band_factors, step_time_band
 
         lo_hi = step_time_band(rs, fidelity=fidelity, reduced=reduced)
+        res.extra["step_time_band_factors"] = band_factors(rs.profile)
     return res, lo_hi
 
 
@@ -207,7 +208,9 @@ def register(root: typer.Typer) -> None:
             _render(d)
             if band:
                 lo, hi = d["step_time_band_s"]
-                console.print(f"step time with the profile's 95% bounds: {lo * 1e3:.4g} .. {hi * 1e3:.4g} ms", highlight=False)
+                parts = ", ".join(f"{k} x{v:.4g}" for k, v in (d.get("step_time_band_factors") or {}).items() if v)
+                console.print(f"step time with the profile's 95% bounds{' (' + parts + ')' if parts else ''}: "
+                              f"{lo * 1e3:.4g} .. {hi * 1e3:.4g} ms", highlight=False)
             if trace is not None:
                 console.print(f"trace written to {trace} (open in https://ui.perfetto.dev)", highlight=False)
             if html is not None:

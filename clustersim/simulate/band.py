@@ -88,6 +88,17 @@ def profile_at_bound(profile: Profile, optimistic: bool) -> Profile:
     return Profile.model_validate(data)
 
 
+def band_factors(profile: Profile) -> dict[str, float | None]:
+    """The factors a band moves by: the collectives' held-out one and the host speed's (None: the profile states none;
+    the collectives then fall back to their fitted confidence intervals).
+
+    >>> band_factors(Profile(name="x", uncertainty={"time_factor": 1.2, "held_out_points": 10}))
+    {'collectives': 1.2, 'host': None}
+    """
+    return {"collectives": profile.uncertainty.time_factor if profile.uncertainty is not None else None,
+            "host": profile.host.speed_band.time_factor if profile.host.speed_band is not None else None}
+
+
 def step_time_band(resolved: Any, fidelity: str | None = None, reduced: bool = True) -> tuple[float, float]:
     """(fast, slow) step times of a :class:`ResolvedScenario` at the profile's CI bounds."""
     from clustersim.simulate.run import run_scenario
