@@ -209,7 +209,7 @@ def register(root: typer.Typer) -> None:
             if band:
                 lo, hi = d["step_time_band_s"]
                 parts = ", ".join(f"{k} x{v:.4g}" for k, v in (d.get("step_time_band_factors") or {}).items() if v)
-                console.print(f"step time with the profile's 95% bounds{' (' + parts + ')' if parts else ''}: "
+                console.print(f"step time, 95% band{' (' + parts + ')' if parts else ''}: "
                               f"{lo * 1e3:.4g} .. {hi * 1e3:.4g} ms", highlight=False)
             if trace is not None:
                 console.print(f"trace written to {trace} (open in https://ui.perfetto.dev)", highlight=False)
