@@ -201,22 +201,22 @@ def host_speed_band(profile, rels, gpu: str, summaries=()) -> dict:
     from clustersim.simulate.resolve import resolve_scenario
     from clustersim.simulate.run import run_scenario
 
+    def log_error(scenario: str, overrides: list[str], step_s: float) -> float:
+        rs = dataclasses.replace(resolve_scenario(HERE.parent / scenario, overrides), profile=profile)
+        return abs(float(np.log(run_scenario(rs, fidelity="analytical").step_time_s / step_s)))
+
     logs, vms = [], 0
     for rel in rels:
         found = False
         for line in (HERE / rel).read_text(encoding="utf-8").splitlines():
             r = json.loads(line) if line.strip() else {}
-            if (r.get("status") != "ok" or not str(r.get("run_id", "")).startswith("h7-fsdp2")
-                    or gpu not in str(r.get("gpu"))):
-                continue
-            rs = dataclasses.replace(resolve_scenario(HERE.parent / r["scenario_file"], r["overrides"]), profile=profile)
-            logs.append(abs(np.log(run_scenario(rs, fidelity="analytical").step_time_s / r["step_time_s"])))
-            found = True
+            if (r.get("status") == "ok" and str(r.get("run_id", "")).startswith("h7-fsdp2")
+                    and gpu in str(r.get("gpu"))):
+                logs.append(log_error(r["scenario_file"], r["overrides"], r["step_time_s"]))
+                found = True
         vms += found
     for rel in summaries:
-        for scenario, overrides, step_s in _summary_runs(rel):
-            rs = dataclasses.replace(resolve_scenario(HERE.parent / scenario, overrides), profile=profile)
-            logs.append(abs(np.log(run_scenario(rs, fidelity="analytical").step_time_s / step_s)))
+        logs += [log_error(*run) for run in _summary_runs(rel)]
         vms += 1
     if len(logs) < 2:
         raise ValueError(f"{', '.join(rels)}: fewer than two host probe runs on {gpu}")

@@ -208,6 +208,8 @@ def fold_onto_exec_ranks(factors: dict[int, float], scenario, exec_ranks: list[i
     """
     ex = set(exec_ranks)
     out: dict[int, float] = {}
+    if not factors:
+        return out
     if scenario.model is None:
         for r, f in factors.items():
             if r in ex:
@@ -215,8 +217,6 @@ def fold_onto_exec_ranks(factors: dict[int, float], scenario, exec_ranks: list[i
         return out
     lay = Layout.from_parallelism(scenario.parallelism)
     replicas = sorted({lay.coords(e)["dp"] for e in exec_ranks})
-    if not factors:
-        return out
     for r in range(lay.world):
         c = lay.coords(r)
         dp = c["dp"] if c["dp"] in replicas else replicas[0]

@@ -100,7 +100,8 @@ def band_factors(profile: Profile) -> dict[str, float | None]:
 
 
 def step_time_band(resolved: Any, fidelity: str | None = None, reduced: bool = True) -> tuple[float, float]:
-    """(fast, slow) step times of a :class:`ResolvedScenario` at the profile's CI bounds."""
+    """(fast, slow) step times of a :class:`ResolvedScenario` at the profile's bounds: its collectives'
+    (:func:`profile_at_bound`) and, where the profile measured it, its host's speed (``host.speed_band``)."""
     from clustersim.simulate.run import run_scenario
 
     band = resolved.profile.host.speed_band

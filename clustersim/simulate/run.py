@@ -295,9 +295,9 @@ def _build_step_graph(rs: ResolvedScenario, cluster: Any, *, reduced: bool, faul
         flt.slow_host(graph, flt.fold_onto_exec_ranks(hosts, sc, exec_ranks))
         fault_causes += flt.describe_stragglers(hosts, key="host_slowdown")
     if rs.host_factor != 1.0:  # a bound of the host speed band: every rank's host at that speed
-        for op in graph.ops:
-            if op.args.host_s is not None:
-                op.args.host_s *= rs.host_factor
+        from clustersim.reliability.faults import slow_host
+
+        slow_host(graph, dict.fromkeys({op.rank for op in graph.ops}, rs.host_factor))
     return graph, exec_ranks, step
 
 
