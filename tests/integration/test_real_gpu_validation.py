@@ -831,10 +831,10 @@ def table(rows=None) -> str:
 
 
 def every_row() -> list[tuple[str, dict]]:
-    """(set, row) of every GPU-bound measured row: the reference runs and blind sets 6 and 8-16."""
+    """(set, row) of every GPU-bound measured row: the reference runs and blind sets 6 and 8-18."""
     sets = [("6a", GB_ROWS), ("B6", B6_ROWS), ("B8", B8_ROWS), ("B9", B9_ROWS), ("B10", B10_ROWS),
             ("B11", B11_ROWS), ("B12", B12_ROWS), ("B13", B13_ROWS), ("B14", B14_ROWS),
-            ("B15", B15_ROWS), ("B16", B16_ROWS), ("B17", B17_ROWS)]
+            ("B15", B15_ROWS), ("B16", B16_ROWS), ("B17", B17_ROWS), ("B18", B18_ROWS)]
     return [(name, r) for name, rows in sets for r in rows]
 
 
