@@ -168,7 +168,8 @@ def optimizer_host(rels, gpu: str) -> dict:
 HOST_PROBE_RUNS = {
     "H200": ("raw/host8/train_steps.jsonl", "raw/host9/train_steps.jsonl", "raw/fsdp16/train_steps.jsonl",
              "raw/hostcpu17-h200/train_steps.jsonl", "raw/hostcpu17-h200b/train_steps.jsonl",
-             "raw/hostprobe18-h200/train_steps.jsonl", "raw/hostprobe18-h200b/train_steps.jsonl"),
+             "raw/hostprobe18-h200/train_steps.jsonl", "raw/hostprobe18-h200b/train_steps.jsonl",
+             "raw/hostprobe18-h200c/train_steps.jsonl"),
     "H100": ("raw/host7/train_steps.jsonl", "raw/hostcpu17-h100/train_steps.jsonl"),
 }
 #: runs whose rows did not come back, only the script's printed summary (``run step | ...`` lines, ms), per GPU

@@ -63,7 +63,11 @@ def test_h200_source_is_the_measurement(h200):
                             "raw/p2p-resident-h200/p2p_resident.jsonl", "raw/clock-idle-h200/clock_idle.jsonl",
                             # the FSDP2 rows whose optimizer host windows give host.fsdp_optimizer_us (four 2x H200 VMs)
                             "raw/fsdp16/train_steps.jsonl", "raw/blind15-h200/train_steps.jsonl",
-                            "raw/hostcpu17-h200/train_steps.jsonl", "raw/hostcpu17-h200b/train_steps.jsonl"}
+                            "raw/hostcpu17-h200/train_steps.jsonl", "raw/hostcpu17-h200b/train_steps.jsonl",
+                            # the host probe program's runs behind host.speed_band (2x H200 VMs, docs/validation.md 6n)
+                            "raw/host9/train_steps.jsonl", "raw/hostprobe18-h200/train_steps.jsonl",
+                            "raw/hostprobe18-h200b/train_steps.jsonl", "raw/hostprobe18-h200c/train_steps.jsonl",
+                            "raw/hostprobe18-h200/first-call-summary.txt"}
     for f in s.files:
         assert (ROOT / "calibrate" / f).is_file()
 
