@@ -96,7 +96,9 @@ _DDP_ACCUMULATION = ("torch DDP (gradient_as_bucket_view=False): a one-time tran
                      "Consistent with DDP's one-time bucket rebuild after the first iteration; the model gives the "
                      "steady state (exact within 0.05 GiB on every such row)")
 #: rows whose peak allocated memory the model misses (docs/validation.md 6c, 6e)
-KNOWN_MEMORY_MISS = {"ac-ddp2-h100": _DDP_ACCUMULATION, "b2-ddp2-h100": _DDP_ACCUMULATION,
+KNOWN_MEMORY_MISS = {"m19-single-host-forceddp-r1": _DDP_ACCUMULATION + " (host probe 19's one-rank DDP probe: 1.748 GiB "
+                     "in step 2 of both runs, 1.511 after, the model 1.49)",
+                     "ac-ddp2-h100": _DDP_ACCUMULATION, "b2-ddp2-h100": _DDP_ACCUMULATION,
                      # blind sets 8 and 9 (4x H200 VM, 2026-11-26)
                      "rg-ddp2@blind9": _DDP_ACCUMULATION, "b2-ddp2@blind9": _DDP_ACCUMULATION,
                      "e8-tp2-dp2@blind8": _DDP_ACCUMULATION,
@@ -120,7 +122,7 @@ _IN_USE_DDP_TRANSIENT = ("a DDP run whose allocated peak carries the step-2 buck
                          "the model gives is one 16-bit gradient copy short of it, and so is the total")
 _IN_USE_OVER = ("GPipe keeps every micro-batch's activations; the model's peak is +2.6% and the run reserved only 1.05x "
                 "its peak, so the total with the 13.2% allowance is 10.8% above the memory in use")
-_IN_USE_TINY = ("probe models of 0.4-0.9 GiB: DDP's reducer state and the allocator's 1.15x rounding on small blocks "
+_IN_USE_TINY = ("probe models of 0.4-1.3 GiB: DDP's reducer state and the allocator's 1.15x rounding on small blocks "
                 "are a large share of so little memory")
 #: rows whose device memory in use the stated total does not cover within [0, +10%]
 KNOWN_IN_USE_MISS = {rid: _IN_USE_FRAGMENTATION for rid in (
@@ -141,7 +143,10 @@ KNOWN_IN_USE_MISS.update({rid: _IN_USE_DDP_TRANSIENT for rid in (
 KNOWN_IN_USE_MISS.update({rid: _IN_USE_OVER for rid in (
     "p13-rg-gpipe-m6",)})
 KNOWN_IN_USE_MISS.update({rid: _IN_USE_TINY for rid in (
-    "h7-ddp2-h100", "h7-ddp2@host8", "h8-ddp4@host8")})
+    "h7-ddp2-h100", "h7-ddp2@host8", "h8-ddp4@host8", "m19-single-host-r1")})
+KNOWN_IN_USE_MISS["m19-single-host-forceddp-r1"] = (
+    "the --force-ddp probe runs a one-GPU scenario under a one-rank NCCL process group: its communicator (~1.1 GiB, "
+    "calibrate/device/nccl_memory.py) is in use on the device but not in a one-GPU scenario's total")
 # blind set 18 (2x H200, 2026-11-27): reserved 1.17x / 1.22x / 1.39x the allocated peak (DDP at 1.5 GiB, FSDP2 h 1024,
 # the wide FSDP2 row with 2048-token activations of h 3072), above the 13.2% allowance
 KNOWN_IN_USE_MISS.update({rid: _IN_USE_FRAGMENTATION for rid in (
@@ -186,7 +191,14 @@ def test_force_ddp_probe_adds_the_bucket_copy():
         rs = resolve_scenario(ROOT / r["scenario_file"], list(r["overrides"]))
         grads = DTYPE_BYTES[rs.scenario.training.precision.grads]
         copy = r["params_total"] * grads
-        assert r["peak_memory_bytes"] - base["peak_memory_bytes"] == pytest.approx(copy, rel=0.05)
+        assert _steady_peak(r) - _steady_peak(base) == pytest.approx(copy, rel=0.05)
+
+
+def _steady_peak(row: dict) -> float:
+    """The run's peak after its second step where the run recorded every step's (the step-2 bucket transient of DDP
+    left out, 6g), else its peak."""
+    steps = row.get("peak_memory_bytes_per_step_rank0")
+    return max(steps[2:]) if steps and len(steps) > 2 else row["peak_memory_bytes"]
 
 
 RESERVED_ROWS = [r for r in ROWS if r.get("peak_reserved_bytes") and r.get("device_used_bytes")]

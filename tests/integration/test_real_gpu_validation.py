@@ -627,6 +627,23 @@ def test_blind18_step_time_within_10_percent(row):
     _within(row, TOL, fidelities_agree=True)
 
 
+# Host probe 19 (docs/validation.md 6p): host-bound work on one process and on two under DDP, alternated over two rounds
+# on one 2x H200 VM (calibrate/raw/host19), predictions committed before.
+H19 = {r["run_id"]: r for r in load_rows(("host19-train_steps.jsonl",))}
+
+
+def test_host19_ddp_overhead_over_one_process():
+    """DDP's step over one process doing the same per-GPU work: measured +10.6 and +8.5 ms in the two rounds, the
+    model +9.0 (within 25% of each, the sign right), while both levels ran 4-14% above the model with the VM's host."""
+    single, ddp = predict(H19["m19-single-host-r1"]), predict(H19["m19-ddp2-host-r1"])
+    for fid in ("analytical", "flow"):
+        model = ddp[fid] - single[fid]
+        for k in (1, 2):
+            measured = H19[f"m19-ddp2-host-r{k}"]["measured_s"] - H19[f"m19-single-host-r{k}"]["measured_s"]
+            assert model > 0 and measured > 0
+            assert model == pytest.approx(measured, rel=0.25), (fid, k, model, measured)
+
+
 # FSDP2 across VMs (issue 14, docs/validation.md 6l): blind set 9's 2-GPU FSDP2 configurations and the host probe on
 # five 2x H200 VMs (A: blind set 9 and host8, 2026-11-26; B: host9; C: fsdp16; D: hostcpu17-h200; E: hostcpu17-h200b,
 # 2026-11-27). A host-bound FSDP2 step follows the slower rank's host, whose speed changes from run to run (6l): the
