@@ -1,8 +1,10 @@
 """The command line's contract: --help everywhere, one JSON document, exit code 2 on user errors."""
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -71,3 +73,16 @@ def test_every_command_has_help_with_examples(command):
     r = cli(*command.split(), "--help")
     assert r.returncode == 0, r.stderr
     assert "example" in r.stdout.lower(), f"{command} --help has no examples"
+
+
+def test_run_flags_a_host_bound_step_only():
+    """The FSDP2 reference row (the host 84% of the step) gets the host-bound line; a GPU-bound DDP step does not."""
+    def run(scenario):
+        path = Path(__file__).resolve().parents[2] / "scenarios" / f"{scenario}.yaml"
+        r = subprocess.run([sys.executable, "-m", "clustersim", "run", str(path), "--fidelity",
+                            "analytical"], capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "80"})
+        assert r.returncode == 0, r.stderr
+        return " ".join(r.stdout.split())
+
+    assert "host-bound: 84 % of the step waits for the CPU" in run("ref-fsdp2")
+    assert "host-bound" not in run("gpt-1b-ddp")
