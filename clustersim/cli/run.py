@@ -77,11 +77,11 @@ def _render(d: dict) -> None:
         if v > 0:
             b.add_row(k, format_time(v), f"{100 * d['breakdown_fraction'][k]:.1f} %")
     console.print(b)
-    host = d.get("breakdown_fraction", {}).get("host", 0.0)
-    if host >= HOST_BOUND_SHARE:
-        console.print(f"host-bound: {100 * host:.0f} % of the step waits for the CPU that issues its kernels; such a "
-                      "step follows the host's own speed (2x on the cloud VMs measured, docs/validation.md 6n): "
-                      "`--band` gives its range, faults.stragglers[].host_slowdown a slower host", highlight=False)
+    from clustersim.report.kinds import host_bound_note
+
+    note = host_bound_note(d)
+    if note:
+        console.print(note, highlight=False)
     if d.get("memory"):
         m = d["memory"]
         mt = Table(title=f"memory per GPU (fullest pipeline stage {m['stage']})")
@@ -122,10 +122,6 @@ def _render(d: dict) -> None:
         for row in d["links"]:
             lt.add_row(row["link"], row["kind"], f"{100 * row['busy_fraction']:.1f} %")
         console.print(lt)
-
-
-#: host share of the step from which `run` flags the step as host-bound (a display rule, not a model parameter)
-HOST_BOUND_SHARE = 1 / 3
 
 
 def run_and_write(scenario, *, fidelity: str | None = None, overrides: list[str] | None = None,

@@ -29,7 +29,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from clustersim.errors import ClusterSimError
-from clustersim.report.kinds import BREAKDOWN_KIND, KIND_COLORS, KIND_LABELS
+from clustersim.report.kinds import BREAKDOWN_KIND, KIND_COLORS, KIND_LABELS, host_bound_note
 from clustersim.report.svg import breakdown_svg, escape_html, svg_number, timeline_svg
 from clustersim.report.timeline import MAX_BARS, MAX_RANKS, layout_bars, select_ranks, trace_rows
 from clustersim.units import format_bytes, format_time
@@ -163,10 +163,12 @@ def _breakdown(d: dict) -> str:
         kind = BREAKDOWN_KIND.get(k, "other")
         share = v / step if step > 0 else 0.0
         rows.append([f'<span class="sw k-{kind}"></span>{escape_html(k)}', escape_html(format_time(v)), escape_html(f"{100 * share:.1f} %")])
+    note = host_bound_note(d)
     return ('<h2>Where the step goes</h2><p class="note">Compute stream of the executor ranks, averaged: busy time '
             "by kind; idle time charged to the collective that released it (exposed communication) or to the "
             'pipeline bubble.</p><div class="scroll">' + breakdown_svg(d) + "</div>"
-            + html_table("breakdown", [("part", False), ("time", True), ("share", True)], rows))
+            + html_table("breakdown", [("part", False), ("time", True), ("share", True)], rows)
+            + (f'<p class="note">{escape_html(note)}</p>' if note else ""))
 
 
 def _legend(kinds: list[str]) -> str:

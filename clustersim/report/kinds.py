@@ -34,3 +34,24 @@ KIND_LABELS = {
 # breakdown keys (clustersim.simulate.run.BREAKDOWN_KEYS) -> colour kind
 BREAKDOWN_KIND = {"compute": "compute", "comm_dp": "comm_dp", "comm_tp": "comm_tp", "comm_pp": "comm_pp",
                   "comm_ep": "comm_ep", "comm_cp": "comm_cp", "bubble": "idle", "optimizer": "optimizer", "host": "host", "other": "other"}
+
+
+#: host share of the step from which a report flags the step as host-bound (a display rule, not a model parameter)
+HOST_BOUND_SHARE = 1 / 3
+
+
+def host_bound_note(d: dict) -> str | None:
+    """The line a report adds when the host issue is a third of the step or more (``d``: a run result's dict).
+
+    >>> host_bound_note({"breakdown_fraction": {"host": 0.5}}).startswith("host-bound: 50 %")
+    True
+    >>> host_bound_note({"breakdown_fraction": {"compute": 0.9, "host": 0.1}}) is None
+    True
+    """
+    host = (d.get("breakdown_fraction") or {}).get("host", 0.0)
+    if host < HOST_BOUND_SHARE:
+        return None
+    return (f"host-bound: {100 * host:.0f} % of the step waits for the CPU that issues its kernels; such a step follows "
+            "the host's own speed (2x on the cloud VMs measured, docs/validation.md 6n): `--band` gives its range, "
+            "faults.stragglers[].host_slowdown a slower host")
+
