@@ -91,7 +91,7 @@ def _render(d: dict) -> None:
                   "fsdp_gathered", "optimizer_transient", "pipeline_outputs", "pipeline_recv_buffers", "cp_buffers",
                   "peak_allocated_bytes",
                   "cuda_context_bytes", "nccl_buffer_bytes", "fragmentation_bytes", "total_needed_bytes",
-                  "capacity_bytes"):
+                  "ddp_rebuild_transient_bytes", "capacity_bytes"):
             if k in m and (m[k] or k in ("activations", "peak_allocated_bytes", "total_needed_bytes")):
                 mt.add_row(k, format_bytes(m[k]))
         mt.add_row("fits (total needed)", "yes" if m["fits"] else "[red]NO[/]")

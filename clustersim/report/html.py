@@ -123,15 +123,16 @@ def _memory(d: dict) -> str:
     rows = []
     bpp = m.get("bytes_per_param") or {}
     optional = ("loss_transient", "ddp_buckets", "fsdp_gathered", "optimizer_transient", "pipeline_outputs",
-                "pipeline_recv_buffers")
-    for k in ("params", "grads", "optimizer", "activations", *optional, "peak_bytes_per_gpu", "cuda_context_bytes",
-              "nccl_buffer_bytes", "fragmentation_bytes", "total_needed_bytes", "capacity_bytes"):
+                "pipeline_recv_buffers", "ddp_rebuild_transient_bytes")
+    for k in ("params", "grads", "optimizer", "activations", *optional[:-1], "peak_bytes_per_gpu", "cuda_context_bytes",
+              "nccl_buffer_bytes", "fragmentation_bytes", "total_needed_bytes", optional[-1], "capacity_bytes"):
         if k not in m or (not m[k] and k in optional):
             continue
         v = float(m[k])
         share = f"{100 * v / cap:.1f} %" if cap > 0 else "-"
         note = f"{bpp[k]} B/param" if k in bpp else ""
         label = {"peak_bytes_per_gpu": "peak allocated", "total_needed_bytes": "total needed (fits uses it)",
+                 "ddp_rebuild_transient_bytes": "once more at step 2 in some runs (DDP bucket rebuild)",
                  "capacity_bytes": "capacity (HBM)"}.get(k, k)
         rows.append([escape_html(label), escape_html(format_bytes(v)), escape_html(share), escape_html(note)])
     fits = bool(m.get("fits"))
