@@ -727,20 +727,31 @@ def test_fsdp2_host_computes_the_whole_step():
 PROBE_FILES = ("hostprobe18-h200-train_steps.jsonl", "hostprobe18-h200-first-call-summary.txt")
 
 
-def probe_runs() -> dict[str, list[tuple[float, float]]]:
-    """``{configuration: [(step s, slower host's probe us), ...]}``: each run's step and the largest of its ranks'
-    median CPU-dispatch probe (``host_probe_ranks``)."""
-    out: dict[str, list[tuple[float, float]]] = {}
-    for line in (DATA / PROBE_FILES[0]).read_text().splitlines():
-        r = json.loads(line)
-        p = max(sorted(s[0] for s in steps)[len(steps) // 2] for steps in r["host_probe_ranks"])
-        out.setdefault(r["run_id"].rsplit("-r", 1)[0], []).append((r["step_time_s"], p))
+def _probe_rows(jsonl_files) -> list[tuple[str, float, list[float], list[float]]]:
+    """(run id, step s, each rank's median host issue s, each rank's median CPU-dispatch probe us) of every run in the
+    ``jsonl_files`` and in the first call's printed summary (:data:`PROBE_FILES`)."""
+    out = []
+    for name in jsonl_files:
+        for line in (DATA / name).read_text().splitlines():
+            r = json.loads(line)
+            out.append((r["run_id"], r["step_time_s"], [float(np.median(x)) for x in r["host_issue_s_ranks"]],
+                        [float(np.median([s[0] for s in steps])) for steps in r["host_probe_ranks"]]))
     for line in (DATA / PROBE_FILES[1]).read_text().splitlines():
         if line.startswith(("#", "run")) or not line.strip():
             continue
         head, *cells = line.split("|")
         rid, step = head.split()
-        out.setdefault(rid.rsplit("-r", 1)[0], []).append((float(step) / 1e3, max(float(c.split()[1]) for c in cells)))
+        out.append((rid, float(step) / 1e3, [float(c.split()[0]) / 1e3 for c in cells],
+                    [float(c.split()[1]) for c in cells]))
+    return out
+
+
+def probe_runs() -> dict[str, list[tuple[float, float]]]:
+    """``{configuration: [(step s, slower host's probe us), ...]}`` of the first probe VM: each run's step and the
+    largest of its ranks' median CPU-dispatch probe (``host_probe_ranks``)."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    for rid, step, _, probes in _probe_rows(PROBE_FILES[:1]):
+        out.setdefault(rid.rsplit("-r", 1)[0], []).append((step, max(probes)))
     return out
 
 
@@ -763,18 +774,8 @@ def test_host_bound_fsdp2_steps_follow_the_host_speed_probe():
 def _rank_medians() -> list[tuple[str, list[float], list[float]]]:
     """(run id, each rank's median host issue s, each rank's median CPU-dispatch probe us) of every FSDP2 run of the
     two probe VMs (the first call's summary included)."""
-    out = []
-    for name in (PROBE_FILES[0], "hostprobe18-h200b-train_steps.jsonl"):
-        for line in (DATA / name).read_text().splitlines():
-            r = json.loads(line)
-            out.append((r["run_id"], [float(np.median(x)) for x in r["host_issue_s_ranks"]],
-                        [float(np.median([s[0] for s in steps])) for steps in r["host_probe_ranks"]]))
-    for line in (DATA / PROBE_FILES[1]).read_text().splitlines():
-        if line.startswith(("#", "run")) or not line.strip():
-            continue
-        head, *cells = line.split("|")
-        out.append((head.split()[0], [float(c.split()[0]) / 1e3 for c in cells], [float(c.split()[1]) for c in cells]))
-    return [r for r in out if "fsdp" in r[0]]
+    rows = _probe_rows((PROBE_FILES[0], "hostprobe18-h200b-train_steps.jsonl"))
+    return [(rid, issue, probes) for rid, _, issue, probes in rows if "fsdp" in rid]
 
 
 def test_within_a_run_the_rank_with_the_slower_cpu_issues_longer():
