@@ -39,7 +39,12 @@ HIDDEN = 4096
 LAYERS = 8  # 8 x 4096 x 4096 bf16 = 256 MiB of gradients: one bucket set
 
 
-def trial(model: nn.Module, pause_s: float, bucket_bytes: int, x: torch.Tensor) -> dict:
+def trial(model: nn.Module, pause_s: float, bucket_bytes: int, x: torch.Tensor, between: str = "none",
+          poll: str = "sleep") -> dict:
+    """One fresh DDP wrapper: iteration 1, ``pause_s``, ``between`` (``none``; ``allreduce``: one small all-reduce
+    and its wait; ``empty``: one small allocation), iteration 2's forward, then the poll: ``sleep`` (the host idle),
+    ``alloc`` (a small allocation each time: the caching allocator processes its pending events on allocation) or
+    ``allreduce`` (30 small all-reduces, each waited for, 10 ms apart)."""
     ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=25)
     for p in model.parameters():
         p.grad = None
@@ -50,6 +55,11 @@ def trial(model: nn.Module, pause_s: float, bucket_bytes: int, x: torch.Tensor) 
         p.grad = None
     if pause_s:
         time.sleep(pause_s)
+    if between == "allreduce":
+        dist.all_reduce(torch.ones(1, device="cuda"))
+        torch.cuda.synchronize()
+    elif between == "empty":
+        torch.empty(1 << 20, device="cuda")
     before = torch.cuda.memory_allocated()
     t_fwd = time.perf_counter()
     y = ddp(x)  # iteration 2: the rebuild runs in DDP's pre-forward
@@ -57,18 +67,27 @@ def trial(model: nn.Module, pause_s: float, bucket_bytes: int, x: torch.Tensor) 
     out = y.float().square().mean()
     held = after - before
     freed_at = None
-    if held > 0.5 * bucket_bytes:  # the old set is still referenced: wait for it to go
+    if poll == "allreduce":  # every rank the same count (collectives must match): 30 x (all-reduce, 10 ms)
+        for _ in range(30):
+            dist.all_reduce(torch.ones(1, device="cuda"))
+            torch.cuda.synchronize()
+            time.sleep(0.01)
+            if freed_at is None and torch.cuda.memory_allocated() < after - 0.5 * bucket_bytes:
+                freed_at = time.perf_counter() - t0
+    elif held > 0.5 * bucket_bytes:  # the old set is still referenced: wait for it to go
         deadline = t0 + 1.0
         while time.perf_counter() < deadline:
             if torch.cuda.memory_allocated() < after - 0.5 * bucket_bytes:
                 freed_at = time.perf_counter() - t0
                 break
+            if poll == "alloc":
+                torch.empty(1 << 20, device="cuda")
             time.sleep(0.0002)
     out.backward()
     torch.cuda.synchronize()
     del ddp, y, out
     gc.collect()
-    return {"pause_ms": 1e3 * pause_s, "rebuild_at_ms": 1e3 * (t_fwd - t0), "held_over_before_MiB": held / 2**20,
+    return {"between": between, "poll": poll, "pause_ms": 1e3 * pause_s, "rebuild_at_ms": 1e3 * (t_fwd - t0), "held_over_before_MiB": held / 2**20,
             "old_set_held": held > 0.5 * bucket_bytes,
             "freed_at_ms": None if freed_at is None else 1e3 * freed_at}
 
@@ -76,31 +95,43 @@ def trial(model: nn.Module, pause_s: float, bucket_bytes: int, x: torch.Tensor) 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trials", type=int, default=40)
+    ap.add_argument("--modes", action="store_true",
+                    help="no pause; every (between, poll) pair instead of the pause sweep")
     args = ap.parse_args()
     dist.init_process_group("nccl")
-    torch.cuda.set_device(0)
+    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
+    rank = dist.get_rank()
     model = nn.Sequential(*[nn.Linear(HIDDEN, HIDDEN, bias=False) for _ in range(LAYERS)]).cuda().to(torch.bfloat16)
     bucket_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     x = torch.randn(64, HIDDEN, device="cuda", dtype=torch.bfloat16, requires_grad=False)
     trial(model, 0.0, bucket_bytes, x)  # warm-up: NCCL communicator, cuBLAS handles
     rng = random.Random(1)
-    pauses = [0.0, 0.0, 0.03, 0.06, 0.09, 0.12, 0.2, 0.0] * max(1, args.trials // 8)
-    rng.shuffle(pauses)
+    if args.modes:
+        plan = [(0.0, b, q) for b in ("none", "allreduce", "empty") for q in ("sleep", "alloc", "allreduce")]
+        plan = plan * max(1, args.trials // len(plan))
+    else:
+        plan = [(p, "none", "sleep") for p in [0.0, 0.0, 0.03, 0.06, 0.09, 0.12, 0.2, 0.0] * max(1, args.trials // 8)]
+    rng.shuffle(plan)
     rows = []
-    for i, pause in enumerate(pauses):
-        r = trial(model, pause, bucket_bytes, x)
+    for i, (pause, between, poll) in enumerate(plan):
+        r = trial(model, pause, bucket_bytes, x, between, poll)
         r["trial"] = i
+        r["world"] = dist.get_world_size()
         r["avoid_record_streams"] = os.environ.get("TORCH_NCCL_AVOID_RECORD_STREAMS", "default")
         rows.append(r)
-        print(json.dumps(r), flush=True)
+        if rank == 0:
+            print(json.dumps(r), flush=True)
     freed = [r["freed_at_ms"] for r in rows if r["freed_at_ms"] is not None]
-    by_pause = {}
+    by_pause: dict = {}
     for r in rows:
-        by_pause.setdefault(r["pause_ms"], []).append(r["old_set_held"])
-    print(json.dumps({"summary": True, "torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
+        by_pause.setdefault(r["pause_ms"] if not args.modes else f"{r['between']}/{r['poll']}", []).append(
+            r["old_set_held"])
+    if rank == 0:
+        print(json.dumps({"summary": True, "torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
                       "gpu": torch.cuda.get_device_name(0), "bucket_set_MiB": bucket_bytes / 2**20,
-                      "trials": len(rows), "old_set_held_by_pause_ms": {f"{k:.0f}": f"{sum(v)}/{len(v)}"
-                                                                        for k, v in sorted(by_pause.items())},
+                      "trials": len(rows), "world": dist.get_world_size(),
+                      "old_set_held_by": {(k if isinstance(k, str) else f"{k:.0f} ms"): f"{sum(v)}/{len(v)}"
+                                          for k, v in sorted(by_pause.items(), key=str)},
                       "freed_at_ms": {"n": len(freed), "min": min(freed, default=None), "max": max(freed, default=None),
                                       "median": statistics.median(freed) if freed else None}}), flush=True)
     dist.destroy_process_group()

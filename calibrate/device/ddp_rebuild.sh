@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
-# DDP's bucket rebuild and the NCCL watchdog (docs/validation.md 6q), and eager attention's kernels by shape, on
-# one GPU. Writes $OUT/ddp_rebuild.jsonl (default settings, then TORCH_NCCL_AVOID_RECORD_STREAMS=0),
-# $OUT/attention_bmm.jsonl and $OUT/probe.log.
-#   bash calibrate/device/ddp_rebuild.sh
+# DDP's bucket rebuild: when the first bucket set leaves the GPU (docs/validation.md 6q), on one GPU and, where
+# there are two, on two. Round 1 (one GPU) also timed eager attention's kernels (attention_bmm.py).
+# Writes $OUT/ddp_rebuild.jsonl (rank 0's rows and each run's summary) and $OUT/probe.log.
+#   bash calibrate/device/ddp_rebuild.sh          # pause sweep and (between, poll) modes
+#   BMM=1 bash calibrate/device/ddp_rebuild.sh    # also attention_bmm.py -> $OUT/attention_bmm.jsonl
 set -u
 export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 OUT=${OUT:-out}; mkdir -p "$OUT"
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; python3 -c 'import torch; print(torch.__version__)'; } | tee "$OUT/probe.log"
-timeout -k 5 240 python3 -m torch.distributed.run --standalone --nproc-per-node 1 calibrate/device/ddp_rebuild.py --trials 48 \
-  > "$OUT/ddp_rebuild.jsonl" 2>> "$OUT/probe.log"; echo "ddp_rebuild default rc=$?" | tee -a "$OUT/probe.log"
-TORCH_NCCL_AVOID_RECORD_STREAMS=0 timeout -k 5 180 python3 -m torch.distributed.run --standalone --nproc-per-node 1 \
-  calibrate/device/ddp_rebuild.py --trials 24 >> "$OUT/ddp_rebuild.jsonl" 2>> "$OUT/probe.log"
-echo "ddp_rebuild record_stream rc=$?" | tee -a "$OUT/probe.log"
+gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
+run() {  # NPROC ARGS...
+  n=$1; shift
+  timeout -k 5 240 python3 -m torch.distributed.run --standalone --nproc-per-node "$n" calibrate/device/ddp_rebuild.py "$@" \
+    >> "$OUT/ddp_rebuild.jsonl" 2>> "$OUT/probe.log"
+  echo "ddp_rebuild nproc=$n $* rc=$?" | tee -a "$OUT/probe.log"
+}
+run 1 --trials 27 --modes
+if [ "$gpus" -ge 2 ]; then run 2 --trials 24; run 2 --trials 27 --modes; fi
 grep summary "$OUT/ddp_rebuild.jsonl" | tee -a "$OUT/probe.log"
-timeout -k 5 240 python3 calibrate/device/attention_bmm.py > "$OUT/attention_bmm.jsonl" 2>> "$OUT/probe.log"
-echo "attention_bmm rc=$? $(wc -l < "$OUT/attention_bmm.jsonl") rows" | tee -a "$OUT/probe.log"
-grep -E '"s": 2048, "d": 128' "$OUT/attention_bmm.jsonl" | head -30
+if [ -n "${BMM:-}" ]; then
+  timeout -k 5 240 python3 calibrate/device/attention_bmm.py > "$OUT/attention_bmm.jsonl" 2>> "$OUT/probe.log"
+  echo "attention_bmm rc=$?" | tee -a "$OUT/probe.log"
+fi
