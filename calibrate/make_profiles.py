@@ -84,6 +84,8 @@ COMPUTE_KINDS = ("gemm", "hbm", "launch")
 # raw/h100/kernels.jsonl, the first sweeps, timed the attention backward with a scatter into a fused leaf)
 H200_KERNELS = "raw/h200/kernels.jsonl"
 H100_KERNELS = "raw/h100/kernels-20261124.jsonl"
+#: an eager attention core's batched GEMMs by shape on one H200 (calibrate/device/attention_bmm.py)
+H200_BMM = "raw/attention-bmm/h200.jsonl"
 #: compute kernels alone vs beside a 256 MiB NCCL collective on 2 H100 of one host
 #: (``calibrate/device/overlap_probe.py``, measured with blind set 6, 2026-11-26); no H200 was measured
 H100_OVERLAP = "raw/blind6/overlap.jsonl"
@@ -287,6 +289,25 @@ def _add_kernels(data: dict, rel: str) -> None:
     data["source"]["files"] = list(data["source"].get("files", [])) + [rel]
 
 
+def bmm_table(rel: str = H200_BMM) -> list[dict]:
+    """``compute.bmm_table`` from the batched-GEMM rows of ``rel`` (score, context, context_t; efficiency against
+    the GPU's dense bf16 datasheet peak). Points below three times the file's shortest call are left out: the
+    bench times 20 back-to-back calls, and where the GPU finishes a call faster than the host issues the next
+    (12.6-33 us per call over 5-200x the FLOPs at seq 512-1024) the time is the host's, not the kernel's."""
+    from clustersim.calibration.fit import peak_tflops_for
+
+    rows = [json.loads(line) for line in (HERE / rel).read_text().splitlines() if line.strip()]
+    floor = min(r["us"] for r in rows)
+    out = []
+    for r in rows:
+        if r["kind"] not in ("score", "context", "context_t") or r["us"] < 3 * floor:
+            continue
+        peak = peak_tflops_for(r["gpu"]) * 1e12
+        out.append({"kind": r["kind"], "batch_heads": r["bh"], "seq": r["s"], "head_dim": r["d"],
+                    "efficiency": _r4(r["flops"] / (peak * r["us"] * 1e-6))})
+    return out
+
+
 def overlap_table(rel: str) -> list[dict]:
     """``compute.overlap_table`` from the overlap probe's rows: one point per (kernel, collective),
     the slowdowns averaged over the ranks that measured it; the GEMM's work is its FLOPs, the
@@ -420,6 +441,8 @@ def make_h200() -> Profile:
     data["nvls"] = False
     data["link_model"] = link_model_section(coll)
     _add_kernels(data, H200_KERNELS)
+    data["compute"]["bmm_table"] = bmm_table()
+    data["source"]["files"] = list(data["source"].get("files", [])) + [H200_BMM]
     data["compute"]["overlap_table"] = overlap_table(H200_OVERLAP)
     data["compute"]["p2p_wait_table"] = p2p_wait_table(P2P_RESIDENT_H200)
     data["compute"]["clock_window_ms"] = clock_window_ms(data["compute"]["clock_table"], CLOCK_IDLE_H200)
@@ -537,6 +560,15 @@ def make_h100() -> Profile:
     data["links"] = copy.deepcopy(LINKS_PUBLISHED)
     data["nvls"] = True  # NCCL_NVLS_ENABLE defaults to on where NVSwitch multicast exists (env.rst)
     _add_kernels(data, H100_KERNELS)
+    # no H100 batched-GEMM measurement: the H200's points carried over by roofline (same die and clocks; the HBM
+    # bound at each GPU's datasheet bandwidth times this profile's measured copy fraction)
+    from clustersim.calibration.transfer import bmm_between
+    from clustersim.config.topology import gpu_spec
+    h100 = gpu_spec("H100-SXM")
+    data["compute"]["bmm_table"] = bmm_between(
+        bmm_table(), source=gpu_spec("H200-SXM"), target=h100,
+        hbm_fraction=data["compute"]["hbm_bandwidth_GBps"] / h100.hbm_bandwidth_GBps)
+    data["source"]["files"] = list(data["source"].get("files", [])) + [H200_BMM]
     data["compute"]["overlap_table"] = overlap_table(H100_OVERLAP)
     data["compute"]["p2p_wait_table"] = p2p_wait_table()
     data["compute"]["clock_window_ms"] = clock_window_ms(data["compute"]["clock_table"])

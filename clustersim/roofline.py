@@ -10,7 +10,8 @@ FLOPs moving ``B`` bytes.
 Used by the compute transfer (:mod:`clustersim.calibration.transfer`: a measured point's time split
 into this roofline and the residual it does not explain) and by the compute model
 (:mod:`clustersim.workload.compute`: a transferred table's residual times the roofline at the run's
-own shape). Numbers only: imports nothing from the package.
+own shape). Also the reading of an event-timed GEMM sweep that both need (:func:`issue_corrected_table`: each
+point's host issue latency found and taken out). Numbers only: imports nothing from the package.
 
 Tiles: 128 x 128 output tiles for bf16 tensor-core GEMMs (the CUTLASS / cuBLAS thread-block tile of
 both Ampere and Hopper large GEMMs), 128 query rows per (batch, head) for flash attention (the
@@ -92,3 +93,64 @@ def attention_shape(direction: str, batch_heads: int, seq: int, head_dim: int) -
     return (2.0 * batch_heads * seq * seq * head_dim * mult,
             ELEMENT_BYTES * batch_heads * seq * head_dim * (4 if direction == "fwd" else 8),
             batch_heads * math.ceil(seq / ATTENTION_BLOCK))
+
+
+#: batched GEMMs of an eager (non-flash) attention core, as ``(m, n, k)`` of one (batch, head) slice for
+#: sequence ``s`` and head size ``d``: the scores ``q k^T`` (and backward ``dO v^T``), the context ``p v``
+#: (and backward ``dS k``), and the transposed-A context of backward ``p^T dO`` / ``dS^T q``
+BMM_KINDS = ("score", "context", "context_t")
+
+
+def bmm_shape(kind: str, batch_heads: int, seq: int, head_dim: int) -> tuple[float, float, int]:
+    """(FLOPs, bytes, tiles) of one batched GEMM of an eager attention core over ``batch_heads`` slices.
+
+    ``score``: ``(s x d) @ (d x s)`` per slice, an ``s x s`` output; ``context`` / ``context_t``:
+    ``(s x s) @ (s x d)``. Every slice reads its operands and writes its output once (bf16); tiles are
+    :data:`GEMM_TILE` outputs of every slice.
+
+    >>> bmm_shape("score", 8, 2048, 128)
+    (8589934592.0, 75497472, 2048)
+    >>> bmm_shape("context", 8, 2048, 128)
+    (8589934592.0, 75497472, 128)
+    """
+    m, n, k = (seq, seq, head_dim) if kind == "score" else (seq, head_dim, seq)
+    flops, nbytes, tiles = gemm_shape(m, n, k)
+    return batch_heads * flops, batch_heads * nbytes, batch_heads * tiles
+
+
+def issue_corrected_table(pts: list[tuple[int, int, int, float]], peak: float, large_eff: float,
+                          ratio: float = 5.0) -> tuple[list[tuple[int, int, int, float]], float]:
+    """Remove the host issue latency from an event-timed GEMM table.
+
+    ``calibrate bench`` times every GEMM alone between two CUDA events on an idle GPU
+    (``clustersim/calibration/bench/compute.py`` ``event_times``): the start event runs at once, the GEMM
+    kernel only after the host has dispatched ``torch.matmul`` and launched it. Each point's time
+    is therefore ``issue + kernel``. The smallest GEMM of the table measures ``issue`` when its
+    time is more than ``ratio`` x its FLOP time at the large-GEMM efficiency (a 256^3 GEMM is
+    34 MFLOP, well under a microsecond of tensor-core work). That floor is subtracted from every
+    point; points whose time is under twice the floor are dropped (the remainder is too small to
+    be a kernel measurement). Returns the corrected points and the floor (seconds; 0 when the
+    smallest point is not launch-bound, and the table unchanged).
+
+    >>> pk = 1e15
+    >>> t = lambda m, n, k, e: (m, n, k, 2 * m * n * k / (pk * e))
+    >>> raw = [(256, 256, 256, 2 * 256**3 / (pk * 18e-6)), (4096, 4096, 4096, 2 * 4096**3 / (pk * (18e-6 + 2 * 4096**3 / (pk * 0.8))))]
+    >>> pts, floor = issue_corrected_table(raw, pk, 0.75)
+    >>> round(floor * 1e6, 1), [(p[0], round(p[3], 3)) for p in pts]
+    (18.0, [(4096, 0.8)])
+    """
+    if len(pts) < 2:
+        return list(pts), 0.0
+    times = [(2.0 * m * n * k / (peak * e), (m, n, k, e)) for m, n, k, e in pts]
+    small = min(times, key=lambda x: 2.0 * x[1][0] * x[1][1] * x[1][2])
+    f_small = 2.0 * small[1][0] * small[1][1] * small[1][2]
+    kernel_small = f_small / (peak * large_eff)
+    if small[0] < ratio * kernel_small:
+        return list(pts), 0.0
+    floor = small[0] - kernel_small
+    out = []
+    for t, (m, n, k, e) in times:
+        if t < 2.0 * floor:
+            continue
+        out.append((m, n, k, 2.0 * m * n * k / (peak * (t - floor))))
+    return (out or list(pts)), floor

@@ -53,7 +53,8 @@ gap between dependent kernels) are kept from the source.
 from __future__ import annotations
 
 from clustersim.config.topology import GPUSpec
-from clustersim.roofline import attention_shape, gemm_shape, layout_gemm, roofline_efficiency
+from clustersim.roofline import (attention_shape, bmm_shape, gemm_shape, issue_corrected_table, layout_gemm,
+                                 roofline_efficiency)
 from clustersim.roofline import wave_efficiency  # noqa: F401  (re-exported: the transfer's wave model)
 
 #: memory-table classes that are a *sequence* of kernels with batched GEMMs in it, with their FLOPs per
@@ -123,8 +124,7 @@ def transfer_compute(compute: dict, *, source: GPUSpec, target: GPUSpec) -> dict
     out = {key: val for key, val in compute.items()
            if key not in ("peak_tflops", "provenance") and (key not in ("clock_table", "clock_window_ms") or same_power)}
     out["hbm_bandwidth_GBps"] = _r4(tgt["bw"] / 1e9)
-    out["gemm_table"] = [{**p, "efficiency": gemm(p["m"], p["n"], p["k"], p["efficiency"])}
-                         for p in compute.get("gemm_table", [])]
+    out["gemm_table"] = _gemm_table(compute, gemm, src_ds=src["peak"] / src_boost, tgt_ds=tgt["peak"] / tgt_boost)
     if compute.get("gemm_table"):
         big = max(out["gemm_table"], key=lambda p: p["m"] * p["n"] * p["k"])
         out["gemm_efficiency"] = big["efficiency"]
@@ -140,10 +140,55 @@ def transfer_compute(compute: dict, *, source: GPUSpec, target: GPUSpec) -> dict
         flops, nbytes, tiles = attention_shape(p["direction"], p["batch"] * p["heads"], p["seq"], p["head_dim"])
         att.append({**p, "efficiency": point(p["efficiency"], flops, nbytes, tiles)})
     out["attention_table"] = att
+    if compute.get("bmm_table"):
+        out["bmm_table"] = transfer_bmm(compute["bmm_table"], point)
     # the run's own shape is quantised on the target at lookup (ComputeModel), not the measured one
     out["roofline_lookup"] = True
     out["memory_table"] = [_memory_point(p, src, tgt) for p in compute.get("memory_table", [])]
     return out
+
+
+def _gemm_table(compute: dict, gemm, *, src_ds: float, tgt_ds: float) -> list[dict]:
+    """The square GEMM sweep on the target. Each point was timed alone between CUDA events, so it holds the host's
+    issue latency (:func:`clustersim.roofline.issue_corrected_table` finds it from the smallest point:
+    18.3 us on the H100). That time is the host's, not the GPU's: only the kernel's part goes through the roofline
+    (``gemm``), and the same host time is added back on the target. ``src_ds`` / ``tgt_ds``: the datasheet peaks
+    (FLOP/s) the points' efficiencies are relative to."""
+    pts = compute.get("gemm_table", [])
+    raw = [(p["m"], p["n"], p["k"], p["efficiency"]) for p in pts]
+    _, floor = issue_corrected_table(raw, src_ds, compute.get("gemm_efficiency", 0.75))
+    out = []
+    for p in pts:
+        flops = 2.0 * p["m"] * p["n"] * p["k"]
+        kernel_s = flops / (src_ds * p["efficiency"]) - floor
+        if floor <= 0 or kernel_s <= 0:  # no host floor in the table: the point as it was timed
+            out.append({**p, "efficiency": gemm(p["m"], p["n"], p["k"], p["efficiency"])})
+            continue
+        kernel_t = flops / (tgt_ds * gemm(p["m"], p["n"], p["k"], flops / (src_ds * kernel_s)))
+        out.append({**p, "efficiency": _r4(flops / (tgt_ds * (kernel_t + floor)))})
+    return out
+
+
+def transfer_bmm(points: list[dict], point) -> list[dict]:
+    """An eager attention core's batched-GEMM points (``bmm_table``) through ``point(eff, flops, bytes, tiles)``
+    (the roofline transfer of :func:`transfer_compute`) at each point's own shape
+    (:func:`clustersim.roofline.bmm_shape`)."""
+    return [{**p, "efficiency": point(p["efficiency"], *bmm_shape(p["kind"], p["batch_heads"], p["seq"], p["head_dim"]))}
+            for p in points]
+
+
+def bmm_between(points: list[dict], *, source: GPUSpec, target: GPUSpec, hbm_fraction: float) -> list[dict]:
+    """``bmm_table`` points measured on ``source`` carried to ``target`` alone (the rest of the target's tables
+    measured on it): :func:`transfer_compute`'s roofline and clock conversion with the copy bandwidth at
+    ``hbm_fraction`` of each datasheet bandwidth.
+
+    >>> from clustersim.config.topology import gpu_spec
+    >>> p = [{"kind": "score", "batch_heads": 64, "seq": 2048, "head_dim": 128, "efficiency": 0.41}]
+    >>> bmm_between(p, source=gpu_spec("H200-SXM"), target=gpu_spec("H100-SXM"), hbm_fraction=0.9)[0]["efficiency"]
+    0.2861
+    """
+    comp = {"hbm_bandwidth_GBps": hbm_fraction * source.hbm_bandwidth_GBps, "bmm_table": points}
+    return transfer_compute(comp, source=source, target=target)["bmm_table"]
 
 
 def _memory_point(p: dict, src: dict, tgt: dict) -> dict:

@@ -325,6 +325,19 @@ class AttentionPoint(StrictModel):
     efficiency: Pos = Field(le=1.0, description="FLOPs (the count above) / (dense peak x kernel time); fraction, <= 1.")
 
 
+class BmmPoint(StrictModel):
+    """Measured efficiency of one batched GEMM of an eager (non-flash) attention core
+    (``calibrate/device/attention_bmm.py``): ``batch_heads`` slices of sequence ``seq`` and head size
+    ``head_dim`` (shapes: :func:`clustersim.roofline.bmm_shape`)."""
+
+    kind: Literal["score", "context", "context_t"] = Field(
+        description="score: q k^T (s x d @ d x s); context: p v (s x s @ s x d); context_t: p^T dO (A transposed).")
+    batch_heads: int = Field(gt=0, description="Slices in the call: micro-batch x attention heads on the rank.")
+    seq: int = Field(gt=0, description="Sequence length, tokens.")
+    head_dim: int = Field(gt=0, description="Size of one attention head, elements.")
+    efficiency: Pos = Field(le=1.0, description="2 x batch_heads x m n k / (dense peak x kernel time); fraction, <= 1.")
+
+
 class GemmLayoutPoint(StrictModel):
     """Measured efficiency of one training GEMM of a linear layer ``W: (out_features, in_features)``.
 
@@ -429,6 +442,11 @@ class ComputeParams(StrictModel):
     attention_table: list[AttentionPoint] = Field(
         default_factory=list, description="Measured flash-attention points (bench --kernels); the model "
         "interpolates by log(FLOPs) among the points of the same pass, head_dim and seq.")
+    bmm_table: list[BmmPoint] = Field(
+        default_factory=list, description="Measured batched GEMMs of an eager attention core (its q k^T and p v); "
+        "the model reads each point's share of its roofline (clustersim/roofline.py) at the nearest seq and "
+        "head_dim, interpolated in log(batch x heads), times the roofline of the run's own shape. Empty: the "
+        "batched GEMMs are priced as one GEMM with the batch folded into K.")
     gemm_layout_table: list[GemmLayoutPoint] = Field(
         default_factory=list, description="Measured GEMMs of linear layers in the three training layouts "
         "(bench --kernels); when it has a layout, that layout's linears use it instead of gemm_table.")

@@ -40,45 +40,8 @@ import math
 from dataclasses import dataclass, field
 
 from clustersim.errors import ClusterSimError
-from clustersim.roofline import ATTENTION_BWD_FLOPS, attention_shape, gemm_shape, layout_gemm, roofline_efficiency
-
-
-def issue_corrected_table(pts: list[tuple[int, int, int, float]], peak: float, large_eff: float,
-                          ratio: float = 5.0) -> tuple[list[tuple[int, int, int, float]], float]:
-    """Remove the host issue latency from an event-timed GEMM table.
-
-    ``calibrate bench`` times every GEMM alone between two CUDA events on an idle GPU
-    (``clustersim/calibration/bench/compute.py`` ``event_times``): the start event runs at once, the GEMM
-    kernel only after the host has dispatched ``torch.matmul`` and launched it. Each point's time
-    is therefore ``issue + kernel``. The smallest GEMM of the table measures ``issue`` when its
-    time is more than ``ratio`` x its FLOP time at the large-GEMM efficiency (a 256^3 GEMM is
-    34 MFLOP, well under a microsecond of tensor-core work). That floor is subtracted from every
-    point; points whose time is under twice the floor are dropped (the remainder is too small to
-    be a kernel measurement). Returns the corrected points and the floor (seconds; 0 when the
-    smallest point is not launch-bound, and the table unchanged).
-
-    >>> pk = 1e15
-    >>> t = lambda m, n, k, e: (m, n, k, 2 * m * n * k / (pk * e))
-    >>> raw = [(256, 256, 256, 2 * 256**3 / (pk * 18e-6)), (4096, 4096, 4096, 2 * 4096**3 / (pk * (18e-6 + 2 * 4096**3 / (pk * 0.8))))]
-    >>> pts, floor = issue_corrected_table(raw, pk, 0.75)
-    >>> round(floor * 1e6, 1), [(p[0], round(p[3], 3)) for p in pts]
-    (18.0, [(4096, 0.8)])
-    """
-    if len(pts) < 2:
-        return list(pts), 0.0
-    times = [(2.0 * m * n * k / (peak * e), (m, n, k, e)) for m, n, k, e in pts]
-    small = min(times, key=lambda x: 2.0 * x[1][0] * x[1][1] * x[1][2])
-    f_small = 2.0 * small[1][0] * small[1][1] * small[1][2]
-    kernel_small = f_small / (peak * large_eff)
-    if small[0] < ratio * kernel_small:
-        return list(pts), 0.0
-    floor = small[0] - kernel_small
-    out = []
-    for t, (m, n, k, e) in times:
-        if t < 2.0 * floor:
-            continue
-        out.append((m, n, k, 2.0 * m * n * k / (peak * (t - floor))))
-    return (out or list(pts)), floor
+from clustersim.roofline import (ATTENTION_BWD_FLOPS, attention_shape, bmm_shape, gemm_shape,  # noqa: F401
+                                issue_corrected_table, layout_gemm, roofline_efficiency)
 
 
 def interp_log(points: list[tuple[float, float]], x: float) -> float:
@@ -174,6 +137,10 @@ class ComputeModel:
     attention_table: list[tuple[str, int, int, int, int, float]] = field(default_factory=list)
     # (layout, tokens, out_features, in_features, efficiency) of linear-layer GEMMs (bench --kernels)
     gemm_layout_table: list[tuple[str, int, int, int, float]] = field(default_factory=list)
+    # (kind, batch x heads, seq, head_dim, efficiency) of an eager attention core's batched GEMMs
+    bmm_table: list[tuple[str, int, int, int, float]] = field(default_factory=list)
+    #: SM count of the GPU, for the batched GEMMs' roofline (read at the run's own shape on every GPU)
+    sm_count: int | None = None
     # op class -> [(minimum bytes, efficiency vs hbm_bandwidth)] (bench --kernels)
     memory_table: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     # (compute duty, sustained slowdown) of compute-bound kernels (bench --kernels gemm_duty)
@@ -227,6 +194,8 @@ class ComputeModel:
                    gemm_layout_table=[(p.layout, p.tokens, p.out_features, p.in_features, p.efficiency)
                                       for p in compute.gemm_layout_table],
                    memory_table=mem, roofline_sms=sms,
+                   bmm_table=[(p.kind, p.batch_heads, p.seq, p.head_dim, p.efficiency) for p in compute.bmm_table],
+                   sm_count=gpu_spec.sm_count,
                    # measured with tensor-core GEMMs of the profile's dtype: other dtypes (fp32 SIMT
                    # GEMMs draw other power) get no slowdown
                    clock_table=(sorted((p.duty, p.slowdown) for p in compute.clock_table)
@@ -370,6 +339,35 @@ class ComputeModel:
         if eff is None:
             shape = {"fwd": (M, N, K), "dgrad": (M, K, N), "wgrad": (K, N, M)}[role]
             return self.gemm(*shape)
+        return self._cb(flops / (self.peak_flops * eff)) + self.kernel_launch_s
+
+    def bmm(self, kind: str, batch_heads: int, seq: int, head_dim: int) -> float | None:
+        """Seconds for one batched GEMM of an eager attention core (``kind``: score, context or context_t;
+        :func:`clustersim.roofline.bmm_shape`), or None when the profile has no ``bmm_table`` (or no SM count).
+
+        The points of ``kind`` at the nearest head_dim and seq, each as its share of the roofline at its own
+        shape (the part wave quantisation and the HBM bound do not explain), interpolated in
+        log(batch x heads) and held beyond the measured range, times the roofline at the run's shape.
+
+        >>> cm = ComputeModel(peak_flops=1e15, hbm_bandwidth=4e12, kernel_launch_s=0.0, sm_count=132,
+        ...                   bmm_table=[("score", 16, 2048, 128, 0.36), ("score", 64, 2048, 128, 0.41)])
+        >>> round(cm.bmm("score", 32, 2048, 128) * 1e6, 1)   # 34.4 GFLOP, 302 MB: HBM-bound at 0.455 of peak
+        89.2
+        """
+        pts = [p for p in self.bmm_table if p[0] == kind]
+        if not pts or not self.sm_count:
+            return None
+        hd = _nearest([p[3] for p in pts], head_dim)
+        sq = _nearest([p[2] for p in pts if p[3] == hd], seq)
+        pts = [p for p in pts if p[3] == hd and p[2] == sq]
+
+        def roof(bh: int, s: int, d: int) -> float:
+            return roofline_efficiency(*bmm_shape(kind, bh, s, d), peak=self.peak_flops, bw=self.hbm_bandwidth,
+                                       sms=self.sm_count)
+
+        eta = interp_log([(p[1], p[4] / roof(p[1], sq, hd)) for p in pts], batch_heads)
+        flops = bmm_shape(kind, batch_heads, seq, head_dim)[0]
+        eff = min(1.0, eta * roof(batch_heads, seq, head_dim))
         return self._cb(flops / (self.peak_flops * eff)) + self.kernel_launch_s
 
     def flops_time(self, flops: float, efficiency: float | None = None, kernels: int = 1) -> float:

@@ -276,12 +276,20 @@ class LayerCosts:
             return None
         batch = micro_batch * heads_local
         scores = batch * seq * seq
-        qk = cm.gemm(seq, seq, head_dim * batch)  # batched GEMM as one kernel (efficiency from total FLOPs)
-        pv = cm.gemm(seq, head_dim * batch, seq)
+        qk = cm.bmm("score", batch, seq, head_dim)
+        if qk is not None:  # measured batched GEMMs (bmm_table), each at the run's own shape
+            pv = cm.bmm("context", batch, seq, head_dim)
+            pv_t = cm.bmm("context_t", batch, seq, head_dim)
+            # backward: dP = dO v^T (score-shaped), dQ = dS k (context), dV = p^T dO and dK = dS^T q (context_t)
+            (qk_bwd, n_qk), (pv_bwd, n_pv) = (qk, 1), (pv + 2 * pv_t, 3)
+        else:  # batched GEMM as one kernel (efficiency from total FLOPs)
+            qk = cm.gemm(seq, seq, head_dim * batch)
+            pv = cm.gemm(seq, head_dim * batch, seq)
+            (qk_bwd, n_qk), (pv_bwd, n_pv) = (2 * qk, 2), (2 * pv, 2)
         softmax_fwd = cm.memory(scores * 9.0, 2)  # scale-mask-softmax (r2 w2) + dropout (r2 w2 mask1)
         softmax_bwd = cm.memory(scores * 11.0, 2)  # dropout bwd (r2 mask1 w2) + softmax bwd (r4 w2)
         passes.forward += [ComputeSegment(qk, 1), ComputeSegment(softmax_fwd, 2), ComputeSegment(pv, 1)]
-        passes.backward += [ComputeSegment(2 * qk, 2), ComputeSegment(softmax_bwd, 2), ComputeSegment(2 * pv, 2)]
+        passes.backward += [ComputeSegment(qk_bwd, n_qk), ComputeSegment(softmax_bwd, 2), ComputeSegment(pv_bwd, n_pv)]
         return [ComputeSegment(qk + softmax_fwd + pv, 4)] if selective else None
 
     def _mlp_block(self, passes: _Passes) -> None:
