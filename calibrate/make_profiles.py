@@ -86,6 +86,8 @@ H200_KERNELS = "raw/h200/kernels.jsonl"
 H100_KERNELS = "raw/h100/kernels-20261124.jsonl"
 #: an eager attention core's batched GEMMs by shape on one H200 (calibrate/device/attention_bmm.py)
 H200_BMM = "raw/attention-bmm/h200.jsonl"
+#: GEMMs across wave boundaries on one H200 (calibrate/device/wave_sweep.py): the library's fill below one wave
+H200_WAVES = "raw/wave-sweep/h200.jsonl"
 #: compute kernels alone vs beside a 256 MiB NCCL collective on 2 H100 of one host
 #: (``calibrate/device/overlap_probe.py``, measured with blind set 6, 2026-11-26); no H200 was measured
 H100_OVERLAP = "raw/blind6/overlap.jsonl"
@@ -308,6 +310,36 @@ def bmm_table(rel: str = H200_BMM) -> list[dict]:
     return out
 
 
+def wave_fill_table(hbm_GBps: float, rel: str = H200_WAVES) -> list[dict]:
+    """``compute.wave_fill_table`` from the forward (NT, K = 4096) rows of the wave sweep: below one full wave of
+    128 x 128 tiles, each point's rate over the rate the same token count reaches from one wave up (median), where
+    the HBM bound (at ``hbm_GBps``, the profile's measured copy bandwidth) is at least 1.5x away; (1, 1) closes it.
+    The sweep's rows from one wave up (1.09-6 waves, one-tile fills 0.55-1.0) ran within 4% of that median: no
+    partial-wave loss to carry (:func:`clustersim.roofline.library_fill`)."""
+    from clustersim.calibration.fit import peak_tflops_for
+
+    rows = [json.loads(line) for line in (HERE / rel).read_text().splitlines() if line.strip()]
+    rows = [r for r in rows if r.get("kind") == "wave_gemm" and r["layout"] == "NT" and r["k"] == 4096]
+    pts: dict[float, list[float]] = {}
+    for m in sorted({r["m"] for r in rows}):
+        series = []
+        for r in (r for r in rows if r["m"] == m):
+            peak = peak_tflops_for(r["gpu"]) * 1e12
+            tiles = math.ceil(r["m"] / 128) * math.ceil(r["n"] / 128)
+            flops = 2.0 * r["m"] * r["n"] * r["k"]
+            nbytes = 2.0 * (r["m"] * r["k"] + r["n"] * r["k"] + r["m"] * r["n"])
+            series.append((tiles / r["sms"], flops * hbm_GBps * 1e9 / (nbytes * peak), flops / (peak * r["us"] * 1e-6)))
+        full = [e for x, mem, e in series if x >= 1 and mem >= 2]
+        if not full:
+            continue
+        plateau = statistics.median(full)
+        for x, mem, e in series:
+            if x < 1 and mem >= 1.5:
+                pts.setdefault(round(x, 4), []).append(min(1.0, e / plateau))
+    out = [{"waves": x, "fill": _r4(statistics.mean(v))} for x, v in sorted(pts.items())]
+    return out + [{"waves": 1.0, "fill": 1.0}]
+
+
 def overlap_table(rel: str) -> list[dict]:
     """``compute.overlap_table`` from the overlap probe's rows: one point per (kernel, collective),
     the slowdowns averaged over the ranks that measured it; the GEMM's work is its FLOPs, the
@@ -442,7 +474,8 @@ def make_h200() -> Profile:
     data["link_model"] = link_model_section(coll)
     _add_kernels(data, H200_KERNELS)
     data["compute"]["bmm_table"] = bmm_table()
-    data["source"]["files"] = list(data["source"].get("files", [])) + [H200_BMM]
+    data["compute"]["wave_fill_table"] = wave_fill_table(data["compute"]["hbm_bandwidth_GBps"])
+    data["source"]["files"] = list(data["source"].get("files", [])) + [H200_BMM, H200_WAVES]
     data["compute"]["overlap_table"] = overlap_table(H200_OVERLAP)
     data["compute"]["p2p_wait_table"] = p2p_wait_table(P2P_RESIDENT_H200)
     data["compute"]["clock_window_ms"] = clock_window_ms(data["compute"]["clock_table"], CLOCK_IDLE_H200)
@@ -568,7 +601,9 @@ def make_h100() -> Profile:
     data["compute"]["bmm_table"] = bmm_between(
         bmm_table(), source=gpu_spec("H200-SXM"), target=h100,
         hbm_fraction=data["compute"]["hbm_bandwidth_GBps"] / h100.hbm_bandwidth_GBps)
-    data["source"]["files"] = list(data["source"].get("files", [])) + [H200_BMM]
+    # the same library on the same 132 SMs: the H200's measured fill below one wave
+    data["compute"]["wave_fill_table"] = wave_fill_table(data["compute"]["hbm_bandwidth_GBps"])
+    data["source"]["files"] = list(data["source"].get("files", [])) + [H200_BMM, H200_WAVES]
     data["compute"]["overlap_table"] = overlap_table(H100_OVERLAP)
     data["compute"]["p2p_wait_table"] = p2p_wait_table()
     data["compute"]["clock_window_ms"] = clock_window_ms(data["compute"]["clock_table"])

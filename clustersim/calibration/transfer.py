@@ -65,7 +65,7 @@ SEQUENCE_FLOPS_PER_BYTE = {"eager_attention_fwd": 4 * 128 / 4, "eager_attention_
 
 
 def transfer_point(*, efficiency: float, flops: float, nbytes: float, tiles: int, source: dict,
-                   target: dict) -> float:
+                   target: dict, fill=None) -> float:
     """Efficiency on ``target`` of a compute-bound kernel measured at ``efficiency`` on ``source``.
 
     ``source`` / ``target``: ``{"peak": FLOP/s, "bw": achievable bytes/s, "sms": SM count}``.
@@ -80,8 +80,8 @@ def transfer_point(*, efficiency: float, flops: float, nbytes: float, tiles: int
     # roofline times r = F / (peak x roofline efficiency); t_t = r_t / eta with eta = r_s / t_s (eta
     # may exceed 1 where the library's tiling beats the one-tile wave model, e.g. split-K on few
     # tiles: the ratio still carries over). In efficiencies: e_t = e_s x rho_t / rho_s.
-    rho_s = roofline_efficiency(flops, nbytes, tiles, peak=source["peak"], bw=source["bw"], sms=source["sms"])
-    rho_t = roofline_efficiency(flops, nbytes, tiles, peak=target["peak"], bw=target["bw"], sms=target["sms"])
+    rho_s = roofline_efficiency(flops, nbytes, tiles, peak=source["peak"], bw=source["bw"], sms=source["sms"], fill=fill)
+    rho_t = roofline_efficiency(flops, nbytes, tiles, peak=target["peak"], bw=target["bw"], sms=target["sms"], fill=fill)
     return round(min(1.0, efficiency * rho_t / rho_s), 12)
 
 
@@ -111,10 +111,13 @@ def transfer_compute(compute: dict, *, source: GPUSpec, target: GPUSpec) -> dict
     tgt = {"peak": target.peak_flops(dtype) * tgt_boost, "bw": bw_fraction * target.hbm_bandwidth,
            "sms": target.sm_count}
 
-    def point(eff: float, flops: float, nbytes: float, tiles: int) -> float:
+    # the GEMM library's measured fill below one wave (a property of the library, carried with the tables)
+    fill = [(p["waves"], p["fill"]) for p in compute.get("wave_fill_table", [])] or None
+
+    def point(eff: float, flops: float, nbytes: float, tiles: int, gemm: bool = True) -> float:
         # transfer_point returns the efficiency against tgt["peak"]; stored against the datasheet peak
         return _r4(tgt_boost * transfer_point(efficiency=eff / src_boost, flops=flops, nbytes=nbytes, tiles=tiles,
-                                              source=src, target=tgt))
+                                              source=src, target=tgt, fill=fill if gemm else None))
 
     def gemm(m: int, n: int, k: int, eff: float) -> float:
         flops, nbytes, tiles = gemm_shape(m, n, k)
@@ -138,7 +141,7 @@ def transfer_compute(compute: dict, *, source: GPUSpec, target: GPUSpec) -> dict
     att = []
     for p in compute.get("attention_table", []):
         flops, nbytes, tiles = attention_shape(p["direction"], p["batch"] * p["heads"], p["seq"], p["head_dim"])
-        att.append({**p, "efficiency": point(p["efficiency"], flops, nbytes, tiles)})
+        att.append({**p, "efficiency": point(p["efficiency"], flops, nbytes, tiles, gemm=False)})
     out["attention_table"] = att
     if compute.get("bmm_table"):
         out["bmm_table"] = transfer_bmm(compute["bmm_table"], point)

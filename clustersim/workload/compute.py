@@ -141,6 +141,9 @@ class ComputeModel:
     bmm_table: list[tuple[str, int, int, int, float]] = field(default_factory=list)
     #: SM count of the GPU, for the batched GEMMs' roofline (read at the run's own shape on every GPU)
     sm_count: int | None = None
+    #: (tiles / SMs, share of SMs busy) of the GEMM library below one wave (profile wave_fill_table); empty: the
+    #: one-tile wave model
+    wave_fill: list[tuple[float, float]] = field(default_factory=list)
     # op class -> [(minimum bytes, efficiency vs hbm_bandwidth)] (bench --kernels)
     memory_table: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     # (compute duty, sustained slowdown) of compute-bound kernels (bench --kernels gemm_duty)
@@ -196,6 +199,7 @@ class ComputeModel:
                    memory_table=mem, roofline_sms=sms,
                    bmm_table=[(p.kind, p.batch_heads, p.seq, p.head_dim, p.efficiency) for p in compute.bmm_table],
                    sm_count=gpu_spec.sm_count,
+                   wave_fill=[(p.waves, p.fill) for p in compute.wave_fill_table],
                    # measured with tensor-core GEMMs of the profile's dtype: other dtypes (fp32 SIMT
                    # GEMMs draw other power) get no slowdown
                    clock_table=(sorted((p.duty, p.slowdown) for p in compute.clock_table)
@@ -283,13 +287,14 @@ class ComputeModel:
             return 0.0
         return count * (self._cb(flops / (self.peak_flops * self.efficiency(m, n, k))) + self.kernel_launch_s)
 
-    def roofline(self, flops: float, nbytes: float, tiles: int) -> float:
+    def roofline(self, flops: float, nbytes: float, tiles: int, gemm: bool = True) -> float:
         """Roofline efficiency on this GPU (:func:`clustersim.roofline.roofline_efficiency` at its peak,
-        copy bandwidth and ``roofline_sms``); 1 when the tables are read as measured."""
+        copy bandwidth and ``roofline_sms``; a GEMM's SM share from the library's measured fill where the profile
+        has it, not a flash-attention pass's); 1 when the tables are read as measured."""
         if self.roofline_sms is None:
             return 1.0
         return roofline_efficiency(flops, nbytes, tiles, peak=self.peak_flops, bw=self.hbm_bandwidth,
-                                   sms=self.roofline_sms)
+                                   sms=self.roofline_sms, fill=self.wave_fill if gemm else None)
 
     def linear_efficiency(self, M: int, N: int, K: int, role: str) -> float | None:
         """Measured efficiency of a linear layer's ``role`` GEMM (forward shape: ``M`` tokens, weight
@@ -363,7 +368,7 @@ class ComputeModel:
 
         def roof(bh: int, s: int, d: int) -> float:
             return roofline_efficiency(*bmm_shape(kind, bh, s, d), peak=self.peak_flops, bw=self.hbm_bandwidth,
-                                       sms=self.sm_count)
+                                       sms=self.sm_count, fill=self.wave_fill)
 
         eta = interp_log([(p[1], p[4] / roof(p[1], sq, hd)) for p in pts], batch_heads)
         flops = bmm_shape(kind, batch_heads, seq, head_dim)[0]
@@ -394,9 +399,9 @@ class ComputeModel:
         if self.roofline_sms is None or not (seq and head_dim):
             return interp_log([(mult * 2.0 * b * nh * s * s * d, e) for _, s, d, nh, b, e in pts], flops)
         shapes = [(attention_shape(direction, b * nh, s, d), e) for _, s, d, nh, b, e in pts]  # (FLOPs, bytes, tiles)
-        eta = interp_log([(shape[0], e / self.roofline(*shape)) for shape, e in shapes], flops)
+        eta = interp_log([(shape[0], e / self.roofline(*shape, gemm=False)) for shape, e in shapes], flops)
         batch_heads = max(1, round(flops / (mult * 2.0 * seq * seq * head_dim)))
-        return min(1.0, eta * self.roofline(*attention_shape(direction, batch_heads, seq, head_dim)))
+        return min(1.0, eta * self.roofline(*attention_shape(direction, batch_heads, seq, head_dim), gemm=False))
 
     def attention(self, flops: float, kernels: int = 1, direction: str = "fwd", seq: int | None = None,
                   head_dim: int | None = None) -> float:
