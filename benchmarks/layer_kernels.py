@@ -2,8 +2,10 @@
 
 Prints every kernel the compute model charges for one layer's forward and backward (the order in which
 :class:`clustersim.workload.layer_costs.LayerCosts` asks for them): each linear GEMM as ``m x n x k``
-with its 128 x 128 output tiles, their wave fill on the GPU's SMs (:func:`clustersim.roofline.wave_efficiency`)
-and its share of the dense peak; the batched attention GEMMs, flash attention and memory-bound kernels
+with its 128 x 128 output tiles, their share of busy SMs (with the GEMM library's measured share of the
+partial-wave loss, :func:`clustersim.roofline.library_fill`, where the profile has one; else the one-tile wave
+model, :func:`clustersim.roofline.wave_efficiency`) and its share of the dense peak; the batched attention GEMMs
+(by measured shape, ``bmm_table``), flash attention and memory-bound kernels
 with their time; then the layer's TP collectives at the profile's closed-form time (standalone: one that runs beside a GEMM under
 ``tp_comm_overlap`` is marked, and still counted in the TP column). Totals per kind at
 the end, for the forward pass, the backward pass and the forward repeated by full recomputation.
@@ -27,14 +29,14 @@ import sys
 from pathlib import Path
 
 from clustersim.errors import ClusterSimError
-from clustersim.roofline import gemm_shape, layout_gemm, wave_efficiency
+from clustersim.roofline import bmm_shape, gemm_shape, layout_gemm, library_fill, wave_efficiency
 from clustersim.simulate.run import comm_cache_for, resolve_scenario, transformer_step
 from clustersim.workload.compute import LINEAR_ROLES, ComputeModel
 from clustersim.workload.ops import Coll
 from clustersim.workload.segments import TPCommSegment
 
 ROOT = Path(__file__).resolve().parents[1]
-WRAPPED = ("linear", "gemm", "attention", "memory", "memory_op")
+WRAPPED = ("linear", "gemm", "bmm", "attention", "memory", "memory_op")
 
 
 def published_row(rid: str):
@@ -68,20 +70,27 @@ def record(cm: ComputeModel) -> list[tuple[str, tuple, float]]:
     return log
 
 
-def describe(cm: ComputeModel, sms: int, name: str, args: tuple, t: float) -> str:
-    """One line for a logged kernel call: shape, tiles and wave fill of a GEMM, bytes of a memory-bound kernel."""
-    peak = cm.peak_flops
+def describe(cm: ComputeModel, sms: int, name: str, args: tuple, t_call: float, scale: float = 1.0) -> str:
+    """One line for a logged kernel call: shape, tiles and wave fill of a GEMM, bytes of a memory-bound kernel;
+    the time printed is the call's ``t_call`` times ``scale`` (``--per-tokens``), shares of the peak its own."""
+    peak, t = cm.peak_flops, t_call * scale
     if name == "linear":
         M, N, K = args[:3]
         role = args[3] if len(args) > 3 else "fwd"
         m, n, k = layout_gemm(LINEAR_ROLES[role], M, N, K)
         flops, _, tiles = gemm_shape(m, n, k)
-        eff = flops / (peak * max(t - cm.kernel_launch_s, 1e-30))
+        eff = flops / (peak * max(t_call - cm.kernel_launch_s, 1e-30))
+        loss = cm.wave_loss_for(LINEAR_ROLES[role])
+        fill = wave_efficiency(tiles, sms) if loss is None else library_fill(tiles, sms, loss)
         return (f"linear {role:5s} {m:6d} x {n:6d} x {k:6d}  tiles {tiles:5d} fill "
-                f"{wave_efficiency(tiles, sms):.3f}  {t * 1e6:8.1f} us  {eff:.3f} of peak")
+                f"{fill:.3f}  {t * 1e6:8.1f} us  {eff:.3f} of peak")
+    if name == "bmm":  # the eager attention's batched GEMMs at their measured shape
+        kind, bh, seq, hd = args[:4]
+        eff = bmm_shape(kind, bh, seq, hd)[0] / (peak * max(t_call - cm.kernel_launch_s, 1e-30))
+        return f"bmm {kind:9s} {bh:4d} x ({seq} x {seq}, d {hd})         {t * 1e6:8.1f} us  {eff:.3f} of peak"
     if name == "gemm":  # the eager attention's batched GEMMs, batch folded into one dimension
         m, n, k = args[:3]
-        eff = 2.0 * m * n * k / (peak * max(t - cm.kernel_launch_s, 1e-30))
+        eff = 2.0 * m * n * k / (peak * max(t_call - cm.kernel_launch_s, 1e-30))
         return f"gemm         {m:6d} x {n:6d} x {k:6d}  (batch folded)     {t * 1e6:8.1f} us  {eff:.3f} of peak"
     if name == "attention":
         direction = args[2] if len(args) > 2 else "fwd"
@@ -124,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
           f"TP {step.tp}, micro-batch {step.micro_batch} ({tokens} tokens), recompute {step.training.recompute}"
           + (f"; times scaled to {a.per_tokens} tokens" if a.per_tokens else ""))
     for name, args, t in log:
-        print("  " + describe(cm, sms, name, args, t * scale))
+        print("  " + describe(cm, sms, name, args, t, scale))
     comm = comm_cache_for(rs)
     group = list(range(step.tp))
 

@@ -6,7 +6,7 @@ wave leaves SMs idle, so the best share of the peak the kernel can reach is
 ``w = tiles / (ceil(tiles / sms) * sms)``. It also cannot beat its bytes at the HBM bandwidth. Its
 *roofline efficiency* (fraction of the dense peak) is therefore ``min(w, F bw / (B peak))`` for ``F``
 FLOPs moving ``B`` bytes. A GEMM library does better than one fixed tile: where a profile carries the
-library's measured fill (``wave_fill_table``, :func:`library_fill`) a GEMM's ``w`` is read from it instead.
+library's measured share of the partial-wave loss (``wave_loss``, :func:`library_fill`) a GEMM's ``w`` uses it.
 
 Used by the compute transfer (:mod:`clustersim.calibration.transfer`: a measured point's time split
 into this roofline and the residual it does not explain) and by the compute model
@@ -22,7 +22,6 @@ FlashAttention-2 forward and backward block). Elements of the measured tables ar
 from __future__ import annotations
 
 import math
-from typing import Sequence
 
 #: output tile of a bf16 tensor-core GEMM thread block (rows x columns)
 GEMM_TILE = (128, 128)
@@ -44,37 +43,30 @@ def wave_efficiency(tiles: int, sm_count: int) -> float:
     return tiles / (waves * sm_count)
 
 
-def library_fill(tiles: int, sm_count: int, fill: Sequence[tuple[float, float]]) -> float:
-    """Share of the SMs a GEMM library keeps busy for ``tiles`` 128 x 128 output tiles, from a measured curve.
+def library_fill(tiles: int, sm_count: int, wave_loss: float) -> float:
+    """Share of the SMs a GEMM library keeps busy for ``tiles`` 128 x 128 output tiles on ``sm_count`` SMs.
 
-    ``fill``: ``(tiles / SMs, share)`` points below one full wave (a profile's ``wave_fill_table``,
-    ``calibrate/device/wave_sweep.py``). From one full wave up the library loses nothing to a partial last wave
-    (it picks other tiles, split-K or stream-K: on one H200, 1.09 to 6 waves of 128 x 128 tiles at one-tile fills
-    0.55-1.0 all ran within 4% of the same rate); below it the share is read off the curve, linear in
-    tiles / SMs, and proportional to the tiles under its smallest point.
+    The one-tile model runs ``ceil(x)`` waves for ``x = tiles / SMs`` (:func:`wave_efficiency`). A library
+    picks other tiles, split-K or stream-K where a partial last wave would idle SMs, and keeps only ``wave_loss``
+    of that wave's idle share: the kernel takes ``x + wave_loss (ceil(x) - x)`` waves' time, so the share is
+    ``x / (x + wave_loss (ceil(x) - x))``. ``wave_loss`` 1 is the one-tile model, 0 no loss at all; it is
+    measured per GEMM layout (``calibrate/device/wave_sweep.py``; a profile's ``wave_loss``).
 
-    >>> curve = [(0.5, 0.64), (0.75, 0.92), (1.0, 1.0)]
-    >>> library_fill(144, 132, curve), library_fill(99, 132, curve), library_fill(33, 132, curve)
-    (1.0, 0.92, 0.32)
+    >>> library_fill(144, 132, 1.0) == wave_efficiency(144, 132), library_fill(144, 132, 0.0)
+    (True, 1.0)
+    >>> round(library_fill(288, 108, 0.06), 3), round(library_fill(288, 108, 0.33), 3)   # N18B's 2,048 tokens
+    (0.993, 0.96)
     """
     x = tiles / sm_count
-    pts = sorted(fill)
-    if not pts or x >= 1.0:
-        return 1.0 if pts else wave_efficiency(tiles, sm_count)
-    if x <= pts[0][0]:
-        return pts[0][1] * x / pts[0][0]
-    for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
-        if x <= x1:
-            return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
-    return pts[-1][1]
+    return x / (x + wave_loss * (math.ceil(x) - x))
 
 
 def roofline_efficiency(flops: float, nbytes: float, tiles: int, *, peak: float, bw: float, sms: int,
-                        fill: Sequence[tuple[float, float]] | None = None) -> float:
+                        wave_loss: float | None = None) -> float:
     """Fraction of ``peak`` (FLOP/s) the roofline allows: ``min(wave share, F bw / (B peak))``.
 
-    ``bw``: achievable HBM bytes/s; ``sms``: SM count; ``fill``: a GEMM library's measured share of busy SMs
-    (:func:`library_fill`) in place of the one-tile wave model, where the profile has one.
+    ``bw``: achievable HBM bytes/s; ``sms``: SM count; ``wave_loss``: a GEMM library's measured share of a
+    partial wave's loss (:func:`library_fill`) in place of the one-tile wave model, where the profile has one.
 
     >>> roofline_efficiency(1e12, 1e8, 264, peak=1e15, bw=3e12, sms=132)   # two full waves
     1.0
@@ -83,7 +75,7 @@ def roofline_efficiency(flops: float, nbytes: float, tiles: int, *, peak: float,
     >>> round(roofline_efficiency(1e9, 1e8, 264, peak=1e15, bw=3e12, sms=132), 6)   # memory bound: 1 GFLOP / 100 MB
     0.03
     """
-    w = library_fill(tiles, sms, fill) if fill else wave_efficiency(tiles, sms)
+    w = wave_efficiency(tiles, sms) if wave_loss is None else library_fill(tiles, sms, wave_loss)
     return min(w, flops * bw / (nbytes * peak)) if nbytes > 0 else w
 
 

@@ -65,7 +65,7 @@ SEQUENCE_FLOPS_PER_BYTE = {"eager_attention_fwd": 4 * 128 / 4, "eager_attention_
 
 
 def transfer_point(*, efficiency: float, flops: float, nbytes: float, tiles: int, source: dict,
-                   target: dict, fill=None) -> float:
+                   target: dict, wave_loss: float | None = None) -> float:
     """Efficiency on ``target`` of a compute-bound kernel measured at ``efficiency`` on ``source``.
 
     ``source`` / ``target``: ``{"peak": FLOP/s, "bw": achievable bytes/s, "sms": SM count}``.
@@ -80,8 +80,10 @@ def transfer_point(*, efficiency: float, flops: float, nbytes: float, tiles: int
     # roofline times r = F / (peak x roofline efficiency); t_t = r_t / eta with eta = r_s / t_s (eta
     # may exceed 1 where the library's tiling beats the one-tile wave model, e.g. split-K on few
     # tiles: the ratio still carries over). In efficiencies: e_t = e_s x rho_t / rho_s.
-    rho_s = roofline_efficiency(flops, nbytes, tiles, peak=source["peak"], bw=source["bw"], sms=source["sms"], fill=fill)
-    rho_t = roofline_efficiency(flops, nbytes, tiles, peak=target["peak"], bw=target["bw"], sms=target["sms"], fill=fill)
+    rho_s = roofline_efficiency(flops, nbytes, tiles, peak=source["peak"], bw=source["bw"], sms=source["sms"],
+                                wave_loss=wave_loss)
+    rho_t = roofline_efficiency(flops, nbytes, tiles, peak=target["peak"], bw=target["bw"], sms=target["sms"],
+                                wave_loss=wave_loss)
     return round(min(1.0, efficiency * rho_t / rho_s), 12)
 
 
@@ -111,17 +113,21 @@ def transfer_compute(compute: dict, *, source: GPUSpec, target: GPUSpec) -> dict
     tgt = {"peak": target.peak_flops(dtype) * tgt_boost, "bw": bw_fraction * target.hbm_bandwidth,
            "sms": target.sm_count}
 
-    # the GEMM library's measured fill below one wave (a property of the library, carried with the tables)
-    fill = [(p["waves"], p["fill"]) for p in compute.get("wave_fill_table", [])] or None
+    # the GEMM library's kept share of a partial wave's loss, per layout (a property of the library, carried with
+    # the tables): a layout not listed, the batched and the square-sweep GEMMs take the mean
+    loss = dict(compute.get("wave_loss") or {})
 
-    def point(eff: float, flops: float, nbytes: float, tiles: int, gemm: bool = True) -> float:
+    def loss_for(layout: str | None) -> float | None:
+        return loss.get(layout or "", sum(loss.values()) / len(loss)) if loss else None
+
+    def point(eff: float, flops: float, nbytes: float, tiles: int, gemm: bool = True, layout: str | None = None) -> float:
         # transfer_point returns the efficiency against tgt["peak"]; stored against the datasheet peak
         return _r4(tgt_boost * transfer_point(efficiency=eff / src_boost, flops=flops, nbytes=nbytes, tiles=tiles,
-                                              source=src, target=tgt, fill=fill if gemm else None))
+                                              source=src, target=tgt, wave_loss=loss_for(layout) if gemm else None))
 
-    def gemm(m: int, n: int, k: int, eff: float) -> float:
+    def gemm(m: int, n: int, k: int, eff: float, layout: str | None = None) -> float:
         flops, nbytes, tiles = gemm_shape(m, n, k)
-        return point(eff, flops, nbytes, tiles)
+        return point(eff, flops, nbytes, tiles, layout=layout)
 
     same_power = (source.sm, source.tdp_W) == (target.sm, target.tdp_W) and source.tdp_W is not None
     out = {key: val for key, val in compute.items()
@@ -136,7 +142,7 @@ def transfer_compute(compute: dict, *, source: GPUSpec, target: GPUSpec) -> dict
     # training layouts: forward NT (tokens x out), dgrad NN (tokens x in), wgrad TN (out x in)
     out["gemm_layout_table"] = [
         {**p, "efficiency": gemm(*layout_gemm(p["layout"], p["tokens"], p["out_features"], p["in_features"]),
-                                 p["efficiency"])}
+                                 p["efficiency"], p["layout"])}
         for p in compute.get("gemm_layout_table", [])]
     att = []
     for p in compute.get("attention_table", []):

@@ -325,14 +325,6 @@ class AttentionPoint(StrictModel):
     efficiency: Pos = Field(le=1.0, description="FLOPs (the count above) / (dense peak x kernel time); fraction, <= 1.")
 
 
-class WaveFillPoint(StrictModel):
-    """Share of the SMs a GEMM library keeps busy below one full wave of 128 x 128 output tiles
-    (``calibrate/device/wave_sweep.py``; :func:`clustersim.roofline.library_fill`)."""
-
-    waves: float = Field(gt=0, le=1.0, description="Output tiles (128 x 128) over the GPU's SM count; at most 1.")
-    fill: Pos = Field(le=1.0, description="Measured rate at that shape over the rate from one full wave up; fraction.")
-
-
 class BmmPoint(StrictModel):
     """Measured efficiency of one batched GEMM of an eager (non-flash) attention core
     (``calibrate/device/attention_bmm.py``): ``batch_heads`` slices of sequence ``seq`` and head size
@@ -450,10 +442,11 @@ class ComputeParams(StrictModel):
     attention_table: list[AttentionPoint] = Field(
         default_factory=list, description="Measured flash-attention points (bench --kernels); the model "
         "interpolates by log(FLOPs) among the points of the same pass, head_dim and seq.")
-    wave_fill_table: list[WaveFillPoint] = Field(
-        default_factory=list, description="The GEMM library's measured share of busy SMs below one full wave "
-        "(from one full wave up it loses nothing to a partial last wave); the GEMM roofline of the transfer and of "
-        "roofline_lookup and bmm_table reads it in place of the one-tile wave model. Empty: the one-tile model.")
+    wave_loss: dict[Literal["NT", "NN", "TN"], Annotated[float, Field(ge=0.0, le=1.0)]] = Field(
+        default_factory=dict, description="Per GEMM layout, the share of a partial last wave's idle SMs (the "
+        "one-tile wave model's loss) the GEMM library still shows (calibrate/device/wave_sweep.py; "
+        "clustersim/roofline.py library_fill); a layout not listed, the batched and the square-sweep GEMMs take "
+        "the mean of those listed. Empty: the one-tile model (1). Used where tables are read through the roofline.")
     bmm_table: list[BmmPoint] = Field(
         default_factory=list, description="Measured batched GEMMs of an eager attention core (its q k^T and p v); "
         "the model reads each point's share of its roofline (clustersim/roofline.py) at the nearest seq and "

@@ -141,9 +141,9 @@ class ComputeModel:
     bmm_table: list[tuple[str, int, int, int, float]] = field(default_factory=list)
     #: SM count of the GPU, for the batched GEMMs' roofline (read at the run's own shape on every GPU)
     sm_count: int | None = None
-    #: (tiles / SMs, share of SMs busy) of the GEMM library below one wave (profile wave_fill_table); empty: the
+    #: per GEMM layout, the share of a partial wave's loss the GEMM library keeps (profile wave_loss); empty: the
     #: one-tile wave model
-    wave_fill: list[tuple[float, float]] = field(default_factory=list)
+    wave_loss: dict[str, float] = field(default_factory=dict)
     # op class -> [(minimum bytes, efficiency vs hbm_bandwidth)] (bench --kernels)
     memory_table: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     # (compute duty, sustained slowdown) of compute-bound kernels (bench --kernels gemm_duty)
@@ -199,7 +199,7 @@ class ComputeModel:
                    memory_table=mem, roofline_sms=sms,
                    bmm_table=[(p.kind, p.batch_heads, p.seq, p.head_dim, p.efficiency) for p in compute.bmm_table],
                    sm_count=gpu_spec.sm_count,
-                   wave_fill=[(p.waves, p.fill) for p in compute.wave_fill_table],
+                   wave_loss=dict(compute.wave_loss),
                    # measured with tensor-core GEMMs of the profile's dtype: other dtypes (fp32 SIMT
                    # GEMMs draw other power) get no slowdown
                    clock_table=(sorted((p.duty, p.slowdown) for p in compute.clock_table)
@@ -287,14 +287,22 @@ class ComputeModel:
             return 0.0
         return count * (self._cb(flops / (self.peak_flops * self.efficiency(m, n, k))) + self.kernel_launch_s)
 
-    def roofline(self, flops: float, nbytes: float, tiles: int, gemm: bool = True) -> float:
+    def wave_loss_for(self, layout: str | None) -> float | None:
+        """The GEMM library's kept share of a partial wave's loss for ``layout`` (NT, NN, TN; None: a batched or
+        square-sweep GEMM): the profile's value, else the mean of its layouts; None without any (one-tile model)."""
+        if not self.wave_loss:
+            return None
+        return self.wave_loss.get(layout or "", sum(self.wave_loss.values()) / len(self.wave_loss))
+
+    def roofline(self, flops: float, nbytes: float, tiles: int, gemm: bool = True, layout: str | None = None) -> float:
         """Roofline efficiency on this GPU (:func:`clustersim.roofline.roofline_efficiency` at its peak,
-        copy bandwidth and ``roofline_sms``; a GEMM's SM share from the library's measured fill where the profile
-        has it, not a flash-attention pass's); 1 when the tables are read as measured."""
+        copy bandwidth and ``roofline_sms``; a GEMM's SM share with the library's measured partial-wave loss for
+        its ``layout`` where the profile has it, not a flash-attention pass's); 1 when the tables are read as
+        measured."""
         if self.roofline_sms is None:
             return 1.0
         return roofline_efficiency(flops, nbytes, tiles, peak=self.peak_flops, bw=self.hbm_bandwidth,
-                                   sms=self.roofline_sms, fill=self.wave_fill if gemm else None)
+                                   sms=self.roofline_sms, wave_loss=self.wave_loss_for(layout) if gemm else None)
 
     def linear_efficiency(self, M: int, N: int, K: int, role: str) -> float | None:
         """Measured efficiency of a linear layer's ``role`` GEMM (forward shape: ``M`` tokens, weight
@@ -326,9 +334,9 @@ class ComputeModel:
             (N, K) = min(sorted(shapes), key=lambda sh: abs(math.log(sh[0] / N)) + abs(math.log(sh[1] / K)))
         if self.roofline_sms is None:
             return interp_log([(p[1], p[4]) for p in pts if (p[2], p[3]) == (N, K)], M)
-        eta = interp_log([(p[1], p[4] / self.roofline(*gemm_shape(*layout_gemm(layout, p[1], N, K))))
+        eta = interp_log([(p[1], p[4] / self.roofline(*gemm_shape(*layout_gemm(layout, p[1], N, K)), layout=layout))
                           for p in pts if (p[2], p[3]) == (N, K)], M)
-        return min(1.0, eta * self.roofline(*gemm_shape(*layout_gemm(layout, *run))))
+        return min(1.0, eta * self.roofline(*gemm_shape(*layout_gemm(layout, *run)), layout=layout))
 
     def linear(self, M: int, N: int, K: int, role: str = "fwd") -> float:
         """Seconds for one GEMM of a linear layer ``y = x W^T`` (x: ``M x K``, W: ``N x K``).
@@ -368,7 +376,7 @@ class ComputeModel:
 
         def roof(bh: int, s: int, d: int) -> float:
             return roofline_efficiency(*bmm_shape(kind, bh, s, d), peak=self.peak_flops, bw=self.hbm_bandwidth,
-                                       sms=self.sm_count, fill=self.wave_fill)
+                                       sms=self.sm_count, wave_loss=self.wave_loss_for(None))
 
         eta = interp_log([(p[1], p[4] / roof(p[1], sq, hd)) for p in pts], batch_heads)
         flops = bmm_shape(kind, batch_heads, seq, head_dim)[0]

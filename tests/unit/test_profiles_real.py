@@ -56,7 +56,7 @@ def test_h200_source_is_the_measurement(h200):
     assert set(s.files) == {"raw/h200x2/bench-graph.jsonl", "raw/h200x4/bench-graph.jsonl",
                             "raw/h200x2/bench-run1.jsonl", *kern,
                             # an eager attention core's batched GEMMs by shape (compute.bmm_table)
-                            "raw/attention-bmm/h200.jsonl",
+                            "raw/attention-bmm/h200.jsonl", "raw/wave-sweep/h200.jsonl",
                             # the compute/NCCL overlap probe and the FSDP2 host probe (2 and 4 of 4 H200)
                             "raw/overlap-h200/overlap.jsonl", "raw/host8/train_steps.jsonl",
                             # the pi kernel on 4 H200 at once and the first all-reduce of a fresh communicator
@@ -139,7 +139,8 @@ def test_h100_is_published_links_plus_measured_compute_and_2_rank_collectives(h1
     assert h100.source.gpu == rows(bench, "meta")[0]["gpu"]
     kern = ["raw/h100/kernels-20261124.jsonl"] if (RAW / "h100" / "kernels-20261124.jsonl").is_file() else []
     assert h100.source.files == ["raw/h100x2/bench-graph.jsonl", "raw/h100/bench.jsonl", *kern,
-                                 "raw/attention-bmm/h200.jsonl",  # the H200's batched GEMMs, carried by roofline
+                                 # the H200's batched GEMMs (carried by roofline) and GEMM wave sweep
+                                 "raw/attention-bmm/h200.jsonl", "raw/wave-sweep/h200.jsonl",
                                  "raw/blind6/overlap.jsonl", "raw/host7/train_steps.jsonl",
                                  "raw/pi-h100x4/pi-strong.jsonl",
                                  # compute beside a waiting p2p kernel; the clock under idle gaps (2026-11-27)

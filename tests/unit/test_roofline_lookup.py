@@ -15,7 +15,8 @@ from clustersim.config.base import validate
 from clustersim.config.profile import Profile
 from clustersim.config.topology import gpu_spec
 from clustersim.errors import ClusterSimError
-from clustersim.roofline import attention_shape, gemm_shape, layout_gemm, roofline_efficiency, wave_efficiency
+from clustersim.roofline import (attention_shape, gemm_shape, layout_gemm, library_fill, roofline_efficiency,
+                                wave_efficiency)
 from clustersim.topology.cluster import load_cluster
 from clustersim.workload.compute import ComputeModel
 
@@ -46,15 +47,21 @@ def test_at_a_measured_point_the_stored_efficiency_is_returned():
 
 def test_n18b_qkv_is_quantised_at_its_own_shape():
     """Narayanan's 18.4B QKV GEMM (2048 tokens, 2304 x 6144 weight at TP 8) is read from the nearest
-    measured weight shape, 2048 x 8192: 16 x 16 = 256 tiles, 3 waves on 108 SMs (0.79 busy). Its own
-    16 x 18 = 288 tiles also take 3 waves (0.89 busy): the residual is rescaled by that ratio."""
+    measured weight shape, 2048 x 8192: 16 x 16 = 256 tiles, 3 waves on 108 SMs (0.79 busy by the one-tile
+    model). Its own 16 x 18 = 288 tiles also take 3 waves (0.89 busy). The library keeps only the profile's
+    measured share of that partial-wave loss (forward layout NT: under 0.2), and the residual is rescaled by the
+    ratio of the two shares."""
     cm, measured = _a100(), _a100(lookup=False)
     pts = {(p[1], p[2], p[3]): p[4] for p in cm.gemm_layout_table if p[0] == "NT"}
     assert (2048, 2048, 8192) in pts and (2048, 2304, 6144) not in pts
     assert measured.linear_efficiency(2048, 2304, 6144, "fwd") == pts[(2048, 2048, 8192)]
-    w_point, w_run = wave_efficiency(256, 108), wave_efficiency(288, 108)
-    assert (round(w_point, 3), round(w_run, 3)) == (0.79, 0.889)
-    rho = lambda m, n, k: roofline_efficiency(*gemm_shape(m, n, k), peak=cm.peak_flops, bw=cm.hbm_bandwidth, sms=108)
+    assert (round(wave_efficiency(256, 108), 3), round(wave_efficiency(288, 108), 3)) == (0.79, 0.889)
+    loss = cm.wave_loss_for("NT")
+    assert loss is not None and 0 <= loss < 0.2
+    w_point, w_run = library_fill(256, 108, loss), library_fill(288, 108, loss)
+    assert w_point < w_run < 1.0 and library_fill(256, 108, 1.0) == pytest.approx(wave_efficiency(256, 108))
+    rho = lambda m, n, k: roofline_efficiency(*gemm_shape(m, n, k), peak=cm.peak_flops, bw=cm.hbm_bandwidth, sms=108,
+                                              wave_loss=loss)
     assert rho(2048, 2048, 8192) == pytest.approx(w_point) and rho(2048, 2304, 6144) == pytest.approx(w_run)
     assert cm.linear_efficiency(2048, 2304, 6144, "fwd") == pytest.approx(pts[(2048, 2048, 8192)] * w_run / w_point)
 
