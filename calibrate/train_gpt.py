@@ -807,8 +807,13 @@ def timed_steps(args, launch: Launch, trainer: Trainer):
         gc.collect()
         gc.disable()
     counters = None
+    history = getattr(args, "memory_history", None) if cuda else None
+    if history:  # the allocator's event trace over the first three steps (docs/validation.md 6q)
+        torch.cuda.memory._record_memory_history(max_entries=400000)
     try:
         for i in range(args.warmup + args.steps):
+            if history and i < 4:  # a marker allocation per step start: (i + 1) x 512 bytes, found in the trace
+                torch.empty((i + 1) * 512, dtype=torch.uint8, device=launch.device)
             if i == args.warmup:  # every thread of the process exists by now (autograd's start at the first backward)
                 counters = ThreadCounters()
             if i == args.warmup and launch.distributed:
@@ -844,6 +849,10 @@ def timed_steps(args, launch: Launch, trainer: Trainer):
                 HOST_PROBE.append(tuple(probe))
                 HOST_PMU.append((p1[0] - p0[0], p1[1] - p0[1]))
             losses.append(loss)
+            if history and i == 2:
+                torch.cuda.memory._dump_snapshot(f"{history}.rank{launch.rank}.pickle")
+                torch.cuda.memory._record_memory_history(enabled=None)
+                history = None
             if i < args.warmup:
                 _log(launch.rank, f"warm-up step {i + 1}/{args.warmup}: {dt * 1e3:.1f} ms")
     finally:  # the collector comes back even if a step fails
@@ -1129,6 +1138,10 @@ def main(argv=None) -> int:
                     help="one process only: initialise a one-rank process group and wrap the model in DDP anyway "
                          "(measures the host cost the distributed machinery adds; recorded in the row)")
     ap.add_argument("--dist-timeout", type=int, default=300, help="process-group timeout in seconds")
+    ap.add_argument("--memory-history", metavar="PATH",
+                    help="record the CUDA allocator's event trace over the first three steps and write it to "
+                         "PATH.rankN.pickle (torch.cuda.memory snapshot; a (i + 1) x 512-byte marker allocation at "
+                         "the start of step i)")
     ap.add_argument("--no-host-probe", dest="host_probe", action="store_false",
                     help="skip the host speed probe between steps (host_probe_ranks: zeros)")
     ap.add_argument("--sync", choices=["spin", "blocking"], default="spin",
