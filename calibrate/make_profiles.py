@@ -697,7 +697,10 @@ def transferred_compute(measured: Profile, source_gpu: str, target_gpu: str) -> 
         "datasheet peak, HBM bandwidth and SM count; both peaks at the boost clock the kernels run at where both GPUs "
         "state their clocks (H100/H200 bursts at 1,980 MHz against a datasheet peak quoted at 1,830; A100 1,410 both); "
         "layout and attention tables read at the run's own shape "
-        "through the target's roofline (roofline_lookup); memory-bound classes moved in bytes by the bandwidth "
+        "through the target's roofline (roofline_lookup), the GEMMs' partial last wave at the library's measured "
+        "share (wave_loss, a wave sweep on one H200); an eager attention core's batched GEMMs (bmm_table, measured "
+        "on one H200) the same way; the square GEMM sweep's host issue time kept out of the scaling; memory-bound "
+        "classes moved in bytes by the bandwidth "
         f"ratio; no sustained-clock table, no compute/NCCL overlap table, no device spread. Written by `{COMMAND}`.")
     return validate(Profile, {"name": "x", "compute": out}, file=None).compute.model_dump(mode="json",
                                                                                          exclude_none=True)

@@ -198,7 +198,7 @@ class ComputeModel:
                                       for p in compute.gemm_layout_table],
                    memory_table=mem, roofline_sms=sms,
                    bmm_table=[(p.kind, p.batch_heads, p.seq, p.head_dim, p.efficiency) for p in compute.bmm_table],
-                   sm_count=gpu_spec.sm_count,
+                   sm_count=getattr(gpu_spec, "sm_count", None),
                    wave_loss=dict(compute.wave_loss),
                    # measured with tensor-core GEMMs of the profile's dtype: other dtypes (fp32 SIMT
                    # GEMMs draw other power) get no slowdown
