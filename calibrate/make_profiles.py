@@ -323,6 +323,7 @@ def wave_loss(rel: str = H200_WAVES) -> dict[str, float]:
     import numpy as np
     from clustersim.calibration.fit import peak_tflops_for
     from clustersim.config.topology import GPU_CATALOG
+    from clustersim.roofline import gemm_shape
 
     rows = [json.loads(line) for line in (HERE / rel).read_text().splitlines() if line.strip()]
     rows = [r for r in rows if r.get("kind") == "wave_gemm"]
@@ -332,11 +333,10 @@ def wave_loss(rel: str = H200_WAVES) -> dict[str, float]:
         a, t = [], []
         for r in (r for r in rows if (r["layout"], r["m"], r["k"]) == key):
             peak = peak_tflops_for(r["gpu"]) * 1e12
-            flops = 2.0 * r["m"] * r["n"] * r["k"]
-            nbytes = 2.0 * (r["m"] * r["k"] + r["n"] * r["k"] + r["m"] * r["n"])
+            flops, nbytes, tiles = gemm_shape(r["m"], r["n"], r["k"])
             if flops * hbm[r["gpu"]] * 1e9 / (nbytes * peak) < 1.5:
                 continue
-            x = math.ceil(r["m"] / 128) * math.ceil(r["n"] / 128) / r["sms"]
+            x = tiles / r["sms"]
             a.append([1.0, x, math.ceil(x) - x])
             t.append(r["us"])
         if len(t) < 5:

@@ -22,6 +22,7 @@ FlashAttention-2 forward and backward block). Elements of the measured tables ar
 from __future__ import annotations
 
 import math
+from typing import Mapping
 
 #: output tile of a bf16 tensor-core GEMM thread block (rows x columns)
 GEMM_TILE = (128, 128)
@@ -59,6 +60,20 @@ def library_fill(tiles: int, sm_count: int, wave_loss: float) -> float:
     """
     x = tiles / sm_count
     return x / (x + wave_loss * (math.ceil(x) - x))
+
+
+def layout_wave_loss(table: Mapping[str, float], layout: str | None) -> float | None:
+    """A profile's ``wave_loss`` for a GEMM ``layout`` (NT, NN, TN; None: a batched or square-sweep GEMM): its
+    value, else the mean of the layouts it lists; None for an empty table (the one-tile wave model).
+
+    >>> layout_wave_loss({"NT": 0.06, "TN": 0.32}, "TN"), layout_wave_loss({"NT": 0.06, "TN": 0.32}, "NN")
+    (0.32, 0.19)
+    >>> layout_wave_loss({}, "NT") is None
+    True
+    """
+    if not table:
+        return None
+    return table.get(layout or "", sum(table.values()) / len(table))
 
 
 def roofline_efficiency(flops: float, nbytes: float, tiles: int, *, peak: float, bw: float, sms: int,

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 from clustersim.config.topology import GPUSpec
 from clustersim.roofline import (attention_shape, bmm_shape, gemm_shape, issue_corrected_table, layout_gemm,
-                                 roofline_efficiency)
+                                 layout_wave_loss, roofline_efficiency)
 from clustersim.roofline import wave_efficiency  # noqa: F401  (re-exported: the transfer's wave model)
 
 #: memory-table classes that are a *sequence* of kernels with batched GEMMs in it, with their FLOPs per
@@ -117,13 +117,10 @@ def transfer_compute(compute: dict, *, source: GPUSpec, target: GPUSpec) -> dict
     # the tables): a layout not listed, the batched and the square-sweep GEMMs take the mean
     loss = dict(compute.get("wave_loss") or {})
 
-    def loss_for(layout: str | None) -> float | None:
-        return loss.get(layout or "", sum(loss.values()) / len(loss)) if loss else None
-
     def point(eff: float, flops: float, nbytes: float, tiles: int, gemm: bool = True, layout: str | None = None) -> float:
         # transfer_point returns the efficiency against tgt["peak"]; stored against the datasheet peak
         return _r4(tgt_boost * transfer_point(efficiency=eff / src_boost, flops=flops, nbytes=nbytes, tiles=tiles,
-                                              source=src, target=tgt, wave_loss=loss_for(layout) if gemm else None))
+                                              source=src, target=tgt, wave_loss=layout_wave_loss(loss, layout) if gemm else None))
 
     def gemm(m: int, n: int, k: int, eff: float, layout: str | None = None) -> float:
         flops, nbytes, tiles = gemm_shape(m, n, k)

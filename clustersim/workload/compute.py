@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 
 from clustersim.errors import ClusterSimError
 from clustersim.roofline import (ATTENTION_BWD_FLOPS, attention_shape, bmm_shape, gemm_shape,  # noqa: F401
-                                issue_corrected_table, layout_gemm, roofline_efficiency)
+                                issue_corrected_table, layout_gemm, layout_wave_loss, roofline_efficiency)
 
 
 def interp_log(points: list[tuple[float, float]], x: float) -> float:
@@ -288,11 +288,9 @@ class ComputeModel:
         return count * (self._cb(flops / (self.peak_flops * self.efficiency(m, n, k))) + self.kernel_launch_s)
 
     def wave_loss_for(self, layout: str | None) -> float | None:
-        """The GEMM library's kept share of a partial wave's loss for ``layout`` (NT, NN, TN; None: a batched or
-        square-sweep GEMM): the profile's value, else the mean of its layouts; None without any (one-tile model)."""
-        if not self.wave_loss:
-            return None
-        return self.wave_loss.get(layout or "", sum(self.wave_loss.values()) / len(self.wave_loss))
+        """The GEMM library's kept share of a partial wave's loss for ``layout``
+        (:func:`clustersim.roofline.layout_wave_loss` of the profile's ``wave_loss``)."""
+        return layout_wave_loss(self.wave_loss, layout)
 
     def roofline(self, flops: float, nbytes: float, tiles: int, gemm: bool = True, layout: str | None = None) -> float:
         """Roofline efficiency on this GPU (:func:`clustersim.roofline.roofline_efficiency` at its peak,
