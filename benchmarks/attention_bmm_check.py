@@ -1,6 +1,7 @@
 """Eager attention's batched GEMMs on one H200: measured against the model (docs/validation.md 3e).
 
     python benchmarks/attention_bmm_check.py [--topology hgx-h200] [--all]
+    python benchmarks/attention_bmm_check.py --h100-blind
 
 For every point of ``calibrate/raw/attention-bmm/h200.jsonl`` (``calibrate/device/attention_bmm.py``; by default
 head_dim 128, seq 1024-4096, batch x heads 4 / 8 / 16 / 64, ``--all`` for every row) it prints the measured
@@ -8,6 +9,11 @@ microseconds per call, the compute model's batched GEMM (:meth:`ComputeModel.bmm
 the run's shape) and the GEMM the model charged before that table existed (one GEMM with the batch folded into
 K, read off the square sweep by FLOPs), each with its error. Rows the bench timed below three times its shortest
 call are marked ``host``: there the host's issue rate, not the kernel, set the time, and the profile leaves them out.
+
+``--h100-blind``: the blind check of the transfer: ``dgx-h100``'s predictions for every non-host shape (the H200
+table carried by roofline, committed in ``calibrate/raw/attention-bmm/h100-predicted.jsonl`` before the H100 ran
+them) against ``calibrate/raw/attention-bmm/h100.jsonl``: mean, median and worst error, and the H200's own times
+taken unchanged for comparison.
 
 >>> callable(main)
 True
@@ -25,11 +31,36 @@ ROOT = Path(__file__).resolve().parents[1]
 RAW = ROOT / "calibrate" / "raw" / "attention-bmm" / "h200.jsonl"
 
 
+def h100_blind() -> int:
+    """Print the blind H100 check (module doc)."""
+    import statistics
+
+    raw = RAW.parent
+    pred = [json.loads(line) for line in (raw / "h100-predicted.jsonl").read_text().splitlines() if line.strip()]
+    meas = {(r["kind"], r["bh"], r["s"], r["d"]): r["us"]
+            for r in map(json.loads, (raw / "h100.jsonl").read_text().splitlines())}
+    err = sorted(((p["predicted_us_h100"] / meas[(p["kind"], p["bh"], p["s"], p["d"])] - 1, p) for p in pred),
+                 key=lambda x: -abs(x[0]))
+    a = [abs(e) for e, _ in err]
+    same = [abs(p["measured_us_h200"] / meas[(p["kind"], p["bh"], p["s"], p["d"])] - 1) for p in pred]
+    print(f"{len(a)} shapes: mean |error| {100 * statistics.mean(a):.1f}%, median {100 * statistics.median(a):.1f}%, "
+          f"within 10% {sum(x <= 0.10 for x in a)}, within 5% {sum(x <= 0.05 for x in a)}, worst {100 * a[0]:.1f}%; "
+          f"the H200's times unchanged: mean {100 * statistics.mean(same):.1f}%")
+    for e, p in err[:5]:
+        k = (p["kind"], p["bh"], p["s"], p["d"])
+        print(f"  {p['kind']:9s} {p['bh']:4d} x {p['s']:5d}, d {p['d']:3d}: H100 {meas[k]:8.1f} us, predicted "
+              f"{p['predicted_us_h100']:8.1f} ({100 * e:+.1f}%), H200 {p['measured_us_h200']:8.1f}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--topology", default="hgx-h200", help="whose profile prices the kernels (default hgx-h200)")
     ap.add_argument("--all", action="store_true", help="every measured row, not the default selection")
+    ap.add_argument("--h100-blind", action="store_true", help="the blind H100 check of the carried table")
     a = ap.parse_args(argv)
+    if a.h100_blind:
+        return h100_blind()
     rs = resolve_scenario(str(ROOT / "scenarios" / "gpt-1b-ddp.yaml"), [f"cluster.topology={a.topology}"])
     cm = transformer_step(rs).compute
     rows = [json.loads(line) for line in RAW.read_text().splitlines() if line.strip()]
