@@ -215,6 +215,9 @@ def fit_cmd(
                       f"{len(c.gemm_table)} points")
     if meas.of("hbm") or meas.of("launch"):
         console.print(f"HBM {c.hbm_bandwidth_GBps} GB/s, kernel launch {c.kernel_launch_us} us")
+    if meas.of("kernel"):
+        console.print(f"kernel classes: {len(c.attention_table)} flash-attention, {len(c.gemm_layout_table)} layout "
+                      f"GEMM, {len(c.memory_table)} memory-bound, {len(c.clock_table)} sustained-clock points")
     h = res.profile.host
     if meas.of("framework_call") or meas.of("comm_init") or any(e.mode == "framework" for e in res.profile.collectives):
         console.print(f"host: framework call {h.framework_call_us} us, per-call overhead {h.per_call_overhead_us} us, "

@@ -16,7 +16,8 @@ fit a model
     the model it fits, and which algorithm and protocol NCCL's own table runs, are
     :mod:`clustersim.collectives.linkmodel` and :mod:`clustersim.collectives.ncclchoice`),
     :mod:`.transfer` (size and scale checks of that model, its ~95% band),
-    :mod:`.compute` (GEMM table, HBM, launch), :mod:`.host` (framework call,
+    :mod:`.compute` (GEMM table, HBM, launch), :mod:`.kernels` (the kernel-class tables of
+    ``calibrate bench --kernels``), :mod:`.host` (framework call,
     per-call overhead, communicator start-up).
 write the profile
     :mod:`.assemble` (:func:`fit_profile`: every section merged into an

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from clustersim.calibration.fit.kernels import fit_kernels
 from clustersim.calibration.fit.measurements import Measurements
 from clustersim.calibration.fit.profile_file import rounded
 from clustersim.config.profile import GemmPoint
@@ -96,7 +97,8 @@ def compute_section(meas: Measurements, compute: dict[str, Any], *, meta: dict[s
 
     GEMM rows (one dtype) give the table, plateau and roll-off; the peak is
     ``peak_tflops``, else the base's ``peak_tflops``, else (bf16 only) the meta
-    row's GPU name. ``hbm`` and ``launch`` rows give their medians.
+    row's GPU name. ``hbm`` and ``launch`` rows give their medians; ``kernel`` rows (``calibrate bench
+    --kernels``) the kernel-class tables (:func:`clustersim.calibration.fit.kernels.fit_kernels`).
     """
     compute = dict(compute)
     gemm_rows = meas.of("gemm")
@@ -122,4 +124,20 @@ def compute_section(meas: Measurements, compute: dict[str, Any], *, meta: dict[s
     launch = meas.of("launch")
     if launch:
         compute["kernel_launch_us"] = rounded(statistics.median(float(r["overhead_us"]) for r in launch))
+    kernels = [r for r in meas.of("kernel") if r.get("dtype", "bf16") == "bf16"]
+    if kernels:  # calibrate bench --kernels: the kernel-class tables (each one the rows give; others kept)
+        peak = peak_tflops or compute.get("peak_tflops") or peak_tflops_for(meta.get("gpu"))
+        if peak is None:
+            raise ClusterSimError("cannot tell the GPU's peak TFLOP/s for the kernel-class efficiencies: pass "
+                                  "--peak-tflops or include a meta row naming the GPU (H100, H200, A100)")
+        if not compute.get("hbm_bandwidth_GBps"):
+            raise ClusterSimError("kernel rows need the GPU's copy bandwidth for the memory-bound classes: include "
+                                  "the bench's hbm rows or a base profile that states compute.hbm_bandwidth_GBps")
+        try:
+            tables = fit_kernels(kernels, float(peak), float(compute["hbm_bandwidth_GBps"]),
+                                 float(compute.get("kernel_launch_us", 4.0)))
+        except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
+            raise ClusterSimError(f"a kernel row lacks a field or holds a bad value ({exc!r}): the rows of "
+                                  "calibrate bench --kernels carry each kernel's shape") from None
+        compute.update({k: v for k, v in tables.items() if v})
     return compute

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from clustersim.calibration.fit.kernels import required_fields
 from clustersim.calibration.jsonl import iter_rows
 from clustersim.config.profile import OP_NAMES
 from clustersim.errors import ClusterSimError, require_file
@@ -130,6 +131,14 @@ def normalise_row(obj: dict[str, Any]) -> dict[str, Any] | None:
     elif kind == "comm_init":
         _num(row, "ranks")
         _num(row, "time_s")
+    elif kind == "kernel":  # calibrate bench --kernels (fit.kernels reads the shape fields of each name)
+        if not isinstance(row.get("name"), str) or not row["name"]:
+            raise ValueError("kernel row without a 'name'")
+        _num(row, "time_us")
+        for key in required_fields(row):
+            if key not in row:
+                raise ValueError(f"kernel row {row['name']!r} lacks {key!r}")
+            _num(row, key, positive=key != "ratio")
     elif kind == "meta":
         pass
     else:

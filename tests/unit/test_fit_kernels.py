@@ -1,0 +1,58 @@
+"""`clustersim calibrate fit` fits the kernel-class tables of `calibrate bench --kernels` rows (fit.kernels)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from clustersim.calibration.fit import read_measurements
+from clustersim.collectives.profiles import resolve_profile
+
+ROOT = Path(__file__).resolve().parents[2]
+RAW = ROOT / "calibrate" / "raw"
+TABLES = ("attention_table", "gemm_layout_table", "memory_table", "clock_table")
+
+
+def _fit(tmp_path: Path, *files: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "clustersim", "calibrate", "fit", *map(str, files),
+                           "-o", str(tmp_path / "p.yaml")], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_fit_reproduces_the_shipped_kernel_tables(tmp_path):
+    """The H200 bench (GEMM, HBM, launch rows) and its kernel rows through the CLI give the same four tables as the
+    shipped hgx-h200 profile, which calibrate/make_profiles.py builds from the same two files."""
+    r = _fit(tmp_path, RAW / "h200x2" / "bench-run1.jsonl", RAW / "h200" / "kernels.jsonl")
+    assert r.returncode == 0, r.stderr
+    assert "kernel classes: 40 flash-attention, 180 layout GEMM" in r.stdout
+    fitted = yaml.safe_load((tmp_path / "p.yaml").read_text())["compute"]
+    shipped = resolve_profile("hgx-h200").compute.model_dump(mode="json")
+    for key in TABLES:
+        assert fitted[key] == shipped[key], key
+
+
+def test_a_kernel_row_without_its_shape_is_skipped_with_the_reason(tmp_path):
+    f = tmp_path / "k.jsonl"
+    f.write_text(json.dumps({"kind": "kernel", "name": "gemm_nt", "layout": "NT", "time_us": 10.0}) + "\n")
+    meas = read_measurements([f])
+    assert meas.rows == [] and "lacks 'tokens'" in meas.skipped[0]
+
+
+def test_kernel_rows_without_a_copy_bandwidth_exit_2(tmp_path):
+    f = tmp_path / "k.jsonl"
+    f.write_text(json.dumps({"kind": "meta", "gpu": "NVIDIA H200"}) + "\n" + json.dumps(
+        {"kind": "kernel", "name": "layernorm_fwd", "bytes": 50331648, "time_us": 20.0}) + "\n")
+    r = _fit(tmp_path, f)
+    assert r.returncode == 2
+    assert "copy bandwidth" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("name,fields", [("attention_fwd", ("batch", "seq", "heads", "head_dim")),
+                                         ("adamw_step", ("bytes",))])
+def test_required_fields_name_what_the_fit_reads(name, fields):
+    from clustersim.calibration.fit.kernels import required_fields
+    assert required_fields({"name": name}) == fields
