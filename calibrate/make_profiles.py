@@ -210,61 +210,46 @@ def _add_kernels(data: dict, rel: str) -> None:
     data["source"]["files"] = list(data["source"].get("files", [])) + [rel]
 
 
-def bmm_table(rel: str = H200_BMM) -> list[dict]:
-    """``compute.bmm_table`` from the batched-GEMM rows of ``rel`` (score, context, context_t; efficiency against
-    the GPU's dense bf16 datasheet peak). Points below three times the file's shortest call are left out: the
-    bench times 20 back-to-back calls, and where the GPU finishes a call faster than the host issues the next
-    (12.6-33 us per call over 5-200x the FLOPs at seq 512-1024) the time is the host's, not the kernel's."""
-    from clustersim.calibration.fit import peak_tflops_for
+def _h200_copy_and_gap() -> tuple[float, float]:
+    """The H200 bench's copy bandwidth (GB/s) and kernel gap (us), medians of its ``hbm`` and ``launch`` rows (the
+    profile's own values): the GPU the batched-GEMM and wave sweeps ran on."""
+    meas = _read(H200_COMPUTE, ("hbm", "launch"))
+    return (statistics.median(float(r["bandwidth_GBps"]) for r in meas.of("hbm")),
+            statistics.median(float(r["overhead_us"]) for r in meas.of("launch")))
 
-    rows = [json.loads(line) for line in (HERE / rel).read_text().splitlines() if line.strip()]
+
+def _raw_rows(rel: str) -> list[dict]:
+    return [json.loads(line) for line in (HERE / rel).read_text().splitlines() if line.strip()]
+
+
+def bmm_table(rel: str = H200_BMM) -> list[dict]:
+    """``compute.bmm_table`` from the batched-GEMM rows of ``rel`` (``calibrate/device/attention_bmm.py``), read as
+    ``calibrate bench --kernels`` rows by :func:`clustersim.calibration.fit.kernels.bmm_table` (efficiency against the
+    GPU's dense bf16 datasheet peak, the H200 bench's kernel gap taken off). Points below three times the file's
+    shortest call are left out: that script times 20 back-to-back calls, and where the GPU finishes a call faster than
+    the host issues the next (12.6-33 us per call over 5-200x the FLOPs at seq 512-1024) the time is the host's, not
+    the kernel's (the bench proper queues its calls behind a sleep kernel and needs no such rule)."""
+    from clustersim.calibration.fit import peak_tflops_for
+    from clustersim.calibration.fit.kernels import bmm_table as fit_bmm
+
+    rows = _raw_rows(rel)
     floor = min(r["us"] for r in rows)
-    out = []
-    for r in rows:
-        if r["kind"] not in ("score", "context", "context_t") or r["us"] < 3 * floor:
-            continue
-        peak = peak_tflops_for(r["gpu"]) * 1e12
-        out.append({"kind": r["kind"], "batch_heads": r["bh"], "seq": r["s"], "head_dim": r["d"],
-                    "efficiency": _r4(r["flops"] / (peak * r["us"] * 1e-6))})
-    return out
+    kern = [{"name": f"bmm_{r['kind']}", "batch_heads": r["bh"], "seq": r["s"], "head_dim": r["d"], "time_us": r["us"]}
+            for r in rows if r["kind"] in ("score", "context", "context_t") and r["us"] >= 3 * floor]
+    return fit_bmm(kern, peak_tflops_for(rows[0]["gpu"]), _h200_copy_and_gap()[1])
 
 
 def wave_loss(rel: str = H200_WAVES) -> dict[str, float]:
-    """``compute.wave_loss`` from the wave sweep: per GEMM layout, the share of a partial last wave's idle SMs
-    the library still shows (:func:`clustersim.roofline.library_fill`).
-
-    Each series (one layout, token count and K; output width in 128-column steps) is fitted, by least squares on
-    its points whose HBM bound (at the measuring GPU's datasheet bandwidth) is at least 1.5x away, as ``t = t0 + c (x + r (ceil(x) - x))``
-    for ``x`` = 128 x 128 tiles over SMs: a fixed time per kernel, a time per wave, and ``r`` of the one-tile
-    model's partial-wave loss. A series whose fit leaves more than 5% rms is not read (on one H200, 2026-11-27:
-    the 8,192-token forward rows, 68-578 us kernels whose full-wave points alone spread 0.83-1.10 of their median
-    under the sustained clock, 8.2%); a layout's value is the mean of its series' ``r``, within [0, 1]."""
-    import numpy as np
+    """``compute.wave_loss`` from the wave sweep ``rel`` (``calibrate/device/wave_sweep.py``), read as ``calibrate
+    bench --kernels`` rows by :func:`clustersim.calibration.fit.kernels.wave_loss` at the H200 bench's copy
+    bandwidth."""
     from clustersim.calibration.fit import peak_tflops_for
-    from clustersim.config.topology import GPU_CATALOG
-    from clustersim.roofline import gemm_shape
+    from clustersim.calibration.fit.kernels import wave_loss as fit_wave
 
-    rows = [json.loads(line) for line in (HERE / rel).read_text().splitlines() if line.strip()]
-    rows = [r for r in rows if r.get("kind") == "wave_gemm"]
-    hbm = {g.vendor_name: g.hbm_bandwidth_GBps for g in GPU_CATALOG.values() if g.vendor_name}
-    per: dict[str, list[float]] = {}
-    for key in sorted({(r["layout"], r["m"], r["k"]) for r in rows}):
-        a, t = [], []
-        for r in (r for r in rows if (r["layout"], r["m"], r["k"]) == key):
-            peak = peak_tflops_for(r["gpu"]) * 1e12
-            flops, nbytes, tiles = gemm_shape(r["m"], r["n"], r["k"])
-            if flops * hbm[r["gpu"]] * 1e9 / (nbytes * peak) < 1.5:
-                continue
-            x = tiles / r["sms"]
-            a.append([1.0, x, math.ceil(x) - x])
-            t.append(r["us"])
-        if len(t) < 5:
-            continue
-        coef = np.linalg.lstsq(np.array(a), np.array(t), rcond=None)[0]
-        rms = float(np.sqrt(np.mean((np.array(a) @ coef / np.array(t) - 1) ** 2)))
-        if rms <= 0.05 and coef[1] > 0:
-            per.setdefault(key[0], []).append(float(coef[2] / coef[1]))
-    return {lay: _r4(min(1.0, max(0.0, statistics.mean(v)))) for lay, v in sorted(per.items())}
+    rows = [r for r in _raw_rows(rel) if r.get("kind") == "wave_gemm"]
+    kern = [{"name": "wave_gemm", "layout": r["layout"], "m": r["m"], "n": r["n"], "k": r["k"], "sms": r["sms"],
+             "time_us": r["us"]} for r in rows]
+    return fit_wave(kern, peak_tflops_for(rows[0]["gpu"]), _h200_copy_and_gap()[0])
 
 
 def overlap_table(rel: str) -> list[dict]:

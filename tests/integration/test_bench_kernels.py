@@ -29,7 +29,8 @@ def _check(rows: list[dict]) -> None:
     assert {"attention_fwd", "attention_fwd_bwd", "gemm_nt", "gemm_nn", "gemm_tn", "layernorm_fwd", "layernorm_bwd",
             "gelu_fwd", "gelu_bwd", "residual_add", "cross_entropy_fwd_bwd", "adamw_step",
             "rmsnorm_fwd", "rmsnorm_bwd", "rope_fwd_bwd", "swiglu_fwd_bwd", "repeat_kv_fwd_bwd",
-            "eager_attention_fwd", "eager_attention_fwd_bwd"} <= names
+            "eager_attention_fwd", "eager_attention_fwd_bwd", "bmm_score", "bmm_context", "bmm_context_t",
+            "wave_gemm"} <= names
     assert len(kern) == kernel_plan_size(kernel_plan(BenchConfig(output="x", device="cpu")))
     for r in kern:
         assert r["time_us"] > 0 and r["time_us_min"] <= r["time_us"] <= r["time_us_p90"]
@@ -48,6 +49,11 @@ def _check(rows: list[dict]) -> None:
     for r in (r for r in kern if r["name"].startswith("eager_attention")):
         n_sc = r["batch"] * r["heads"] * r["seq"] ** 2  # score-matrix bytes: 2x forward, 5x forward + backward
         assert r["bytes"] == (2 if r["name"] == "eager_attention_fwd" else 5) * n_sc * 4
+    for r in (r for r in kern if r["name"].startswith("bmm_")):  # clustersim.roofline.bmm_shape
+        s_, d = r["seq"], r["head_dim"]
+        assert r["flops"] == 2.0 * r["batch_heads"] * s_ * s_ * d
+    for r in (r for r in kern if r["name"] == "wave_gemm"):
+        assert r["flops"] == 2.0 * r["m"] * r["n"] * r["k"] and r["sms"] >= 1 and r["layout"] in ("NT", "TN")
     for r in (r for r in kern if r["name"] == "swiglu_fwd_bwd"):
         assert r["bytes"] == 8 * r["elements"] * 4
     (adam,) = [r for r in kern if r["name"] == "adamw_step"]

@@ -56,3 +56,18 @@ def test_kernel_rows_without_a_copy_bandwidth_exit_2(tmp_path):
 def test_required_fields_name_what_the_fit_reads(name, fields):
     from clustersim.calibration.fit.kernels import required_fields
     assert required_fields({"name": name}) == fields
+
+
+def test_bench_rows_of_the_batched_gemms_and_the_wave_sweep_fit_like_the_shipped_profile():
+    """The device probes' rows, read as bench kernel rows (what make_profiles.py does), give the shipped tables;
+    `calibrate bench --kernels` writes rows of the same names and fields (bench.kernels bmm_sweep, wave_sweep)."""
+    import importlib.util
+
+    sys.path.insert(0, str(ROOT / "calibrate"))  # make_profiles imports its sibling scripts
+    spec = importlib.util.spec_from_file_location("make_profiles", ROOT / "calibrate" / "make_profiles.py")
+    mp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mp)
+    comp = resolve_profile("hgx-h200").compute
+    assert mp.bmm_table() == [p.model_dump(mode="json") for p in comp.bmm_table]
+    assert mp.wave_loss() == comp.wave_loss
+    assert set(comp.wave_loss) == {"NT", "TN"}

@@ -3,7 +3,8 @@
 :func:`run_kernels` walks :func:`~clustersim.calibration.bench.plans.kernel_plan`:
 SDPA causal attention (forward, forward + backward), the linears of a layer in the three
 training layouts (NT, NN, TN), the memory-bound ops (:mod:`.elementwise`), materialised
-("eager") attention, cross-entropy over bf16 logits and one foreach AdamW step, then on
+("eager") attention, cross-entropy over bf16 logits, an eager attention core's batched GEMMs by shape, GEMMs
+across the SMs' wave boundaries and one foreach AdamW step, then on
 GPUs the sustained-clock sweeps (:mod:`.sustained`). Each point builds its tensors the
 way calibrate/train_gpt.py does and is timed GPU-bound by
 :func:`~clustersim.calibration.bench.gpu_bound.kernel_point`.
@@ -36,6 +37,8 @@ def run_kernels(bench: BenchRank) -> None:
     elementwise_sweep(kit, plan["elementwise"])
     eager_attention_sweep(kit, plan.get("eager_attention", ()))
     cross_entropy_sweep(kit, plan["cross_entropy"])
+    bmm_sweep(kit, plan.get("bmm", ()))
+    wave_sweep(kit, plan.get("wave", ()))
     if bench.cuda and not bench.cfg.quick:
         sustained_gemm(bench, kit.base)
         duty_sweep(bench, kit.base)
@@ -120,6 +123,47 @@ def gemm_layout_sweep(kit: KernelKit, points: list[tuple[int, ...]]) -> None:
                           "tokens": t, "out_features": out_f, "in_features": in_f},
                          partial(_gemm_setup, kit, layout, t, out_f, in_f), need, flops=2.0 * m * n * k,
                          nbytes=(m * k + k * n + m * n) * elt)
+
+
+# ------------------------------------------------------------------------------------- batched attention GEMMs
+def _bmm_setup(kit: KernelKit, kind: str, bh: int, s: int, hd: int) -> Callable[[], None]:
+    """One batched GEMM of an eager attention core (``clustersim.roofline.bmm_shape``)."""
+    torch, dev, dt = kit.torch, kit.dev, kit.dt
+    if kind == "score":  # q k^T: (bh, s, d) x (bh, d, s)
+        q, k = torch.randn(bh, s, hd, device=dev, dtype=dt), torch.randn(bh, s, hd, device=dev, dtype=dt)
+        return lambda: torch.bmm(q, k.transpose(1, 2))
+    p, v = torch.randn(bh, s, s, device=dev, dtype=dt), torch.randn(bh, s, hd, device=dev, dtype=dt)
+    if kind == "context":  # p v: (bh, s, s) x (bh, s, d)
+        return lambda: torch.bmm(p, v)
+    return lambda: torch.bmm(p.transpose(1, 2), v)  # p^T dO
+
+
+def bmm_sweep(kit: KernelKit, points) -> None:
+    """``bmm_score``, ``bmm_context`` and ``bmm_context_t`` rows per (batch x heads, seq, head_dim)."""
+    elt = kit.elt
+    for bh, s, hd in points:
+        for kind in ("score", "context", "context_t"):
+            m, n, k = (s, s, hd) if kind == "score" else (s, hd, s)
+            op = f"bmm_{kind}:bh{bh}:s{s}:d{hd}"
+            kernel_point(kit.bench, {**kit.base, "op": op}, {"name": f"bmm_{kind}", "batch_heads": bh, "seq": s,
+                                                             "head_dim": hd},
+                         partial(_bmm_setup, kit, kind, bh, s, hd), 2 * bh * (s * s + 2 * s * hd) * elt,
+                         flops=2.0 * bh * m * n * k, nbytes=bh * (m * k + k * n + m * n) * elt)
+
+
+# ------------------------------------------------------------------------------------- wave boundaries
+def wave_sweep(kit: KernelKit, points) -> None:
+    """``wave_gemm`` rows per (layout, m, n, k): the forward (NT) or weight-gradient (TN) GEMM of an ``m x n``
+    output, with the GPU's SM count (the fit reads tiles over SMs)."""
+    elt = kit.elt
+    sms = kit.torch.cuda.get_device_properties(kit.dev).multi_processor_count if kit.bench.cuda else 1
+    for layout, m, n, k in points:
+        # NT: x (m x k) @ W^T, W: n x k; TN: dy^T (m x k) @ x (k x n), the dgrad/wgrad shapes of _gemm_setup
+        setup = (partial(_gemm_setup, kit, "NT", m, n, k) if layout == "NT"
+                 else partial(_gemm_setup, kit, "TN", k, m, n))
+        kernel_point(kit.bench, {**kit.base, "op": f"wave_gemm_{layout}:m{m}:n{n}:k{k}", "m": m, "n": n, "k": k},
+                     {"name": "wave_gemm", "layout": layout, "sms": sms}, setup,
+                     (m * k + k * n + 2 * m * n) * elt, flops=2.0 * m * n * k, nbytes=(m * k + k * n + m * n) * elt)
 
 
 # ------------------------------------------------------------------------------------- eager attention

@@ -31,6 +31,10 @@ def kernel_plan(cfg: BenchConfig) -> dict[str, list[tuple[int, ...]]]:
       it (``q k^T``, scale, causal ``masked_fill``, softmax, ``@ v``), forward and forward + backward.
     - ``cross_entropy``: (tokens, vocab), fwd + bwd over bf16 logits upcast to fp32 (as train_gpt).
     - ``adamw``: parameter counts for one foreach AdamW step on bf16 params.
+    - ``bmm``: (batch x heads, seq, head_dim): an eager attention core's batched GEMMs (scores ``q k^T``,
+      context ``p v``, transposed ``p^T dO``), batch x heads 8-128, seq 1024-4096, head 64 and 128.
+    - ``wave``: (layout, m, n, k): GEMMs whose output width walks across the SMs' wave boundaries in
+      128-column steps (forward NT at 2048 tokens and K 4096, weight gradient TN at 4096 x K 2048).
 
     On CPU (``--device cpu``, for CI) a tiny version of every class.
     """
@@ -46,6 +50,9 @@ def kernel_plan(cfg: BenchConfig) -> dict[str, list[tuple[int, ...]]]:
             "eager_attention": [(1, 128, 2, 32)] if small else [(1, 2048, 8, 128)],
             "cross_entropy": [(128, 1000)] if small else [(2048, 50304)],
             "adamw": [100_000] if small else [10_000_000],
+            "bmm": [(2, 128, 32)] if small else [(16, 2048, 128)],
+            "wave": ([("NT", 128, 64 * j, 128) for j in (1, 2)] if small
+                     else [("NT", 2048, 128 * j, 4096) for j in (8, 9)]),
         }
     hs = (1024, 2048, 4096, 8192)
     attention = []
@@ -66,15 +73,19 @@ def kernel_plan(cfg: BenchConfig) -> dict[str, list[tuple[int, ...]]]:
     elementwise = [(t, h) for t in (2048, 8192, 16384) for h in hs]
     ce = [(t, v) for t in (2048, 8192, 16384) for v in (50304, 128256)]
     eager = [(8192 // s, s, h // 128, 128) for h in (1024, 2048, 4096) for s in (1024, 2048, 4096)]
+    bmm = [(bh, s, hd) for s in (1024, 2048, 4096) for hd in (64, 128) for bh in (8, 16, 32, 64, 128)
+           if bh * s * s <= 1 << 31]
+    wave = [("NT", 2048, 128 * j, 4096) for j in range(1, 49)] + [("TN", 4096, 128 * j, 2048) for j in range(1, 49)]
     return {"attention": attention, "gemm": gemm, "elementwise": elementwise, "eager_attention": eager,
-            "cross_entropy": ce, "adamw": [100_000_000, 400_000_000]}
+            "cross_entropy": ce, "adamw": [100_000_000, 400_000_000], "bmm": bmm, "wave": wave}
 
 
 def kernel_plan_size(plan: dict[str, list[tuple[int, ...]]]) -> int:
     """Rows the sweep writes (progress total)."""
     return (2 * len(plan["attention"]) + 3 * len(plan["gemm"]) + 10 * len(plan["elementwise"])
             + 2 * len(plan.get("eager_attention", ()))
-            + len(plan["cross_entropy"]) + len(plan["adamw"]))
+            + len(plan["cross_entropy"]) + len(plan["adamw"]) + 3 * len(plan.get("bmm", ()))
+            + len(plan.get("wave", ())))
 
 
 def op_layout(op: str, size: int, n: int, elt: int) -> tuple[int, int, int] | None:

@@ -4,7 +4,9 @@ Owns the step from the bench's ``kind: "kernel"`` rows (one GPU, GPU-bound: docs
 classes") to the tables the compute model reads: flash attention by pass and shape (``attention_table``), the
 training GEMMs of a linear layer by layout and shape (``gemm_layout_table``), memory-bound kernel classes by bytes
 (``memory_table``) and the sustained-clock slowdown by compute duty (``clock_table``). Used by ``clustersim
-calibrate fit`` (:func:`clustersim.calibration.fit.compute.compute_section`) and by ``calibrate/make_profiles.py``.
+calibrate fit`` (:func:`clustersim.calibration.fit.compute.compute_section`) and by ``calibrate/make_profiles.py``;
+also an eager attention core's batched GEMMs (``bmm_table``) and the GEMM library's partial-wave loss
+(``wave_loss``) where the rows hold them.
 
 >>> rows = [{"kind": "kernel", "name": "gemm_nt", "layout": "NT", "tokens": 8192, "out_features": 8192,
 ...          "in_features": 8192, "time_us": 1500.0}]
@@ -52,7 +54,72 @@ def required_fields(row: dict) -> tuple[str, ...]:
         return ("bytes",)
     if name == "gemm_duty":
         return ("duty_measured", "ratio")
+    if name in ("bmm_score", "bmm_context", "bmm_context_t"):
+        return ("batch_heads", "seq", "head_dim")
+    if name == "wave_gemm":
+        return ("m", "n", "k", "sms")
     return ()
+
+
+def bmm_table(rows: list[dict], peak_tflops: float, launch_us: float) -> list[dict]:
+    """``compute.bmm_table`` from ``bmm_score`` / ``bmm_context`` / ``bmm_context_t`` kernel rows: the efficiency
+    that reproduces each measured time with the profile's peak and kernel gap (``2 batch_heads m n k`` FLOPs,
+    :func:`clustersim.roofline.bmm_shape`; the gap taken off first, as for the layout GEMMs).
+
+    >>> bmm_table([{"name": "bmm_score", "batch_heads": 16, "seq": 2048, "head_dim": 128, "time_us": 50.0}],
+    ...           989.4, 2.0)
+    [{'kind': 'score', 'batch_heads': 16, 'seq': 2048, 'head_dim': 128, 'efficiency': 0.3617}]
+    """
+    from clustersim.roofline import bmm_shape
+
+    out = []
+    for r in sorted((r for r in rows if r.get("name", "").startswith("bmm_")),
+                    key=lambda r: (r["name"], r["head_dim"], r["seq"], r["batch_heads"])):
+        kind = r["name"][4:]
+        flops = bmm_shape(kind, r["batch_heads"], r["seq"], r["head_dim"])[0]
+        t = r["time_us"] * 1e-6 - launch_us * 1e-6
+        if t > 0:
+            out.append({"kind": kind, "batch_heads": r["batch_heads"], "seq": r["seq"], "head_dim": r["head_dim"],
+                        "efficiency": _r4(min(1.0, flops / (peak_tflops * 1e12 * t)))})
+    return out
+
+
+def wave_loss(rows: list[dict], peak_tflops: float, hbm_GBps: float) -> dict[str, float]:
+    """``compute.wave_loss`` from ``wave_gemm`` kernel rows: per GEMM layout, the share of a partial last wave's idle
+    SMs the library still shows (:func:`clustersim.roofline.library_fill`).
+
+    Each series (one layout, ``m`` and ``k``; the output width ``n`` in 128-column steps) is fitted, by least
+    squares on its points whose HBM bound (at ``hbm_GBps``) is at least 1.5x away, as ``t = t0 + c (x + r (ceil(x)
+    - x))`` for ``x`` = 128 x 128 tiles over SMs: a fixed time per kernel, a time per wave, and ``r`` of the
+    one-tile model's partial-wave loss. A series whose fit leaves more than 5% rms is not read (on one H200,
+    2026-11-27: 8,192-token forward rows, 68-578 us kernels whose full-wave points alone spread 0.83-1.10 of their
+    median under the sustained clock, 8.2%); a layout's value is the mean of its series' ``r``, within [0, 1].
+    """
+    import math
+    import statistics
+
+    import numpy as np
+
+    from clustersim.roofline import gemm_shape
+
+    rows = [r for r in rows if r.get("name") == "wave_gemm"]
+    per: dict[str, list[float]] = {}
+    for key in sorted({(r["layout"], r["m"], r["k"]) for r in rows}):
+        a, t = [], []
+        for r in (r for r in rows if (r["layout"], r["m"], r["k"]) == key):
+            flops, nbytes, tiles = gemm_shape(r["m"], r["n"], r["k"])
+            if flops * hbm_GBps * 1e9 / (nbytes * peak_tflops * 1e12) < 1.5:
+                continue
+            x = tiles / r["sms"]
+            a.append([1.0, x, math.ceil(x) - x])
+            t.append(r["time_us"])
+        if len(t) < 5:
+            continue
+        coef = np.linalg.lstsq(np.array(a), np.array(t), rcond=None)[0]
+        rms = float(np.sqrt(np.mean((np.array(a) @ coef / np.array(t) - 1) ** 2)))
+        if rms <= 0.05 and coef[1] > 0:
+            per.setdefault(key[0], []).append(float(coef[2] / coef[1]))
+    return {lay: _r4(min(1.0, max(0.0, statistics.mean(v)))) for lay, v in sorted(per.items())}
 
 
 def fit_kernels(rows: list[dict], peak_tflops: float, hbm_GBps: float, launch_us: float) -> dict:
@@ -119,5 +186,10 @@ def fit_kernels(rows: list[dict], peak_tflops: float, hbm_GBps: float, launch_us
     dedup = {}
     for p in clock:  # duties the copy could not lower further repeat: keep the first
         dedup.setdefault(round(p["duty"], 2), p)
-    return {"attention_table": attention, "gemm_layout_table": layout, "memory_table": memory,
-            "clock_table": list(dedup.values())}
+    out = {"attention_table": attention, "gemm_layout_table": layout, "memory_table": memory,
+           "clock_table": list(dedup.values())}
+    if any(r["name"].startswith("bmm_") for r in kern):
+        out["bmm_table"] = bmm_table(kern, peak_tflops, launch_us)
+    if any(r["name"] == "wave_gemm" for r in kern):
+        out["wave_loss"] = wave_loss(kern, peak_tflops, hbm_GBps)
+    return out
