@@ -131,7 +131,7 @@ def test_at_least_six_rows_within_tolerance():
 #: Issue 14's bar for a GPU without its own measurements: every A100 row within 10% through the kernel
 #: tables transferred from dgx-h100 (docs/validation.md sections 3a, 3e). N7.5B and N18B were the misses
 #: (+12.5%, +13.7%; section 3d) until the batched attention GEMMs were priced by measured shape and the GEMM
-#: library's measured fill below one wave replaced the one-tile wave model (section 3e: +6.9%, +7.0%).
+#: library's measured share of a partial wave's loss replaced the one-tile wave model (section 3e: +7.2%, +7.2%).
 A100_ROWS = [r for r in ROWS if "a100" in r[2]]
 
 
