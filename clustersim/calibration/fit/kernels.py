@@ -16,6 +16,13 @@ also an eager attention core's batched GEMMs (``bmm_table``) and the GEMM librar
 
 from __future__ import annotations
 
+import math
+import statistics
+
+import numpy as np
+
+from clustersim.roofline import bmm_shape, gemm_shape
+
 
 def _r4(x: float) -> float:
     return float(f"{x:.4g}")
@@ -70,8 +77,6 @@ def bmm_table(rows: list[dict], peak_tflops: float, launch_us: float) -> list[di
     ...           989.4, 2.0)
     [{'kind': 'score', 'batch_heads': 16, 'seq': 2048, 'head_dim': 128, 'efficiency': 0.3617}]
     """
-    from clustersim.roofline import bmm_shape
-
     out = []
     for r in sorted((r for r in rows if r.get("name", "").startswith("bmm_")),
                     key=lambda r: (r["name"], r["head_dim"], r["seq"], r["batch_heads"])):
@@ -95,13 +100,6 @@ def wave_loss(rows: list[dict], peak_tflops: float, hbm_GBps: float) -> dict[str
     2026-11-27: 8,192-token forward rows, 68-578 us kernels whose full-wave points alone spread 0.83-1.10 of their
     median under the sustained clock, 8.2%); a layout's value is the mean of its series' ``r``, within [0, 1].
     """
-    import math
-    import statistics
-
-    import numpy as np
-
-    from clustersim.roofline import gemm_shape
-
     rows = [r for r in rows if r.get("name") == "wave_gemm"]
     per: dict[str, list[float]] = {}
     for key in sorted({(r["layout"], r["m"], r["k"]) for r in rows}):
