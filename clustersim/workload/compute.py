@@ -40,7 +40,7 @@ import math
 from dataclasses import dataclass, field
 
 from clustersim.errors import ClusterSimError
-from clustersim.roofline import (ATTENTION_BWD_FLOPS, attention_shape, bmm_shape, gemm_shape,  # noqa: F401
+from clustersim.roofline import (ATTENTION_BWD_FLOPS, attention_shape, bmm_shape, gemm_shape,
                                 issue_corrected_table, layout_gemm, layout_wave_loss, roofline_efficiency)
 
 
