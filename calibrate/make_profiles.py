@@ -48,6 +48,7 @@ What goes where (``calibrate/raw/README.md`` says how each raw file was measured
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import statistics
@@ -210,6 +211,7 @@ def _add_kernels(data: dict, rel: str) -> None:
     data["source"]["files"] = list(data["source"].get("files", [])) + [rel]
 
 
+@functools.cache
 def _h200_copy_and_gap() -> tuple[float, float]:
     """The H200 bench's copy bandwidth (GB/s) and kernel gap (us), medians of its ``hbm`` and ``launch`` rows (the
     profile's own values): the GPU the batched-GEMM and wave sweeps ran on."""
