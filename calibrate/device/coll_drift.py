@@ -85,14 +85,56 @@ def run_point(op: str, size: int, n: int, rank: int, idle_s: float, load_s: floa
             "calls_ms": [round(x, 5) for x in calls_ms], "bench_ms": [round(x, 5) for x in bench_ms]}
 
 
+def bench_point(op: str, size: int, n: int, rank: int, reps: int = 3, iters: int = 20) -> dict:
+    """The bench's timing alone (warm-up, then ``reps`` x ``iters`` calls with a barrier between reps)."""
+    call = make_call(op, size, n, rank)
+    for _ in range(5):
+        call()
+    torch.cuda.synchronize()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    out = []
+    for _ in range(reps):
+        dist.barrier()
+        torch.cuda.synchronize()
+        s.record()
+        for _ in range(iters):
+            call()
+        e.record()
+        e.synchronize()
+        out.append(s.elapsed_time(e) / iters)
+    del call
+    torch.cuda.empty_cache()
+    return {"op": op, "size_bytes": size, "ranks": n, "bench_ms": [round(x, 5) for x in out]}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--idle-s", type=float, default=0.3)
     ap.add_argument("--load-s", type=float, default=0.3)
+    ap.add_argument("--sweep", default="", help="bench timing only: comma-separated sizes in MiB (ops: --ops)")
+    ap.add_argument("--ops", default=",".join(OPS))
+    ap.add_argument("--tag", default="", help="written into every row (the NCCL settings of this run)")
+    ap.add_argument("--once", action="store_true", help="one call per op and size of --sweep (for NCCL's tuning log)")
     args = ap.parse_args()
     dist.init_process_group("nccl")
     rank, n = dist.get_rank(), dist.get_world_size()
     torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)))
+    if args.sweep:
+        for op in args.ops.split(","):
+            for mib in args.sweep.split(","):
+                size = int(float(mib) * MiB)
+                if args.once:
+                    call = make_call(op, size, n, rank)
+                    call()
+                    torch.cuda.synchronize()
+                    del call
+                    continue
+                row = {**bench_point(op, size, n, rank), "tag": args.tag}
+                if rank == 0:
+                    print(json.dumps(row), flush=True)
+                    print(f"{args.tag} {op} {mib} MiB: {min(row['bench_ms']):.4f} ms", file=sys.stderr, flush=True)
+        dist.destroy_process_group()
+        return 0
     for op in OPS:
         for size in SIZES:
             row = run_point(op, size, n, rank, args.idle_s, args.load_s)
