@@ -39,6 +39,10 @@ def make_call(op: str, size: int, n: int, rank: int):
     if op in ("all_reduce", "broadcast"):
         t = torch.ones(elems, device="cuda")
         return (lambda: dist.all_reduce(t)) if op == "all_reduce" else (lambda: dist.broadcast(t, src=0))
+    if op == "all_gather_inplace":   # the input is the rank's own slice of the output: no own-chunk copy
+        out = torch.ones(elems, device="cuda")
+        inp = out.narrow(0, rank * (elems // n), elems // n)
+        return lambda: dist.all_gather_into_tensor(out, inp)
     if op == "all_gather":
         inp, out = torch.ones(elems // n, device="cuda"), torch.empty(elems, device="cuda")
         return lambda: dist.all_gather_into_tensor(out, inp)
