@@ -81,11 +81,14 @@ class Report:
     holdout: str = "odd"
     profile: str = ""
     curves: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    #: further sections (``calibrate report`` puts the kernel classes here): JSON keys and Markdown lines
+    extra: dict[str, Any] = field(default_factory=dict)
+    extra_md: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (what ``--json`` prints)."""
         return {"profile": self.profile, "holdout": self.holdout, "summary": self.summary,
-                "points": self.rows, "missing": self.missing}
+                "points": self.rows, "missing": self.missing, **self.extra}
 
 
 def _mean(xs: Sequence[float]) -> float | None:
@@ -162,9 +165,11 @@ def _fmt(x: float | None) -> str:
 
 
 def markdown(rep: Report) -> str:
-    """Markdown summary: per-context error summary and the per-size table."""
-    lines = [f"# Calibration report: profile `{rep.profile}`", "",
-             f"Held-out sizes: `{rep.holdout}` (error = (predicted - measured) / measured).", "",
+    """Markdown summary: per-context error summary and the per-size table (and :attr:`Report.extra_md`)."""
+    lines = [f"# Calibration report: profile `{rep.profile}`", ""]
+    if not rep.rows:
+        return "\n".join(lines + rep.extra_md) + "\n"
+    lines += [f"Held-out sizes: `{rep.holdout}` (error = (predicted - measured) / measured).", "",
              "| context | points | mean abs err >= 1 MiB (%) | max abs err >= 1 MiB (%) | mean abs err < 1 MiB (%) | max abs err (%) | worst size | in 95% band (%) |",
              "|---|---|---|---|---|---|---|---|"]
     for s in rep.summary:
@@ -177,6 +182,8 @@ def markdown(rep: Report) -> str:
     for r in rep.rows:
         lines.append(f"| {r['label']} | {format_bytes(r['size_bytes'])} | {r['measured_us']:.2f} | "
                      f"{r['predicted_us']:.2f} | {r['error_pct']:+.2f} | {r['lo_us']:.2f} - {r['hi_us']:.2f} |")
+    if rep.extra_md:
+        lines += ["", *rep.extra_md]
     return "\n".join(lines) + "\n"
 
 

@@ -248,6 +248,9 @@ def report_cmd(
 ) -> None:
     """Compare a fitted profile with held-out measurements (table, plots, Markdown).
 
+    Collective rows are compared at their held-out sizes; kernel rows (``calibrate bench --kernels``) with the
+    profile's compute tables, per kernel class (in-sample when the profile was fitted on them).
+
     Examples:
 
       clustersim calibrate report m.jsonl --profile p.yaml -o report/
@@ -256,29 +259,40 @@ def report_cmd(
 
       clustersim calibrate report tests/data/h200x2/bench-graph.jsonl tests/data/h200x4/bench-graph.jsonl
       -p hgx-h200 --holdout none --transfer   (size and scale checks, and the link model's learned parameters)
+
+      clustersim calibrate report calibrate/raw/h200-kernels-bench/kernels.jsonl -p hgx-h200   (kernel classes)
     """
     from clustersim.calibration.fit import load_profile, read_measurements
-    from clustersim.calibration.report import evaluate, write_outputs
+    from clustersim.calibration.report import Report, evaluate, write_outputs
+    from clustersim.simulate.kernel_check import kernel_report, markdown_lines
 
     try:
         meas = read_measurements(measurements, warn=_warn)
         prof = load_profile(profile)
-        if not meas.of("collective"):
-            raise ClusterSimError("no collective measurements in the given files"
+        has_kernels = any(r.get("kind") == "kernel" for r in meas.rows)
+        if not meas.of("collective") and not has_kernels:
+            raise ClusterSimError("no collective or kernel measurements in the given files"
                                   + (f" ({len(meas.skipped)} line(s) skipped)" if meas.skipped else ""))
         fitted = re.search(r"holdout=(\w+)", prof.source.notes or "")
         if holdout == "auto":  # the same split `calibrate fit` used (its default: none, in-sample)
             holdout = fitted.group(1) if fitted else "none"
-        if fitted and fitted.group(1) != holdout and holdout != "none":
+        if fitted and fitted.group(1) != holdout and holdout != "none" and meas.of("collective"):
             _warn(f"the profile says it was fitted with {fitted.group(1)!r} held out, "
                   f"the report uses --holdout {holdout}: some 'held-out' points may have been fitted on")
         with progress("comparing the profile with the measurements") as update:
-            rep = evaluate(meas.rows, prof, holdout=holdout)
+            rep = (evaluate(meas.rows, prof, holdout=holdout) if meas.of("collective")
+                   else Report(holdout=holdout, profile=prof.name))
+            krep = kernel_report(meas.rows, prof) if has_kernels else None
+            if krep is not None:
+                rep.extra["kernels"] = krep.to_dict()
+                rep.extra_md = markdown_lines(krep)
             update(f"writing plots to {output}")
             written = write_outputs(rep, output) if output is not None else []
     except ClusterSimError as exc:
         fail(exc)
         return
+    if krep is not None and krep.measured_on and krep.gpu and krep.gpu not in krep.measured_on:
+        _warn(f"the kernel rows were measured on {', '.join(krep.measured_on)}, the profile describes {krep.gpu}")
     for m in rep.missing:
         _warn(f"no profile entry for {m}")
     checks = params = None
@@ -291,6 +305,48 @@ def report_cmd(
     if json_out:
         print_json({**rep.to_dict(), **({"transfer": _strip_points(checks), "link_model": params} if checks else {})})
         return
+    from rich.table import Table
+
+    if rep.rows:
+        _print_collectives(rep, holdout)
+    if krep is not None:
+        _print_kernels(krep)
+    if written:
+        console.print(f"wrote {len(written)} files to {output}")
+    for name, c in (checks or {}).items():
+        if c is None:
+            continue
+        tt = Table(title=f"{name} check: {c['title']} (link model; fit residual median "
+                         f"{c['fit_residual_median_pct']:.1f}%)")
+        for col in ("op", "points", ">= 1 MiB mean %", "< 1 MiB mean %", "worst %"):
+            tt.add_column(col)
+        for row in c["table"]:
+            tt.add_row(row["op"], str(row["points"]), f"{row['mean_large_pct']:.1f}", f"{row['mean_small_pct']:.1f}",
+                       f"{row['worst_pct']:.1f}")
+        console.print(tt)
+    if params:
+        _print_parameters(params)
+
+
+def _print_kernels(krep) -> None:
+    """The kernel classes' table: per class, points, mean and worst |error| and the worst row."""
+    from rich.table import Table
+
+    t = Table(title=f"kernel classes: the profile's compute tables ({krep.gpu or '?'}) against "
+                    f"{sum(s['points'] for s in krep.summary)} kernel rows "
+                    f"({krep.skipped} of other kernels not compared)")
+    for col in ("class", "points", "mean |error| %", "max |error| %", "worst"):
+        t.add_column(col, justify="left" if col in ("class", "worst") else "right")
+    for s in krep.summary:
+        worst = s["max_abs_err_pct"]
+        style = "red" if worst > 12 else ("yellow" if worst > 5 else "")
+        t.add_row(s["class"], str(s["points"]), f"{s['mean_abs_err_pct']:.1f}",
+                  f"[{style}]{worst:.1f}[/]" if style else f"{worst:.1f}", s["worst_op"])
+    console.print(t)
+
+
+def _print_collectives(rep, holdout: str) -> None:
+    """The collective rows' table and the per-context summary."""
     from rich.table import Table
 
     from clustersim.units import format_bytes
@@ -316,21 +372,6 @@ def report_cmd(
         s.add_row(row["label"], str(row["points"]), f(row["mean_abs_err_large_pct"]), f(row["max_abs_err_large_pct"]),
                   f(row["mean_abs_err_small_pct"]), f(row["max_abs_err_pct"]), f(row["in_band_pct"]))
     console.print(s)
-    if written:
-        console.print(f"wrote {len(written)} files to {output}")
-    for name, c in (checks or {}).items():
-        if c is None:
-            continue
-        tt = Table(title=f"{name} check: {c['title']} (link model; fit residual median "
-                         f"{c['fit_residual_median_pct']:.1f}%)")
-        for col in ("op", "points", ">= 1 MiB mean %", "< 1 MiB mean %", "worst %"):
-            tt.add_column(col)
-        for row in c["table"]:
-            tt.add_row(row["op"], str(row["points"]), f"{row['mean_large_pct']:.1f}", f"{row['mean_small_pct']:.1f}",
-                       f"{row['worst_pct']:.1f}")
-        console.print(tt)
-    if params:
-        _print_parameters(params)
 
 
 def _print_parameters(params: dict) -> None:

@@ -18,7 +18,7 @@ from clustersim.calibration.fit.kernels import fit_kernels
 from clustersim.calibration.fit.measurements import Measurements
 from clustersim.calibration.fit.profile_file import rounded
 from clustersim.config.profile import GemmPoint
-from clustersim.config.topology import GPU_CATALOG
+from clustersim.config.topology import GPU_CATALOG, GPUSpec
 from clustersim.errors import ClusterSimError
 
 #: GPU names as nvidia-smi and torch print them (upper-cased) that are no catalogue entry's ``vendor_name``,
@@ -33,14 +33,14 @@ _PEAK_ALIASES: tuple[tuple[str, str], ...] = (
 )
 
 
-def peak_tflops_for(gpu: str | None) -> float | None:
-    """Dense bf16 peak (TFLOP/s) of a GPU name, from the GPU catalogue, or None when unknown.
+def gpu_spec_for(gpu: str | None) -> GPUSpec | None:
+    """The GPU catalogue's entry for a GPU name as nvidia-smi and torch print it, or None when unknown.
 
     The entry whose ``vendor_name`` is ``gpu`` (case-insensitive), else the
     first of :data:`_PEAK_ALIASES` that ``gpu`` contains.
 
-    >>> peak_tflops_for("NVIDIA H200"), peak_tflops_for("NVIDIA H100 PCIe"), peak_tflops_for("Tesla V100")
-    (989.4, 756.5, None)
+    >>> gpu_spec_for("NVIDIA H200").name, gpu_spec_for("Tesla V100")
+    ('H200-SXM', None)
     """
     if not gpu:
         return None
@@ -49,6 +49,16 @@ def peak_tflops_for(gpu: str | None) -> float | None:
     if spec is None:
         alias = next((entry for key, entry in _PEAK_ALIASES if key in name), None)
         spec = GPU_CATALOG[alias] if alias else None
+    return spec
+
+
+def peak_tflops_for(gpu: str | None) -> float | None:
+    """Dense bf16 peak (TFLOP/s) of a GPU name (:func:`gpu_spec_for`), or None when unknown.
+
+    >>> peak_tflops_for("NVIDIA H200"), peak_tflops_for("NVIDIA H100 PCIe"), peak_tflops_for("Tesla V100")
+    (989.4, 756.5, None)
+    """
+    spec = gpu_spec_for(gpu)
     return float(spec.peak_tflops["bf16"]) if spec else None
 
 
