@@ -333,15 +333,19 @@ def _print_kernels(krep) -> None:
     from rich.table import Table
 
     t = Table(title=f"kernel classes: the profile's compute tables ({krep.gpu or '?'}) against "
-                    f"{sum(s['points'] for s in krep.summary)} kernel rows "
-                    f"({krep.skipped} of other kernels not compared)")
-    for col in ("class", "points", "mean |error| %", "max |error| %", "worst"):
-        t.add_column(col, justify="left" if col in ("class", "worst") else "right")
+                    f"{sum(s['points'] for s in krep.summary)} kernel rows, |error| in percent "
+                    f"({krep.skipped} rows of other kernels not compared)")
+    # the class whole, the numbers short, the worst row cut to what is left of the terminal (readable at 80 columns)
+    t.add_column("class", no_wrap=True)
+    for col in ("points", "mean %", "max %"):   # |error|, percent
+        t.add_column(col, justify="right", no_wrap=True, min_width=len(col))
+    t.add_column("worst", no_wrap=True, overflow="ellipsis")
     for s in krep.summary:
         worst = s["max_abs_err_pct"]
         style = "red" if worst > 12 else ("yellow" if worst > 5 else "")
+        op = s["worst_op"] if len(s["worst_op"]) <= 20 else s["worst_op"][:19] + "…"
         t.add_row(s["class"], str(s["points"]), f"{s['mean_abs_err_pct']:.1f}",
-                  f"[{style}]{worst:.1f}[/]" if style else f"{worst:.1f}", s["worst_op"])
+                  f"[{style}]{worst:.1f}[/]" if style else f"{worst:.1f}", op)
     console.print(t)
 
 

@@ -366,6 +366,10 @@ class MemoryPoint(StrictModel):
     bytes: Pos = Field(description="Minimum HBM traffic of one call (each tensor read or written once), bytes.")
     efficiency: Pos = Field(description="(bytes / kernel time) / hbm_bandwidth_GBps; fraction (may exceed 1 where "
                             "caches serve part of the traffic).")
+    hidden: Annotated[int, Field(gt=0)] | None = Field(
+        None, description="Row length (elements) of a row-wise kernel (the norms), whose efficiency at equal bytes "
+        "depends on it (H200 layernorm backward, 50 MB: 0.41 at 4,096, 0.22 at 1,024); the compute model reads the "
+        "points of the nearest row length. None: the class is read by bytes alone.")
 
 
 class ClockPoint(StrictModel):

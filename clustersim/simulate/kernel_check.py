@@ -14,7 +14,7 @@ were not (another bench run, or a profile carried to this GPU from another one).
 * ``attention_fwd`` (``_bwd``): :meth:`ComputeModel.attention` of the causal FLOPs (and 2.5x them backward,
   three kernels);
 * the memory-bound classes of :data:`~clustersim.calibration.fit.kernels.MEMORY_CLASSES`:
-  :meth:`ComputeModel.memory_op` of the row's bytes.
+  :meth:`ComputeModel.memory_op` of the row's bytes (and, for the norms, its row length).
 
 Rows of other kernels (the clock sweeps, the wave sweep's GEMMs, eager attention's forward + backward) are
 counted as not compared.
@@ -34,7 +34,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from clustersim.calibration.fit.compute import gpu_spec_for
-from clustersim.calibration.fit.kernels import MEMORY_CLASSES
+from clustersim.calibration.fit.kernels import MEMORY_CLASSES, ROW_CLASSES
 from clustersim.config.profile import Profile
 from clustersim.errors import ClusterSimError
 from clustersim.workload.compute import ComputeModel
@@ -98,7 +98,9 @@ def _price(r: dict[str, Any], cm: ComputeModel) -> tuple[str, float] | None:
             return ("attention fwd" if name == "attention_fwd" else "attention fwd+bwd", t)
         if name in MEMORY_CLASSES:
             op, kernels = MEMORY_CLASSES[name]
-            return f"memory {op}", cm.memory_op(op, float(r["bytes"]), float(r["bytes"]), kernels=kernels)
+            hidden = int(r["hidden"]) if op in ROW_CLASSES and r.get("hidden") else None
+            return f"memory {op}", cm.memory_op(op, float(r["bytes"]), float(r["bytes"]), kernels=kernels,
+                                                hidden=hidden)
     except KeyError:   # a row without the fields its class needs: not compared
         return None
     return None

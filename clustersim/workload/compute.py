@@ -144,8 +144,8 @@ class ComputeModel:
     #: per GEMM layout, the share of a partial wave's loss the GEMM library keeps (profile wave_loss); empty: the
     #: one-tile wave model
     wave_loss: dict[str, float] = field(default_factory=dict)
-    # op class -> [(minimum bytes, efficiency vs hbm_bandwidth)] (bench --kernels)
-    memory_table: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    # op class -> [(minimum bytes, efficiency vs hbm_bandwidth, row length or None)] (bench --kernels)
+    memory_table: dict[str, list[tuple[float, ...]]] = field(default_factory=dict)
     # (compute duty, sustained slowdown) of compute-bound kernels (bench --kernels gemm_duty)
     clock_table: list[tuple[float, float]] = field(default_factory=list)
     # (kernel class, work: FLOPs or bytes, collective, compute slowdown, comm slowdown) (overlap probe)
@@ -186,9 +186,9 @@ class ComputeModel:
                 raise ClusterSimError(f"GPU {gpu_spec.name} has no sm_count in its spec, which roofline_lookup needs",
                                       field="compute.roofline_lookup")
             sms = gpu_spec.sm_count
-        mem: dict[str, list[tuple[float, float]]] = {}
+        mem: dict[str, list[tuple[float, ...]]] = {}
         for p in compute.memory_table:
-            mem.setdefault(p.op, []).append((p.bytes, p.efficiency))
+            mem.setdefault(p.op, []).append((p.bytes, p.efficiency, p.hidden))
         return cls(peak_flops=peak, hbm_bandwidth=hbm, gemm_efficiency=compute.gemm_efficiency,
                    gemm_half_flops=compute.gemm_half_flops, attention_efficiency=compute.attention_efficiency,
                    kernel_launch_s=compute.kernel_launch_us * 1e-6, gemm_table=pts, issue_floor_s=floor,
@@ -420,16 +420,26 @@ class ComputeModel:
         return self._mb(nbytes / self.hbm_bandwidth) + kernels * self.kernel_launch_s
 
     def memory_op(self, op: str, min_bytes: float, legacy_bytes: float, kernels: int = 1,
-                  size_bytes: float | None = None) -> float:
+                  size_bytes: float | None = None, hidden: int | None = None) -> float:
         """Seconds for a memory-bound kernel class ``op`` (a ``memory_table`` class).
 
         Measured class: ``min_bytes`` (the op's minimum traffic, the bench's byte count) at the
         measured fraction of the HBM bandwidth, looked up at ``size_bytes`` (default ``min_bytes``;
         the size of the measured op when this is a part of it); otherwise :meth:`memory` of
-        ``legacy_bytes``.
+        ``legacy_bytes``. ``hidden``: the row length of a row-wise kernel; where the class's points
+        carry one, only those of the nearest row length are read (in log(bytes) as ever).
+
+        >>> cm = ComputeModel(peak_flops=1e15, hbm_bandwidth=4e12, kernel_launch_s=0.0,
+        ...                   memory_table={"layernorm_bwd": [(5e7, 0.41, 4096), (5e7, 0.22, 1024)]})
+        >>> [round(cm.memory_op("layernorm_bwd", 5e7, 5e7, hidden=h) * 1e6, 1) for h in (4096, 1024, None)]
+        [30.5, 56.8, 39.7]
         """
         pts = self.memory_table.get(op)
         if not pts or min_bytes <= 0:
             return self.memory(legacy_bytes, kernels)
-        eff = interp_log(pts, size_bytes or min_bytes)
+        rows = [p[2] for p in pts if len(p) > 2 and p[2]]
+        if hidden and rows:
+            h = _nearest(rows, hidden)
+            pts = [p for p in pts if len(p) > 2 and p[2] == h]
+        eff = interp_log([(p[0], p[1]) for p in pts], size_bytes or min_bytes)
         return self._mb(min_bytes / (self.hbm_bandwidth * eff)) + kernels * self.kernel_launch_s

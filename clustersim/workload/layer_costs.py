@@ -102,13 +102,14 @@ class _Passes:
         self.backward.append(ComputeSegment(cm.memory(2 * nbytes, 1), 1))
 
     def memory_class(self, op_fwd: str, min_fwd: float, op_bwd: str, min_bwd: float, legacy_bytes: float,
-                     kernels_bwd: int = 1) -> None:
+                     kernels_bwd: int = 1, hidden: int | None = None) -> None:
         """A measured memory-bound class (:meth:`ComputeModel.memory_op`): forward ``op_fwd`` moving
         ``min_fwd`` bytes, backward ``op_bwd`` moving ``min_bwd``; ``legacy_bytes``: bytes of the
-        uncalibrated model (forward; backward twice that)."""
+        uncalibrated model (forward; backward twice that); ``hidden``: the row length of a row-wise class."""
         cm = self.compute
-        self.forward.append(ComputeSegment(cm.memory_op(op_fwd, min_fwd, legacy_bytes, 1), 1))
-        self.backward.append(ComputeSegment(cm.memory_op(op_bwd, min_bwd, 2 * legacy_bytes, kernels_bwd), kernels_bwd))
+        self.forward.append(ComputeSegment(cm.memory_op(op_fwd, min_fwd, legacy_bytes, 1, hidden=hidden), 1))
+        self.backward.append(ComputeSegment(cm.memory_op(op_bwd, min_bwd, 2 * legacy_bytes, kernels_bwd,
+                                                         hidden=hidden), kernels_bwd))
 
     def measured_pair(self, op: str, min_fwd: float, min_bwd: float, kernels_fwd: int, kernels_bwd: int) -> None:
         """An unfused sequence measured forward + backward together (``op``, a ``memory_table``
@@ -207,7 +208,7 @@ class LayerCosts:
         norm_bytes = 2 * tokens_local * hidden * act_bytes  # read x, write y (statistics negligible)
         kind = "layernorm" if self.model.norm == "layernorm" else "rmsnorm"
         passes.memory_class(f"{kind}_fwd", 2 * tokens_local * hidden * act_bytes, f"{kind}_bwd",
-                            3 * tokens_local * hidden * act_bytes, norm_bytes, kernels_bwd=2)
+                            3 * tokens_local * hidden * act_bytes, norm_bytes, kernels_bwd=2, hidden=hidden)
 
     def _residual(self, passes: _Passes) -> None:
         """Bias-dropout-add. Uncalibrated: read x and residual (2+2), write 2, mask 1 byte per
@@ -356,8 +357,10 @@ class LayerCosts:
         vocab_local = model.vocab // tp if vocab_parallel else model.vocab
         kind = "layernorm" if model.norm == "layernorm" else "rmsnorm"  # measured classes when the profile has them
         row_bytes = tokens_local * hidden * act_bytes  # one activation tensor this rank holds
-        fwd: list[UnitSegment] = [ComputeSegment(cm.memory_op(f"{kind}_fwd", 2 * row_bytes, 2 * row_bytes, 1), 1)]
-        bwd: list[UnitSegment] = [ComputeSegment(cm.memory_op(f"{kind}_bwd", 3 * row_bytes, 4 * row_bytes, 2), 2)]
+        fwd: list[UnitSegment] = [ComputeSegment(cm.memory_op(f"{kind}_fwd", 2 * row_bytes, 2 * row_bytes, 1,
+                                                              hidden=hidden), 1)]
+        bwd: list[UnitSegment] = [ComputeSegment(cm.memory_op(f"{kind}_bwd", 3 * row_bytes, 4 * row_bytes, 2,
+                                                              hidden=hidden), 2)]
         if self.sequence_parallel:
             fwd.append(TPCommSegment("all_gather", full))
             bwd.append(TPCommSegment("reduce_scatter", full))

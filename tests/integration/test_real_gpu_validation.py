@@ -421,11 +421,9 @@ B12_MISS_10 = {
                  "4-rank H100 probe); this VM's host issued the step in 278-294 ms per rank (calibrate/raw/blind12), "
                  "the model charges more (+16.0% blind)"),
 }
-B12_MISS_5 = {
-    **B12_MISS_10,
-    "d7-single": ("this VM's H100s ran every one-GPU row 3.9-5.3% faster than the profile (b2, gv, w7, d7; blind set "
-                  "11's VM: -0.2% to +3.5% on the same shapes): part of the device spread (+5.3% blind)"),
-}
+# d7-single was +5.3% blind (this VM's H100s ran every one-GPU row 3.9-5.3% faster than the profile; blind set 11's VM:
+# -0.2% to +3.5% on the same shapes); +4.8% since the norms are read at their row length (docs/calibration.md)
+B12_MISS_5 = dict(B12_MISS_10)
 
 
 def test_blind12_rows_complete():
@@ -442,8 +440,8 @@ def test_blind12_step_time_within_10_percent(row):
 
 @pytest.mark.parametrize("row", _param(B12, list(B12), B12_MISS_5))
 def test_blind12_step_time_within_5_percent(row):
-    """10 of 14 within 5% blind, 12 with the current model (d7 1F1B +5.5% -> +1.7%, d7 interleaved -9.2% -> +0.9%):
-    every DDP row, b2/gv FSDP2, every pipeline row, three one-GPU rows."""
+    """10 of 14 within 5% blind, 13 with the current model (d7 1F1B +5.5% -> +1.7%, d7 interleaved -9.2% -> +0.9%,
+    d7 one GPU +5.3% -> +4.8%): every DDP row, b2/gv FSDP2, every pipeline row, the four one-GPU rows."""
     _within(row, ISSUE_TOL)
 
 

@@ -32,10 +32,14 @@ def in_sample():
 
 @pytest.mark.parametrize("cls", ["gemm NT", "gemm NN", "gemm TN", "attention fwd", "attention fwd+bwd",
                                  "memory add", "memory gelu_fwd", "memory gelu_bwd", "memory swiglu",
-                                 "memory rope", "memory repeat_kv", "memory cross_entropy", "memory adamw"])
+                                 "memory rope", "memory repeat_kv", "memory cross_entropy", "memory adamw",
+                                 "memory layernorm_fwd", "memory layernorm_bwd", "memory rmsnorm_fwd",
+                                 "memory rmsnorm_bwd"])
 def test_the_tables_reproduce_the_rows_they_were_fitted_on(in_sample, cls):
     """Every class the report prices comes back within 0.5% at its own points: the report charges each row what
-    the simulator charges (launch gaps included) and the fit reads the same accounting backwards."""
+    the simulator charges (launch gaps included) and the fit reads the same accounting backwards. The norms too,
+    since their points keep the row length (at 50 MB, h4096 runs at 0.41 of the copy bandwidth and h1024 at 0.22:
+    read by bytes alone they were 28% off in-sample)."""
     row = next(s for s in in_sample.summary if s["class"] == cls)
     assert row["points"] >= 2
     assert row["max_abs_err_pct"] <= 0.5, row

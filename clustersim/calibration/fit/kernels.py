@@ -40,6 +40,9 @@ MEMORY_CLASSES = {
 }
 #: eager attention backward: (forward + backward) - forward, 7 kernels, bytes 3 x scores x element
 EAGER_BWD_KERNELS = 7
+#: row-wise classes whose efficiency at equal bytes depends on the row length (a block per row: short rows
+#: leave HBM idle between rows): their points keep the row's ``hidden``
+ROW_CLASSES = ("layernorm_fwd", "layernorm_bwd", "rmsnorm_fwd", "rmsnorm_bwd")
 
 
 def required_fields(row: dict) -> tuple[str, ...]:
@@ -164,7 +167,8 @@ def fit_kernels(rows: list[dict], peak_tflops: float, hbm_GBps: float, launch_us
                     key=lambda r: (MEMORY_CLASSES[r["name"]][0], r["bytes"], r["time_us"])):
         op, k = MEMORY_CLASSES[r["name"]]
         t = r["time_us"] * 1e-6 - k * L
-        memory.append({"op": op, "bytes": int(r["bytes"]), "efficiency": _r4(r["bytes"] / t / (hbm_GBps * 1e9))})
+        memory.append({"op": op, "bytes": int(r["bytes"]), "efficiency": _r4(r["bytes"] / t / (hbm_GBps * 1e9)),
+                       **({"hidden": int(r["hidden"])} if op in ROW_CLASSES and r.get("hidden") else {})})
     eager: dict[tuple, dict[str, dict]] = {}
     for r in kern:
         if r["name"] in ("eager_attention_fwd", "eager_attention_fwd_bwd"):
@@ -177,7 +181,7 @@ def fit_kernels(rows: list[dict], peak_tflops: float, hbm_GBps: float, launch_us
             if t > 0:
                 memory.append({"op": "eager_attention_bwd", "bytes": int(nbytes),
                                "efficiency": _r4(nbytes / t / (hbm_GBps * 1e9))})
-    memory.sort(key=lambda r: (r["op"], r["bytes"]))
+    memory.sort(key=lambda r: (r["op"], r.get("hidden", 0), r["bytes"]))
     # sustained clocks: GEMM time under a GEMM/copy alternation over its burst time, by measured duty
     clock = sorted(({"duty": _r4(min(1.0, r["duty_measured"])), "slowdown": _r4(r["ratio"])}
                     for r in kern if r["name"] == "gemm_duty"), key=lambda p: p["duty"])
