@@ -78,3 +78,12 @@ def test_cli_files_with_neither_collective_nor_kernel_rows_exit_2(tmp_path):
     r = _report(str(f), "-p", "hgx-h200")
     assert r.returncode == 2
     assert "no collective or kernel measurements" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_cli_writes_the_kernel_section_into_the_report_folder(tmp_path):
+    r = _report(str(FITTED_ON), "-p", "hgx-h200", "-o", str(tmp_path / "rep"))
+    assert r.returncode == 0, r.stderr
+    md = (tmp_path / "rep" / "summary.md").read_text()
+    assert "## Kernel classes" in md and "| gemm NT | 60 |" in md
+    doc = json.loads((tmp_path / "rep" / "report.json").read_text())
+    assert len(doc["kernels"]["points"]) == sum(s["points"] for s in doc["kernels"]["summary"])
