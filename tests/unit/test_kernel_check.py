@@ -87,3 +87,14 @@ def test_cli_writes_the_kernel_section_into_the_report_folder(tmp_path):
     assert "## Kernel classes" in md and "| gemm NT | 60 |" in md
     doc = json.loads((tmp_path / "rep" / "report.json").read_text())
     assert len(doc["kernels"]["points"]) == sum(s["points"] for s in doc["kernels"]["summary"])
+
+
+def test_a_kernel_row_with_a_bad_row_length_is_skipped_with_the_reason(tmp_path):
+    f = tmp_path / "k.jsonl"
+    f.write_text("\n".join(json.dumps(r) for r in (
+        {"kind": "kernel", "name": "layernorm_bwd", "bytes": 50331648, "hidden": -5, "time_us": 60.0},
+        {"kind": "kernel", "name": "layernorm_bwd", "bytes": 50331648, "hidden": "abc", "time_us": 60.0})) + "\n")
+    r = _report(str(f), "-p", "hgx-h200")
+    assert r.returncode == 2
+    assert "'hidden' must be > 0" in r.stderr and "'hidden' must be a number" in r.stderr
+    assert "Traceback" not in r.stderr

@@ -139,6 +139,8 @@ def normalise_row(obj: dict[str, Any]) -> dict[str, Any] | None:
             if key not in row:
                 raise ValueError(f"kernel row {row['name']!r} lacks {key!r}")
             _num(row, key, positive=key != "ratio")
+        if "hidden" in row:   # the row length the norm classes are read by (optional elsewhere)
+            _num(row, "hidden")
         if row["name"] == "wave_gemm" and row.get("layout") not in ("NT", "NN", "TN"):
             raise ValueError(f"kernel row 'wave_gemm' has layout {row.get('layout')!r}, not NT, NN or TN")
     elif kind == "meta":
