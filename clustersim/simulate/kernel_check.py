@@ -34,17 +34,17 @@ from typing import Any, Sequence
 import numpy as np
 
 from clustersim.calibration.fit.compute import gpu_spec_for
-from clustersim.calibration.fit.kernels import MEMORY_CLASSES, ROW_CLASSES
+from clustersim.calibration.fit.kernels import (ATTENTION_BWD_KERNELS, MEMORY_CLASSES, ROW_CLASSES,
+                                                attention_fwd_flops)
 from clustersim.config.profile import Profile
 from clustersim.errors import ClusterSimError
-from clustersim.workload.compute import ComputeModel
+from clustersim.roofline import ATTENTION_BWD_FLOPS
+from clustersim.workload.compute import LINEAR_ROLES, ComputeModel
 
 __all__ = ["KernelReport", "kernel_report", "markdown_lines"]
 
 #: a linear layer's GEMM layout -> the compute model's role (forward NT, dgrad NN, wgrad TN)
-LAYOUT_ROLE = {"NT": "fwd", "NN": "dgrad", "TN": "wgrad"}
-#: a flash-attention backward pass: 2.5x the forward FLOPs in three kernels (fit_kernels reads them so)
-ATTENTION_BWD_FLOPS, ATTENTION_BWD_KERNELS = 2.5, 3
+LAYOUT_ROLE = {layout: role for role, layout in LINEAR_ROLES.items()}
 
 
 @dataclass
@@ -90,8 +90,8 @@ def _price(r: dict[str, Any], cm: ComputeModel) -> tuple[str, float] | None:
             t = cm.bmm(name[4:], int(r["batch_heads"]), int(r["seq"]), int(r["head_dim"]))
             return None if t is None else (f"bmm {name[4:]}", t)
         if name in ("attention_fwd", "attention_fwd_bwd"):
-            b, s, nh, hd = int(r["batch"]), int(r["seq"]), int(r["heads"]), int(r["head_dim"])
-            flops = 4.0 * b * nh * hd * s * s * 0.5   # causal: the executed half, as the simulator counts it
+            s, hd = int(r["seq"]), int(r["head_dim"])
+            flops = attention_fwd_flops(int(r["batch"]), s, int(r["heads"]), hd)
             t = cm.attention(flops, 1, "fwd", s, hd)
             if name == "attention_fwd_bwd":
                 t += cm.attention(ATTENTION_BWD_FLOPS * flops, ATTENTION_BWD_KERNELS, "bwd", s, hd)

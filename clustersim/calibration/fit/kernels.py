@@ -21,7 +21,7 @@ import statistics
 
 import numpy as np
 
-from clustersim.roofline import bmm_shape, gemm_shape
+from clustersim.roofline import ATTENTION_BWD_FLOPS, bmm_shape, gemm_shape
 
 
 def _r4(x: float) -> float:
@@ -40,9 +40,21 @@ MEMORY_CLASSES = {
 }
 #: eager attention backward: (forward + backward) - forward, 7 kernels, bytes 3 x scores x element
 EAGER_BWD_KERNELS = 7
+#: kernels of a flash-attention backward pass the simulator charges a launch gap for (its FLOPs:
+#: :data:`clustersim.roofline.ATTENTION_BWD_FLOPS` x the forward's)
+ATTENTION_BWD_KERNELS = 3
 #: row-wise classes whose efficiency at equal bytes depends on the row length (a block per row: short rows
 #: leave HBM idle between rows): their points keep the row's ``hidden``
 ROW_CLASSES = ("layernorm_fwd", "layernorm_bwd", "rmsnorm_fwd", "rmsnorm_bwd")
+
+
+def attention_fwd_flops(batch: int, seq: int, heads: int, head_dim: int) -> float:
+    """A causal flash-attention forward's FLOPs as the simulator counts them: ``4 b heads s^2 head_dim / 2``.
+
+    >>> attention_fwd_flops(4, 2048, 16, 128)
+    68719476736.0
+    """
+    return 4.0 * batch * heads * head_dim * seq * seq * 0.5
 
 
 def required_fields(row: dict) -> tuple[str, ...]:
@@ -146,15 +158,16 @@ def fit_kernels(rows: list[dict], peak_tflops: float, hbm_GBps: float, launch_us
             att.setdefault((r["batch"], r["seq"], r["heads"], r["head_dim"]), {})[r["name"]] = r["time_us"] * 1e-6
     attention = []
     for (b, s, nh, hd), t in sorted(att.items()):
-        f = 4.0 * b * nh * hd * s * s * 0.5
+        f = attention_fwd_flops(b, s, nh, hd)
         if "attention_fwd" not in t:
             continue
         base = {"seq": s, "head_dim": hd, "heads": nh, "batch": b}
         attention.append({"direction": "fwd", **base,
                           "efficiency": _r4(min(1.0, f / (peak * (t["attention_fwd"] - L))))})
-        if "attention_fwd_bwd" in t and t["attention_fwd_bwd"] > t["attention_fwd"] + 3 * L:
-            tb = t["attention_fwd_bwd"] - t["attention_fwd"] - 3 * L
-            attention.append({"direction": "bwd", **base, "efficiency": _r4(min(1.0, 2.5 * f / (peak * tb)))})
+        if "attention_fwd_bwd" in t and t["attention_fwd_bwd"] > t["attention_fwd"] + ATTENTION_BWD_KERNELS * L:
+            tb = t["attention_fwd_bwd"] - t["attention_fwd"] - ATTENTION_BWD_KERNELS * L
+            attention.append({"direction": "bwd", **base,
+                              "efficiency": _r4(min(1.0, ATTENTION_BWD_FLOPS * f / (peak * tb)))})
     layout = []
     for r in sorted((r for r in kern if r["name"].startswith("gemm_") and "layout" in r),
                     key=lambda r: (r["layout"], r["out_features"], r["in_features"], r["tokens"])):
