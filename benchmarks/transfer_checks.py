@@ -6,7 +6,7 @@ Prints, from the same real logs and with the same calls as ``tests/unit/test_fit
 (and the H100 2 -> 4 check of ``tests/unit/test_h100_collectives_transfer.py``): the 2x H200
 size check (both halves: fit residual median, per op the mean error at >= 1 MiB / below / worst,
 percent), the A100 size check (both halves), the worst held-out point, the A100 8 + 16 -> 32 GPU
-scale check, the H200 and H100 2 -> 4 rank scale checks, the H200 band factor and the synthetic
+scale check, the H200 and H100 2 -> 4 rank scale checks, the blind H200 2 -> 3 rank check, the H200 band factor and the synthetic
 recovery check. Thresholds are printed next to the numbers; nothing is asserted (the test file
 does that). Use it to judge a change to the link model before running the slower test file.
 
@@ -138,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
         sc = scale_check(rows(DATA / f"{name}x2" / "bench-graph.jsonl"), rows(DATA / f"{name}x4" / "bench-graph.jsonl"),
                          **H200)
         print(f"scale {name.upper()} 2 -> 4 ranks [<= 10 / <= 20: {_fails(sc, 0.10, 0.20)}]\n    {_table(sc)}")
+    sc = scale_check(h2, rows(DATA / "h200x3" / "bench-graph.jsonl"), **H200)
+    print(f"scale H200 2 -> 3 ranks, blind [<= 10 / <= 20: {_fails(sc, 0.10, 0.20)}]\n    {_table(sc)}")
     print(f"band factor (2x H200): {band_factor(h2, **H200):.3f}")
     res, held = synthetic()
     print(f"synthetic recovery: fit residual median {100 * res:.2f}% (< 2), 32-GPU mean error {100 * held:.2f}% (< 10)")

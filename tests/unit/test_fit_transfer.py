@@ -130,6 +130,26 @@ def test_h200_scale_check_2_to_4(h200_scale, op):
     assert row.mean_large <= 0.10 and row.mean_small <= 0.20, row
 
 
+@pytest.fixture(scope="module")
+def h200_scale3(h200x2):
+    """The blind rank-scaling check: the 3-rank bench (calibrate/raw/coll-3rank, 4x H200 host, 2026-11-27) was
+    run after the predictions were committed (calibrate/raw/coll-3rank/predictions.json, label main)."""
+    return {row.op: row for row in scale_check(h200x2, _rows(DATA / "h200x3" / "bench-graph.jsonl"), **H200)}
+
+
+@pytest.mark.parametrize("op", ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send_recv"])
+def test_h200_scale_check_2_to_3_at_1_MiB_and_above(h200_scale3, op):
+    assert h200_scale3[op].mean_large <= 0.10, h200_scale3[op]
+
+
+@pytest.mark.parametrize("op", ["all_reduce", pytest.param("all_gather", marks=pytest.mark.xfail(
+    strict=True, reason="3-rank all_gather below 1 MiB 20.3%: 11-14 us measured where the 2-rank fit keeps NCCL's "
+                        "0.6 us LL hop (2 ranks cannot tell it from the floor); docs/calibration.md")),
+    "reduce_scatter", "broadcast", "all_to_all", "send_recv"])
+def test_h200_scale_check_2_to_3_below_1_MiB(h200_scale3, op):
+    assert h200_scale3[op].mean_small <= 0.20, h200_scale3[op]
+
+
 def test_p2p_channel_schedule_follows_nccl():
     """NCCL's p2p schedule (enqueue.cc addP2pToPlan) on a 32-channel pool: an op starts on 32 / ranks channels
     and doubles them while a part exceeds 16 MiB; all_to_all serves ranks - 1 peers at once. The 4-rank H200
