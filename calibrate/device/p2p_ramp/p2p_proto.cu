@@ -5,13 +5,15 @@
 // NCCL's Simple protocol around the stores, one piece at a time: each channel (thread block) writes a slice into a
 // FIFO slot on the peer, fences, bumps the peer's tail counter; the peer waits for the tail, copies the slot out to
 // its output buffer and hands the slot back through a head counter that the sender waits on (SLOTS slots per
-// channel, as NCCL_STEPS). Both GPUs send and receive at once (role bi, as a 2-rank all_gather) or GPU 0 only sends
-// and GPU 1 only receives (role uni, as a 2-rank broadcast). Every STAMP steps a block stamps the global timer.
+// channel, as NCCL_STEPS). Both GPUs send and receive at once (role bi, as a 2-rank all_gather), GPU 0 only sends
+// and GPU 1 only receives (role uni, as a 2-rank broadcast), or every visible GPU sends to the next and receives
+// from the previous (role ring, as an n-rank ring step; ring on 2 GPUs is bi). Every ~256 KiB a block stamps the
+// global timer.
 //
 //   nvcc -O3 -arch=sm_90 -o p2p_proto p2p_proto.cu
 //   ./p2p_proto ROLE CHANNELS MIB SLICE_KIB SLOTS FENCE [REPS]
 //
-// ROLE bi | uni; MIB: bytes each sender moves; FENCE 1: __threadfence_system before the tail (NCCL), 0: none.
+// ROLE bi | uni | ring; MIB: bytes each sender moves; FENCE 1: __threadfence_system before the tail (NCCL), 0: none.
 // One JSON row per repetition on stdout, in p2p_ramp.cu's form (summarize.py reads both).
 
 #include <cuda_runtime.h>
@@ -51,8 +53,9 @@ __device__ __forceinline__ void copy16(const int4* __restrict__ s, int4* __restr
   }
 }
 
-// send: 1 if this GPU sends, recv: 1 if it receives. fifo_peer / tail_peer / head_peer live on the peer,
-// fifo_mine / tail_mine / head_mine here (the peer writes tail_mine, this GPU writes head_peer).
+// send: 1 if this GPU sends, recv: 1 if it receives. fifo_peer / tail_peer live on the GPU this one sends to,
+// head_peer on the one it receives from; fifo_mine / tail_mine / head_mine here (the sender to this GPU writes
+// tail_mine, the receiver of this GPU's slices writes head_mine).
 __global__ void proto_kernel(int send, int recv, const int4* __restrict__ input, int4* __restrict__ output,
                              int4* fifo_peer, const int4* fifo_mine, volatile u64* tail_peer, volatile u64* tail_mine,
                              volatile u64* head_peer, volatile u64* head_mine, int steps, size_t slice16, int slots,
@@ -103,10 +106,11 @@ int main(int argc, char** argv) {
   int slots = atoi(argv[5]);
   int fence = atoi(argv[6]);
   int reps = argc > 7 ? atoi(argv[7]) : 3;
-  if (role != "bi" && role != "uni") { fprintf(stderr, "ROLE is bi or uni\n"); return 2; }
+  if (role != "bi" && role != "uni" && role != "ring") { fprintf(stderr, "ROLE is bi, uni or ring\n"); return 2; }
   int ngpu = 0;
   CK(cudaGetDeviceCount(&ngpu));
   if (ngpu < 2) { fprintf(stderr, "needs 2 GPUs, found %d\n", ngpu); return 2; }
+  int n = role == "ring" ? ngpu : 2;
   size_t bytes = (size_t)(mib * 1048576.0);
   int steps = (int)(bytes / C / slice);
   if (steps < 1) { fprintf(stderr, "MIB too small for %d channels of %zu-byte slices\n", C, slice); return 2; }
@@ -118,14 +122,17 @@ int main(int argc, char** argv) {
   CK(cudaHostAlloc(&go, sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable));
   int* go_dev;
   CK(cudaHostGetDevicePointer(&go_dev, go, 0));
-  int4 *in[2], *out[2], *fifo[2];
-  u64 *tail[2], *head[2], *stamps[2];
-  cudaStream_t stream[2];
-  for (int g = 0; g < 2; g++) {
+  std::vector<int4*> in(n), out(n), fifo(n);
+  std::vector<u64*> tail(n), head(n), stamps(n);
+  std::vector<cudaStream_t> stream(n);
+  for (int g = 0; g < n; g++) {
     CK(cudaSetDevice(g));
-    cudaError_t e = cudaDeviceEnablePeerAccess(1 - g, 0);
-    if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) CK(e);
-    cudaGetLastError();
+    for (int p = 0; p < n; p++) {
+      if (p == g) continue;
+      cudaError_t e = cudaDeviceEnablePeerAccess(p, 0);
+      if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) CK(e);
+      cudaGetLastError();
+    }
     CK(cudaMalloc(&in[g], (size_t)C * steps * slice));
     CK(cudaMemset(in[g], 1, (size_t)C * steps * slice));
     CK(cudaMalloc(&out[g], (size_t)C * steps * slice));
@@ -138,33 +145,35 @@ int main(int argc, char** argv) {
   std::vector<u64> host((size_t)C * max_stamps);
   for (int rep = 0; rep < reps; rep++) {
     *(volatile int*)go = 0;
-    for (int g = 0; g < 2; g++) {
+    for (int g = 0; g < n; g++) {
       CK(cudaSetDevice(g));
       CK(cudaMemset(tail[g], 0, sizeof(u64) * C * PAD));
       CK(cudaMemset(head[g], 0, sizeof(u64) * C * PAD));
       CK(cudaMemset(stamps[g], 0, sizeof(u64) * C * max_stamps));
       CK(cudaDeviceSynchronize());
     }
-    for (int g = 0; g < 2; g++) {
+    for (int g = 0; g < n; g++) {
       CK(cudaSetDevice(g));
-      int send = role == "bi" || g == 0, recv = role == "bi" || g == 1;
-      proto_kernel<<<C, 512, 0, stream[g]>>>(send, recv, in[g], out[g], fifo[1 - g], fifo[g], tail[1 - g], tail[g],
-                                             head[1 - g], head[g], steps, slice16, slots, fence, every, stamps[g],
+      int send = role != "uni" || g == 0, recv = role != "uni" || g == 1;
+      int next = (g + 1) % n, prev = (g + n - 1) % n;
+      proto_kernel<<<C, 512, 0, stream[g]>>>(send, recv, in[g], out[g], fifo[next], fifo[g], tail[next], tail[g],
+                                             head[prev], head[g], steps, slice16, slots, fence, every, stamps[g],
                                              max_stamps, go_dev);
       CK(cudaGetLastError());
     }
     for (volatile int w = 0; w < 20000000; w++) { }
     *(volatile int*)go = 1;
-    for (int g = 0; g < 2; g++) { CK(cudaSetDevice(g)); CK(cudaStreamSynchronize(stream[g])); }
+    for (int g = 0; g < n; g++) { CK(cudaSetDevice(g)); CK(cudaStreamSynchronize(stream[g])); }
     printf("{\"mode\": \"proto-%s-f%d-s%d\", \"blocks\": %d, \"mib\": %.3f, \"stamp_kib\": %zu, \"fifo_kib\": %zu, "
-           "\"rep\": %d, \"flows\": [", role.c_str(), fence, slots, C, mib, every * slice / 1024, slice / 1024, rep);
-    for (int g = 0; g < 2; g++) {
+           "\"rep\": %d, \"flows\": [", (role + std::to_string(role == "ring" ? n : 2)).c_str(), fence, slots, C, mib,
+           every * slice / 1024, slice / 1024, rep);
+    for (int g = 0; g < n; g++) {
       CK(cudaSetDevice(g));
       CK(cudaMemcpy(host.data(), stamps[g], sizeof(u64) * host.size(), cudaMemcpyDeviceToHost));
       u64 t0 = ~0ull;
       for (int b = 0; b < C; b++) t0 = std::min(t0, host[(size_t)b * max_stamps]);
       printf("%s{\"from\": %d, \"to\": %d, \"bytes_per_stamp\": %zu, \"bytes_per_block\": %zu, \"t_ns\": [",
-             g ? ", " : "", g, 1 - g, (size_t)every * slice, (size_t)steps * slice);
+             g ? ", " : "", g, (g + 1) % n, (size_t)every * slice, (size_t)steps * slice);
       for (int b = 0; b < C; b++) {
         printf("%s[", b ? ", " : "");
         for (int k = 0; k < max_stamps; k++) {
