@@ -11,10 +11,12 @@
 // global timer.
 //
 //   nvcc -O3 -arch=sm_90 -o p2p_proto p2p_proto.cu
-//   ./p2p_proto ROLE CHANNELS MIB SLICE_KIB SLOTS FENCE [REPS]
+//   ./p2p_proto ROLE CHANNELS MIB SLICE_KIB SLOTS FENCE [REPS] [OWN]
 //
 // ROLE bi | uni | ring; MIB: bytes each sender moves; FENCE 1: __threadfence_system before the tail (NCCL), 0: none.
-// One JSON row per repetition on stdout, in p2p_ramp.cu's form (summarize.py reads both).
+// OWN 1: a sender also copies each slice it sends into its own output (an out-of-place all_gather's own chunk, which
+// NCCL's ring copies in the same pass as it sends). One JSON row per repetition on stdout, in p2p_ramp.cu's form
+// (summarize.py reads both).
 
 #include <cuda_runtime.h>
 #include <cstdio>
@@ -36,7 +38,9 @@ __device__ __forceinline__ u64 gtimer() {
   return t;
 }
 
-__device__ __forceinline__ void copy16(const int4* __restrict__ s, int4* __restrict__ d, size_t n16) {
+// copy n16 words from s to d, and to d2 as well when it is not null
+__device__ __forceinline__ void copy16(const int4* __restrict__ s, int4* __restrict__ d, size_t n16,
+                                       int4* __restrict__ d2 = nullptr) {
   constexpr int U = 8;
   for (size_t i = threadIdx.x; i < n16; i += U * blockDim.x) {
     int4 v[U];
@@ -50,6 +54,13 @@ __device__ __forceinline__ void copy16(const int4* __restrict__ s, int4* __restr
       size_t j = i + (size_t)u * blockDim.x;
       if (j < n16) d[j] = v[u];
     }
+    if (d2) {
+#pragma unroll
+      for (int u = 0; u < U; u++) {
+        size_t j = i + (size_t)u * blockDim.x;
+        if (j < n16) d2[j] = v[u];
+      }
+    }
   }
 }
 
@@ -59,7 +70,8 @@ __device__ __forceinline__ void copy16(const int4* __restrict__ s, int4* __restr
 __global__ void proto_kernel(int send, int recv, const int4* __restrict__ input, int4* __restrict__ output,
                              int4* fifo_peer, const int4* fifo_mine, volatile u64* tail_peer, volatile u64* tail_mine,
                              volatile u64* head_peer, volatile u64* head_mine, int steps, size_t slice16, int slots,
-                             int fence, int every, u64* stamps, int max_stamps, const volatile int* go) {
+                             int fence, int every, u64* stamps, int max_stamps, const volatile int* go,
+                             int4* __restrict__ own) {
   const int c = blockIdx.x;
   if (threadIdx.x == 0) { while (*go == 0) { } }
   __syncthreads();
@@ -75,7 +87,8 @@ __global__ void proto_kernel(int send, int recv, const int4* __restrict__ input,
     if (send) {
       if (threadIdx.x == 0) { while (head_mine[c * PAD] + slots <= (u64)i) { } }   // the peer freed the slot
       __syncthreads();
-      copy16(in + (size_t)i * slice16, fp + (size_t)slot * slice16, slice16);
+      copy16(in + (size_t)i * slice16, fp + (size_t)slot * slice16, slice16,
+             own ? own + ((size_t)c * steps + i) * slice16 : nullptr);
       __syncthreads();
       if (threadIdx.x == 0) {
         if (fence) __threadfence_system();
@@ -106,6 +119,7 @@ int main(int argc, char** argv) {
   int slots = atoi(argv[5]);
   int fence = atoi(argv[6]);
   int reps = argc > 7 ? atoi(argv[7]) : 3;
+  int own_copy = argc > 8 ? atoi(argv[8]) : 0;
   if (role != "bi" && role != "uni" && role != "ring") { fprintf(stderr, "ROLE is bi, uni or ring\n"); return 2; }
   int ngpu = 0;
   CK(cudaGetDeviceCount(&ngpu));
@@ -122,7 +136,7 @@ int main(int argc, char** argv) {
   CK(cudaHostAlloc(&go, sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable));
   int* go_dev;
   CK(cudaHostGetDevicePointer(&go_dev, go, 0));
-  std::vector<int4*> in(n), out(n), fifo(n);
+  std::vector<int4*> in(n), out(n), fifo(n), own(n, nullptr);
   std::vector<u64*> tail(n), head(n), stamps(n);
   std::vector<cudaStream_t> stream(n);
   for (int g = 0; g < n; g++) {
@@ -137,6 +151,7 @@ int main(int argc, char** argv) {
     CK(cudaMemset(in[g], 1, (size_t)C * steps * slice));
     CK(cudaMalloc(&out[g], (size_t)C * steps * slice));
     CK(cudaMalloc(&fifo[g], (size_t)C * slots * slice));
+    if (own_copy) CK(cudaMalloc(&own[g], (size_t)C * steps * slice));
     CK(cudaMalloc(&tail[g], sizeof(u64) * C * PAD));
     CK(cudaMalloc(&head[g], sizeof(u64) * C * PAD));
     CK(cudaMalloc(&stamps[g], sizeof(u64) * C * max_stamps));
@@ -158,14 +173,14 @@ int main(int argc, char** argv) {
       int next = (g + 1) % n, prev = (g + n - 1) % n;
       proto_kernel<<<C, 512, 0, stream[g]>>>(send, recv, in[g], out[g], fifo[next], fifo[g], tail[next], tail[g],
                                              head[prev], head[g], steps, slice16, slots, fence, every, stamps[g],
-                                             max_stamps, go_dev);
+                                             max_stamps, go_dev, own[g]);
       CK(cudaGetLastError());
     }
     for (volatile int w = 0; w < 20000000; w++) { }
     *(volatile int*)go = 1;
     for (int g = 0; g < n; g++) { CK(cudaSetDevice(g)); CK(cudaStreamSynchronize(stream[g])); }
-    printf("{\"mode\": \"proto-%s-f%d-s%d\", \"blocks\": %d, \"mib\": %.3f, \"stamp_kib\": %zu, \"fifo_kib\": %zu, "
-           "\"rep\": %d, \"flows\": [", (role + std::to_string(role == "ring" ? n : 2)).c_str(), fence, slots, C, mib,
+    printf("{\"mode\": \"proto-%s-f%d-s%d-o%d\", \"blocks\": %d, \"mib\": %.3f, \"stamp_kib\": %zu, \"fifo_kib\": %zu, "
+           "\"rep\": %d, \"flows\": [", (role + std::to_string(role == "ring" ? n : 2)).c_str(), fence, slots, own_copy, C, mib,
            every * slice / 1024, slice / 1024, rep);
     for (int g = 0; g < n; g++) {
       CK(cudaSetDevice(g));

@@ -4,7 +4,7 @@
 
 One line per (mode, blocks, size, fifo) and repetition >= 1 (the first warms the links): the rate (GB/s of
 bytes issued by all blocks of the flow, 1e9 bytes/s) in windows 0-20, 20-50, 50-100, 100-200, 200-500,
-500-1000, 1000-2000 and 2000-5000 us after the flow's first block started, the whole kernel's mean rate and
+500-1000, 1000-2000, 2000-5000 and 5000-10000 us after the flow's first block started, the whole kernel's mean rate and
 its length, and the spread of the blocks' ends (percent of the length). A rate that rises over the windows
 is the drift of NCCL's ring collectives (docs/calibration.md, "What the drift is") without NCCL.
 
@@ -22,7 +22,7 @@ import sys
 import numpy as np
 
 #: window edges, microseconds after the flow's start
-EDGES_US = (0.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0)
+EDGES_US = (0.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0, 10000.0)
 
 
 def cumulative(times_ns: list[int], per_stamp: float, per_block: float) -> tuple[np.ndarray, np.ndarray]:
