@@ -67,20 +67,23 @@ def link_parameters(rows: Sequence[dict[str, Any]], **lines: Any) -> dict[str, A
     return {**model.as_dict(), "fit_residual_median_pct": float(100 * np.median(np.abs(np.expm1(model.residuals))))}
 
 
-def parameter_rows(params: dict[str, Any]) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str, str]]]:
+def parameter_rows(params: dict[str, Any]) -> tuple[list[tuple[str, str, str]], list[tuple[str, ...]]]:
     """The parameters as two text tables: (link class.protocol, efficiency, us per step) with the
-    protocols' base latency as a third column, and (op, floor us, op efficiency, own-chunk GB/s).
+    protocols' base latency as a third column, and (op, floor us, op efficiency, own-chunk GB/s,
+    start-up depth on two ranks).
 
     >>> links, ops = parameter_rows({"base_us": {"ll": 6.6}, "intra.ll": {"efficiency": 0.4, "latency_us": 0.6},
     ...                              "floor_us": {"all_reduce": 9.0}, "op_efficiency": {"all_reduce": 1.0},
-    ...                              "local_GBps": {}})
+    ...                              "local_GBps": {}, "startup_depth": {"all_reduce": 0.18}})
     >>> links, ops
-    ([('intra.ll', '0.400', '0.60', '6.60')], [('all_reduce', '9.00', '1.000', '-')])
+    ([('intra.ll', '0.400', '0.60', '6.60')], [('all_reduce', '9.00', '1.000', '-', '0.180')])
     """
     links = [(k, f"{v['efficiency']:.3f}", f"{v['latency_us']:.2f}", f"{params['base_us'][k.split('.')[1]]:.2f}")
              for k, v in params.items() if "." in k and isinstance(v, dict)]
+    depth = params.get("startup_depth", {})
     ops = [(op, f"{floor:.2f}", f"{params['op_efficiency'][op]:.3f}",
-            f"{params['local_GBps'][op]:.0f}" if op in params["local_GBps"] else "-")
+            f"{params['local_GBps'][op]:.0f}" if op in params["local_GBps"] else "-",
+            f"{depth[op]:.3f}" if op in depth else "-")
            for op, floor in params["floor_us"].items()]
     return links, ops
 

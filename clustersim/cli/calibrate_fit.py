@@ -396,7 +396,9 @@ def _print_parameters(params: dict) -> None:
     table(f"link model fitted on every row (residual median {params['fit_residual_median_pct']:.1f}%): "
           "per link class and protocol",
           ("class.protocol", "efficiency of line rate", "us per step", "protocol base us"), links)
-    table("per operation", ("op", "floor us", "op efficiency", "own chunk GB/s"), ops)
+    tau = params.get("startup_us")
+    table("per operation" + (f" (start-up time constant {tau:.0f} us)" if tau is not None else ""),
+          ("op", "floor us", "op efficiency", "own chunk GB/s", "start-up depth"), ops)
 
 
 def _strip_points(checks: dict) -> dict:

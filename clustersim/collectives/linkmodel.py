@@ -12,7 +12,10 @@ profile's ``link_model`` section (:func:`from_profile`, used by
         + bus_bytes / (op_eff[op] x min(intra_line x eff_intra[p], nics x net_line x eff_inter[p]))
         + (size / n) / local[op]
 
-``steps`` are the ring's step counts (all_reduce ``2(n-1)``, of which ``2(N-1)`` cross
+where the wire term of LL128 and Simple, ``w``, is stretched by the call's start-up: a call's channels
+start at ``1 - D`` of their rate and reach it with time constant ``tau``, so the wire takes ``T`` with
+``T = w + D tau (1 - exp(-T / tau))`` (:func:`startup_time`); ``D`` is learned per op on the rows'
+rank counts as the depth of two ranks and taken as ``2 / n`` of it on ``n`` ranks. ``steps`` are the ring's step counts (all_reduce ``2(n-1)``, of which ``2(N-1)`` cross
 nodes; all_gather / reduce_scatter / broadcast ``n-1``, ``N-1`` crossing; all_to_all and
 send_recv one step, their peers served at once) or the tree's
 (``2(g-1)`` intra, ``2 log2(N)`` inter, hop latencies times NCCL's tree/ring ratio, twice
@@ -77,6 +80,13 @@ PRIOR_LOCAL_GBPS = 2000.0
 #: not in that table and keep a fitted efficiency relative to the link
 TABLE_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
 P2P_OPS = ("all_to_all", "send_recv")
+#: starting values of the start-up transient (NCCL's cost model has none): a small depth and a 1 ms time constant.
+#: Why it exists, measured (docs/calibration.md, "What the drift is"): NCCL's Simple protocol emulated without
+#: NCCL on 2x H200 (calibrate/device/p2p_ramp/p2p_proto.cu, rounds 11-13) starts ~15% below the link on 24
+#: channels exchanging both ways and reaches it over ~200 us (longer with the own chunk's copy), while one
+#: direction and 8 channels run flat; NCCL's large-call lines start 94-209 us late on 2-4 H200 ranks
+STARTUP_PRIOR_DEPTH = 0.05
+STARTUP_PRIOR_US = 1000.0
 
 
 def _bus_factor(op: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -125,6 +135,7 @@ class Design:
     fixed_eff: np.ndarray
     exact: np.ndarray
     p2p_cap: np.ndarray
+    ranks: np.ndarray
 
 
 def design(rows: Sequence[dict[str, Any]], *, ops: Sequence[str], intra_line_GBps: float,
@@ -185,7 +196,7 @@ def design(rows: Sequence[dict[str, Any]], *, ops: Sequence[str], intra_line_GBp
         # tree all_reduce: up and down the tree (nccl-model.md §1.6)
         tree_intra=2.0 * (n / nodes - 1), tree_inter=2.0 * np.log2(np.maximum(nodes, 1.0)),
         choice=choice, node_factor=node_factor, fixed_eff=np.isin(op, TABLE_OPS), exact=exact, p2p_cap=p2p_cap,
-    )
+        ranks=n)
 
 
 @dataclass(frozen=True)
@@ -215,6 +226,8 @@ class LinkModel:
 
     ``eff_*`` and ``lat_*`` are indexed by :data:`PROTOS`; ``floor_us``, ``op_eff`` and
     ``local_GBps`` by ``ops`` (``op_eff`` is 1 for the ops of NCCL's table, :data:`TABLE_OPS`).
+    ``startup_depth`` (by ``ops``, the depth ``D`` on two ranks) and ``startup_us`` (``tau``) are the
+    call's start-up transient (:func:`startup_time`); no transient: depth 0.
     ``residuals`` are the log-time residuals (model / measured - 1, approximately) at the fit rows.
     ``intra_line_GBps``, ``net_line_GBps``, ``nics_per_node``, ``sm`` and ``intra_class`` describe the
     hardware it was fitted on (the default line rates of :meth:`predict_us`).
@@ -235,10 +248,14 @@ class LinkModel:
     local_GBps: np.ndarray | None = None
     residuals: np.ndarray = field(default_factory=lambda: np.zeros(0))
     intra_class: str = "nvlink"
+    startup_depth: np.ndarray | None = None
+    startup_us: float = STARTUP_PRIOR_US
 
     def __post_init__(self) -> None:
         if self.local_GBps is None:
             self.local_GBps = np.full(len(self.ops), PRIOR_LOCAL_GBPS)
+        if self.startup_depth is None:
+            self.startup_depth = np.zeros(len(self.ops))
 
     def design(self, rows: Sequence[dict[str, Any]]) -> Design:
         """:func:`design` with this model's line rates."""
@@ -271,7 +288,8 @@ class LinkModel:
         """The parameters as the fit's unconstrained vector."""
         return np.concatenate([np.log(self.floor_us), np.log(self.op_eff), np.log(self.local_GBps),
                                np.log(self.base_us), np.log(self.lat_intra_us), np.log(self.lat_inter_us),
-                               _logit(self.eff_intra), _logit(self.eff_inter)])
+                               _logit(self.eff_intra), _logit(self.eff_inter), _logit(self.startup_depth),
+                               [np.log(self.startup_us)]])
 
     def as_dict(self) -> dict[str, Any]:
         """Plain numbers, for a report."""
@@ -279,6 +297,8 @@ class LinkModel:
         return {"floor_us": dict(zip(self.ops, np.round(self.floor_us, 3).tolist())),
                 "op_efficiency": dict(zip(self.ops, np.round(self.op_eff, 4).tolist())),
                 "local_GBps": local,
+                "startup_depth": dict(zip(self.ops, np.round(self.startup_depth, 4).tolist())),
+                "startup_us": round(float(self.startup_us), 1),
                 "base_us": dict(zip(PROTOS, np.round(self.base_us, 3).tolist())),
                 **{f"{cls}.{p}": {"latency_us": round(float(lat[i]), 3), "efficiency": round(float(eff[i]), 4)}
                    for cls, lat, eff in (("intra", self.lat_intra_us, self.eff_intra),
@@ -319,6 +339,7 @@ def from_profile(section: Any) -> LinkModel:
         lat_intra_us=arr(intra_cls, "latency_us", F.HW_LAT_US[intra or "nvlink"]["ring"]),
         lat_inter_us=arr(net, "latency_us", F.HW_LAT_US["network"]["ring"]),
         eff_intra=arr(intra_cls, "efficiency", prior_eff), eff_inter=arr(net, "efficiency", prior_eff),
+        startup_depth=np.array([section.ops[o].startup_depth for o in ops]), startup_us=float(section.startup_us),
         intra_line_GBps=float(section.provenance.line_rates_GBps.get(intra or "nvlink", 0.0) or 0.0),
         net_line_GBps=float(section.provenance.line_rates_GBps.get("network", 0.0) or 0.0),
         nics_per_node=int(section.provenance.nics_per_node or 0), intra_class=intra or "nvlink")
@@ -339,6 +360,35 @@ def _unpack(theta: np.ndarray, n_ops: int) -> tuple[np.ndarray, ...]:
     eff_i = 1 / (1 + np.exp(-theta[k + 9:k + 12]))
     eff_x = 1 / (1 + np.exp(-theta[k + 12:k + 15]))
     return floor, op_eff, local, base, lat_i, lat_x, eff_i, eff_x
+
+
+def _startup(theta: np.ndarray, n_ops: int) -> tuple[np.ndarray, float]:
+    """(depth per op on two ranks, time constant us) of the start-up transient from the parameter vector."""
+    k = 4 * n_ops + 15
+    return 1 / (1 + np.exp(-theta[k - n_ops:k])), float(np.exp(theta[k]))
+
+
+def startup_time(wire_us: np.ndarray, depth: np.ndarray, tau_us: float) -> np.ndarray:
+    """Time (us) of a wire term ``wire_us`` whose channels start at ``1 - depth`` of their rate.
+
+    The rate rises as ``1 - depth exp(-t / tau)``, so the bytes of ``wire_us`` at the full rate take
+    ``T`` with ``T = wire_us + depth tau (1 - exp(-T / tau))``: ``wire_us / (1 - depth)`` for a short
+    call, ``wire_us + depth tau`` for a long one. Solved by Newton's method from ``wire_us / (1 - depth)``,
+    which lies at or above the root of this increasing convex equation, so the steps fall monotonically
+    onto it (8 steps: to rounding).
+
+    >>> [round(float(t), 2) for t in startup_time(np.array([1.0, 10000.0]), np.array([0.2, 0.2]), 100.0)]
+    [1.25, 10020.0]
+    >>> float(startup_time(np.array([5.0]), np.array([0.0]), 100.0)[0])
+    5.0
+    """
+    w = np.asarray(wire_us, dtype=float)
+    dep = np.clip(np.asarray(depth, dtype=float), 0.0, 0.99)
+    t = w / (1 - dep)
+    for _ in range(8):
+        e = np.exp(-t / tau_us)
+        t = t - (t - w - dep * tau_us * (1 - e)) / (1 - dep * e)
+    return t
 
 
 def _cells(theta: np.ndarray, d: Design, n_ops: int):
@@ -363,6 +413,12 @@ def _cells(theta: np.ndarray, d: Design, n_ops: int):
     hop_x = lat_x[None, :] * np.where(tree, _TREE_INTER[None, :], 1.0)
     fixed = base[None, :] + steps_i * hop_i + steps_x * hop_x
     wire_us = 1e6 * wire / (bw * np.where(d.fixed_eff, 1.0, op_eff[d.op_index])[:, None])
+    # the start-up transient of LL128 and Simple (LL's calls are microseconds long): learned as the depth of
+    # two ranks, 2 / n of it on n ranks (NCCL's large-call lines start 170 / 147 / 111 us late for all_reduce on
+    # 2 / 3 / 4 H200 ranks, all_gather 197 / 152 / 94, reduce_scatter 209 / 187 / 129)
+    depth, tau = _startup(theta, n_ops)
+    dep = depth[d.op_index] * 2.0 / np.maximum(d.ranks, 2.0)
+    wire_us = np.where(np.arange(3)[None, :] >= 1, startup_time(wire_us, dep[:, None], tau), wire_us)
     cells = fixed + wire_us   # us
     lt = np.log(cells)
     # where NCCL's table leaves LL, LL128 or Simple runs: which of the two is version- and topology-

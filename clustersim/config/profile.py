@@ -528,6 +528,9 @@ class LinkModelOpParams(StrictModel):
                                "the collectives of NCCL's table, fitted for all_to_all and send_recv.")
     local_GBps: Pos | None = Field(None, description="Rate of the rank's work on its own 1/n chunk (out-of-place "
                                    "copy, reduction), GB/s of chunk bytes; null: the op has none.")
+    startup_depth: float = Field(0.0, ge=0.0, lt=1.0, description="Depth of the call's start-up transient on two "
+                                 "ranks (dimensionless, [0, 1)): the channels of LL128 and Simple start at 1 - depth "
+                                 "of their rate (2 / n of the depth on n ranks); 0: none.")
 
 
 class LinkModelProvenance(StrictModel):
@@ -556,7 +559,8 @@ class LinkModelParams(StrictModel):
 
     Per link class and protocol an efficiency of the topology's line rate and a per-step
     latency; per protocol NCCL's base latency; per operation a launch floor, the own-chunk
-    rate and (point-to-point) a relative efficiency. A class left out was not measured (the
+    rate, the depth of the call's start-up transient (one time constant, ``startup_us``) and
+    (point-to-point) a relative efficiency. A class left out was not measured (the
     network of a one-node fit): communicators crossing it do not use the link model.
 
     >>> p = {"efficiency": 0.8, "latency_us": 3.4}
@@ -573,6 +577,8 @@ class LinkModelParams(StrictModel):
                                             "microseconds.")
     ops: dict[LinkModelOp, LinkModelOpParams] = Field(min_length=1, description="Per-operation parameters; an "
                                                       "operation left out uses the other models.")
+    startup_us: Pos = Field(1000.0, description="Time constant of the start-up transient (the ops' "
+                            "startup_depth), microseconds.")
     provenance: LinkModelProvenance = Field(description="Files, rows, rank and node counts, line rates and fit "
                                             "residual of the fit.")
 

@@ -98,6 +98,7 @@ def link_model_section(meas, topology: str, lines: Callable[[int], dict], sm: in
             entry["op_efficiency"] = _sig(fit.op_eff[i])
         if op in LOCAL_OPS:
             entry["local_GBps"] = _sig(fit.local_GBps[i])
+        entry["startup_depth"] = _sig(fit.startup_depth[i])
         ops[op] = entry
     src = unmeasured_from
     if src is not None:
@@ -108,6 +109,7 @@ def link_model_section(meas, topology: str, lines: Callable[[int], dict], sm: in
                 ops[op] = {"floor_us": ops[src]["floor_us"]}
                 if op in LOCAL_OPS and "local_GBps" in ops[src]:
                     ops[op]["local_GBps"] = ops[src]["local_GBps"]
+                ops[op]["startup_depth"] = ops[src]["startup_depth"]
         ops = {op: ops[op] for op in MODEL_OPS if op in ops}
     links = {cls: {p: {"efficiency": _sig(fit.eff_intra[j]), "latency_us": _sig(fit.lat_intra_us[j])}
                    for j, p in enumerate(PROTOS)}}
@@ -141,4 +143,4 @@ def link_model_section(meas, topology: str, lines: Callable[[int], dict], sm: in
     prov.update({"residual_median_pct": round(float(np.median(err)), 2),
                  "residual_worst_pct": round(float(err.max()), 2), "method": method})
     return {"links": links, "base_us": {p: _sig(fit.base_us[j]) for j, p in enumerate(PROTOS)}, "ops": ops,
-            "provenance": prov}
+            "startup_us": _sig(fit.startup_us), "provenance": prov}

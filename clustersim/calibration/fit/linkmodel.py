@@ -7,8 +7,9 @@ size) on given line rates -- is :mod:`clustersim.collectives.linkmodel`, which t
 simulator evaluates from a profile's ``link_model`` section.
 
 The learned quantities: per link class and protocol an efficiency of the topology's
-line rate and a per-step latency, per protocol NCCL's base latency, and per operation
-a launch floor (microseconds) and the rate of its local chunk work (GB/s); point-to-point ops
+line rate and a per-step latency, per protocol NCCL's base latency, per operation
+a launch floor (microseconds), the rate of its local chunk work (GB/s) and the depth of its
+start-up transient (with one time constant for all); point-to-point ops
 also a relative efficiency (the collectives of NCCL's table have none: one bus bandwidth per
 link and protocol for all of them, ``op_eff = 1``). Fitted by least squares
 in log-time (relative error) over all rows at once, with a weak pull towards NCCL's own constants so that a parameter the rows do
@@ -36,8 +37,8 @@ import numpy as np
 
 from clustersim.collectives import formulas as F
 from clustersim.collectives.linkmodel import (ALGOS, LOCAL_OPS, MODEL_OPS, PRIOR_LOCAL_GBPS, PROTOS, SOFTMIN_K,
-                                              TABLE_OPS, Design, LinkModel, _log_time, _logit, _subset,
-                                              _unpack, design)
+                                              STARTUP_PRIOR_DEPTH, STARTUP_PRIOR_US, TABLE_OPS, Design, LinkModel,
+                                              _log_time, _logit, _startup, _subset, _unpack, design)
 from clustersim.collectives.ncclchoice import nccl_choice, node_bandwidth_factor
 from clustersim.errors import ClusterSimError
 
@@ -86,7 +87,8 @@ def steps_identified(d: Design) -> tuple[bool, bool]:
 def _prior(n_ops: int, floors: np.ndarray) -> np.ndarray:
     return np.concatenate([np.log(floors), np.zeros(n_ops), np.full(n_ops, math.log(PRIOR_LOCAL_GBPS)),
                            np.log(PRIOR_BASE_US), np.log(PRIOR_LAT_INTRA_US), np.log(PRIOR_LAT_INTER_US),
-                           _logit(PRIOR_EFF), _logit(PRIOR_EFF)])
+                           _logit(PRIOR_EFF), _logit(PRIOR_EFF), _logit(np.full(n_ops, STARTUP_PRIOR_DEPTH)),
+                           [math.log(STARTUP_PRIOR_US)]])
 
 
 def fit_link_model(rows: Sequence[dict[str, Any]], *, intra_line_GBps: float, net_line_GBps: float = 0.0,
@@ -120,7 +122,7 @@ def fit_link_model(rows: Sequence[dict[str, Any]], *, intra_line_GBps: float, ne
     # rows of one (op, ranks, nodes, size) cell share a prediction: least squares on the cells' mean
     # log-time weighted by sqrt(count) has the same minimum and is ~7x cheaper on 10,000 rows
     key = np.stack([d.op_index, d.steps_intra, d.steps_inter, d.size, d.bus_bytes, d.local_bytes,
-                    np.where(np.isfinite(d.p2p_cap), d.p2p_cap, 0.0)])
+                    np.where(np.isfinite(d.p2p_cap), d.p2p_cap, 0.0), d.ranks])
     _, first, inv, count = np.unique(key, axis=1, return_index=True, return_inverse=True, return_counts=True)
     inv = inv.ravel()
     cells = _subset(d, first)
@@ -132,10 +134,11 @@ def fit_link_model(rows: Sequence[dict[str, Any]], *, intra_line_GBps: float, ne
 
     sol = least_squares(resid, prior, method="trf", x_scale=1.0, max_nfev=400)
     floor, op_eff, local, base, lat_i, lat_x, eff_i, eff_x = _unpack(sol.x, len(ops))
+    depth, tau = _startup(sol.x, len(ops))
     return LinkModel(ops=ops, floor_us=floor, op_eff=op_eff, base_us=base, lat_intra_us=lat_i, lat_inter_us=lat_x,
                      eff_intra=eff_i, eff_inter=eff_x, intra_line_GBps=intra_line_GBps, net_line_GBps=net_line_GBps,
                      nics_per_node=nics_per_node, sm=sm, local_GBps=local, intra_class=intra_hw,
-                     residuals=_log_time(sol.x, d, len(ops)) - y)
+                     startup_depth=depth, startup_us=tau, residuals=_log_time(sol.x, d, len(ops)) - y)
 
 
 def _context(r: dict[str, Any]) -> tuple:
