@@ -26,17 +26,11 @@
 #include <vector>
 #include <algorithm>
 
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-  fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); exit(3); } } while (0)
+#include "stamps.cuh"
+
 
 typedef unsigned long long u64;
 constexpr int PAD = 16;   // counters 128 bytes apart
-
-__device__ __forceinline__ u64 gtimer() {
-  u64 t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 // copy n16 words from s to d, and to d2 as well when it is not null
 __device__ __forceinline__ void copy16(const int4* __restrict__ s, int4* __restrict__ d, size_t n16,
@@ -185,20 +179,7 @@ int main(int argc, char** argv) {
     for (int g = 0; g < n; g++) {
       CK(cudaSetDevice(g));
       CK(cudaMemcpy(host.data(), stamps[g], sizeof(u64) * host.size(), cudaMemcpyDeviceToHost));
-      u64 t0 = ~0ull;
-      for (int b = 0; b < C; b++) t0 = std::min(t0, host[(size_t)b * max_stamps]);
-      printf("%s{\"from\": %d, \"to\": %d, \"bytes_per_stamp\": %zu, \"bytes_per_block\": %zu, \"t_ns\": [",
-             g ? ", " : "", g, (g + 1) % n, (size_t)every * slice, (size_t)steps * slice);
-      for (int b = 0; b < C; b++) {
-        printf("%s[", b ? ", " : "");
-        for (int k = 0; k < max_stamps; k++) {
-          u64 t = host[(size_t)b * max_stamps + k];
-          if (k > 0 && t == 0) break;
-          printf("%s%llu", k ? ", " : "", t - t0);
-        }
-        printf("]");
-      }
-      printf("]}");
+      print_flow(g == 0, g, (g + 1) % n, (size_t)every * slice, (size_t)steps * slice, host, C, max_stamps);
     }
     printf("]}\n");
     fflush(stdout);

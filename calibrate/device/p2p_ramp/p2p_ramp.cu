@@ -23,14 +23,8 @@
 #include <vector>
 #include <algorithm>
 
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-  fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); exit(3); } } while (0)
+#include "stamps.cuh"
 
-__device__ __forceinline__ unsigned long long gtimer() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 // Each block copies n16 int4 (16-byte) words starting at blockIdx.x * n16 of src into dst (same offset, or
 // modulo fifo16 words of its own window), stamping the timer after every `every16` words.
@@ -146,20 +140,7 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < flows.size(); i++) {
       CK(cudaSetDevice(flows[i].from));
       CK(cudaMemcpy(host.data(), stamps[i], sizeof(unsigned long long) * host.size(), cudaMemcpyDeviceToHost));
-      unsigned long long t0 = ~0ull;
-      for (int b = 0; b < blocks; b++) t0 = std::min(t0, host[(size_t)b * max_stamps]);
-      printf("%s{\"from\": %d, \"to\": %d, \"bytes_per_stamp\": %zu, \"bytes_per_block\": %zu, \"t_ns\": [",
-             i ? ", " : "", flows[i].from, flows[i].to, every16 * 16, n16 * 16);
-      for (int b = 0; b < blocks; b++) {
-        printf("%s[", b ? ", " : "");
-        for (int k = 0; k < max_stamps; k++) {
-          unsigned long long t = host[(size_t)b * max_stamps + k];
-          if (k > 0 && t == 0) break;
-          printf("%s%llu", k ? ", " : "", t - t0);
-        }
-        printf("]");
-      }
-      printf("]}");
+      print_flow(i == 0, flows[i].from, flows[i].to, every16 * 16, n16 * 16, host, blocks, max_stamps);
     }
     printf("]}\n");
     fflush(stdout);
