@@ -418,7 +418,7 @@ def _cells(theta: np.ndarray, d: Design, n_ops: int):
     # 2 / 3 / 4 H200 ranks, all_gather 197 / 152 / 94, reduce_scatter 209 / 187 / 129)
     depth, tau = _startup(theta, n_ops)
     dep = depth[d.op_index] * 2.0 / np.maximum(d.ranks, 2.0)
-    wire_us = np.where(np.arange(3)[None, :] >= 1, startup_time(wire_us, dep[:, None], tau), wire_us)
+    wire_us[:, 1:] = startup_time(wire_us[:, 1:], dep[:, None], tau)   # LL's column stays as it is
     cells = fixed + wire_us   # us
     lt = np.log(cells)
     # where NCCL's table leaves LL, LL128 or Simple runs: which of the two is version- and topology-
