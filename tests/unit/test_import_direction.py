@@ -1,6 +1,6 @@
 """Imports inside ``clustersim`` go one way (docs/architecture.md, "Import direction").
 
-``errors -> units, budget, roofline -> config -> topology -> collectives.formulas (linkmodel, ncclchoice) -> engine -> collectives -> workload
+``errors -> units, budget, roofline, breakdown -> config -> topology -> collectives.formulas (linkmodel, ncclchoice) -> engine -> collectives -> workload
 -> simulate (plan, sweep) -> trace, report -> cli``: a module may import its own layer and the
 layers left of it, never one to its right (``errors`` is the base: units raise ClusterSimError
 on bad input). ``calibration`` is a side branch: it imports only errors, units, budget, roofline, config and
@@ -39,6 +39,7 @@ LAYERS = [
     ("clustersim.units", 1),
     ("clustersim.budget", 1),  # bounds and the work/memory budget: numbers only (errors, units)
     ("clustersim.roofline", 1),  # roofline of a tiled kernel (wave quantisation, HBM bound): numbers only
+    ("clustersim.breakdown", 1),  # the names of a step's breakdown parts: simulate, sweep and report read them
     ("clustersim.config", 2),
     ("clustersim.topology", 3),
     ("clustersim.collectives.formulas", 4),
