@@ -21,7 +21,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
-from clustersim.config.jobs import job_scenario, place_jobs
+from clustersim.config.jobs import place_jobs
+from clustersim.config.scenario import job_scenario
 from clustersim.config.topology import GPUSpec
 from clustersim.errors import ClusterSimError
 from clustersim.simulate.execute import CommCache, Timeline, breakdown
@@ -109,7 +110,7 @@ def _build(rs: ResolvedScenario, cluster: Cluster, comm: CommCache) -> list[_Job
     sc = rs.scenario
     fname = str(rs.file) if rs.file is not None else None
     try:
-        placement = place_jobs(sc, cluster.host_of)
+        placement = place_jobs(sc.jobs, cluster.host_of)
     except ClusterSimError as exc:
         raise exc.with_file(fname) if fname else exc from None
     jobs = []
