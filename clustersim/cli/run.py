@@ -161,7 +161,7 @@ def run_and_write(scenario, *, fidelity: str | None = None, overrides: list[str]
         from clustersim.simulate.band import band_factors, step_time_band
 
         lo_hi = step_time_band(rs, fidelity=fidelity, reduced=reduced)
-        res.extra["step_time_band_factors"] = band_factors(rs.profile)
+        res.band_factors = band_factors(rs.profile)
     return res, lo_hi
 
 
