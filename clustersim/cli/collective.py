@@ -104,10 +104,10 @@ def _band(model, op: str, n: int, size: float, algorithm: str, protocol: str,
           time_s: float) -> tuple[float, float] | None:
     """95% band (lo, hi) in seconds around ``time_s`` from the CIs of the profile entry used, or None.
 
-    The band of the entry's line (:func:`clustersim.calibration.uncertainty.predict`) is moved onto the
+    The band of the entry's line (:func:`clustersim.collectives.uncertainty.predict`) is moved onto the
     reported time (which adds the kernel gap to the entry, and at flow fidelity is the simulated time).
     """
-    from clustersim.calibration.uncertainty import predict
+    from clustersim.collectives.uncertainty import predict
     from clustersim.collectives.model import normalise_algorithm
 
     rk = model.ranks_of(n)
