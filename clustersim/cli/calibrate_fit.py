@@ -6,7 +6,6 @@ Thin layer: read the measurements, call :mod:`clustersim.calibration.fit` /
 
 from __future__ import annotations
 
-import re
 import shlex
 from pathlib import Path
 from typing import Optional
@@ -207,58 +206,33 @@ def report_cmd(
 
       clustersim calibrate report calibrate/raw/h200-kernels-bench/kernels.jsonl -p hgx-h200   (kernel classes)
     """
-    from clustersim.calibration.fit import load_profile, read_measurements
-    from clustersim.calibration.report import Report, evaluate, write_outputs
-    from clustersim.simulate.kernel_check import kernel_report, markdown_lines
+    from clustersim.report.profile_check import check_profile
 
     try:
-        meas = read_measurements(measurements, warn=_warn)
-        prof = load_profile(profile)
-        has_kernels = any(r.get("kind") == "kernel" for r in meas.rows)
-        if not meas.of("collective") and not has_kernels:
-            raise ClusterSimError("no collective or kernel measurements in the given files"
-                                  + (f" ({len(meas.skipped)} line(s) skipped)" if meas.skipped else ""))
-        fitted = re.search(r"holdout=(\w+)", prof.source.notes or "")
-        if holdout == "auto":  # the same split `calibrate fit` used (its default: none, in-sample)
-            holdout = fitted.group(1) if fitted else "none"
-        if fitted and fitted.group(1) != holdout and holdout != "none" and meas.of("collective"):
-            _warn(f"the profile says it was fitted with {fitted.group(1)!r} held out, "
-                  f"the report uses --holdout {holdout}: some 'held-out' points may have been fitted on")
         with progress("comparing the profile with the measurements") as update:
-            rep = (evaluate(meas.rows, prof, holdout=holdout) if meas.of("collective")
-                   else Report(holdout=holdout, profile=prof.name))
-            krep = kernel_report(meas.rows, prof) if has_kernels else None
-            if krep is not None:
-                rep.extra["kernels"] = krep.to_dict()
-                rep.extra_md = markdown_lines(krep)
-            update(f"writing plots to {output}")
-            written = write_outputs(rep, output) if output is not None else []
+            res = check_profile(measurements, profile, holdout=holdout, output=output, transfer=transfer,
+                                fit_ranks=fit_ranks, line_GBps=line_GBps, net_GBps=net_GBps,
+                                nics_per_node=nics_per_node, sm=sm, warn=_warn, update=update)
     except ClusterSimError as exc:
         fail(exc)
         return
-    if krep is not None and krep.measured_on and krep.gpu and krep.gpu not in krep.measured_on:
-        _warn(f"the kernel rows were measured on {', '.join(krep.measured_on)}, the profile describes {krep.gpu}")
-    for m in rep.missing:
-        _warn(f"no profile entry for {m}")
-    checks = params = None
-    if transfer:
-        got = _transfer(meas.rows, fit_ranks, output, intra_line_GBps=line_GBps, net_line_GBps=net_GBps,
-                        nics_per_node=nics_per_node, sm=sm)
-        if got is None:
-            return
-        checks, params = got
     if json_out:
-        print_json({**rep.to_dict(), **({"transfer": _strip_points(checks), "link_model": params} if checks else {})})
+        print_json(res.to_dict())
         return
+    render_report(res, output)
+
+
+def render_report(res, output: Optional[Path]) -> None:
+    """What ``calibrate report`` prints: the collective and kernel tables, the files, the transfer checks."""
     from rich.table import Table
 
-    if rep.rows:
-        _print_collectives(rep, holdout)
-    if krep is not None:
-        _print_kernels(krep)
-    if written:
-        console.print(f"wrote {len(written)} files to {output}")
-    for name, c in (checks or {}).items():
+    if res.report.rows:
+        render_collectives(res.report, res.holdout)
+    if res.kernels is not None:
+        render_kernels(res.kernels)
+    if res.written:
+        console.print(f"wrote {len(res.written)} files to {output}")
+    for name, c in (res.checks or {}).items():
         if c is None:
             continue
         tt = Table(title=f"{name} check: {c['title']} (link model; fit residual median "
@@ -269,11 +243,11 @@ def report_cmd(
             tt.add_row(row["op"], str(row["points"]), f"{row['mean_large_pct']:.1f}", f"{row['mean_small_pct']:.1f}",
                        f"{row['worst_pct']:.1f}")
         console.print(tt)
-    if params:
-        _print_parameters(params)
+    if res.params:
+        render_parameters(res.params)
 
 
-def _print_kernels(krep) -> None:
+def render_kernels(krep) -> None:
     """The kernel classes' table: per class, points, mean and worst |error| and the worst row."""
     from rich.table import Table
 
@@ -294,7 +268,7 @@ def _print_kernels(krep) -> None:
     console.print(t)
 
 
-def _print_collectives(rep, holdout: str) -> None:
+def render_collectives(rep, holdout: str) -> None:
     """The collective rows' table and the per-context summary."""
     from rich.table import Table
 
@@ -323,7 +297,7 @@ def _print_collectives(rep, holdout: str) -> None:
     console.print(s)
 
 
-def _print_parameters(params: dict) -> None:
+def render_parameters(params: dict) -> None:
     """The link model's learned parameters (fit on every row) as two tables."""
     from rich.table import Table
 
@@ -344,31 +318,6 @@ def _print_parameters(params: dict) -> None:
     tau = params.get("startup_us")
     table("per operation" + (f" (start-up time constant {tau:.0f} us)" if tau is not None else ""),
           ("op", "floor us", "op efficiency", "own chunk GB/s", "start-up depth"), ops)
-
-
-def _strip_points(checks: dict) -> dict:
-    return {k: (None if c is None else {kk: v for kk, v in c.items() if kk != "points"}) for k, c in checks.items()}
-
-
-def _transfer(rows: list, fit_ranks: Optional[str], output: Optional[Path], **lines) -> Optional[tuple[dict, dict]]:
-    """Run the transfer checks (and write their plots into ``output``) and fit the link model on every row:
-    (checks, learned parameters); None after reporting a user error."""
-    from clustersim.calibration.transfer_report import link_parameters, plot_transfer, transfer_checks
-
-    try:
-        ranks = [int(x) for x in fit_ranks.split(",")] if fit_ranks else None
-    except ValueError:
-        fail(ClusterSimError(f"--fit-ranks must be comma-separated integers, got {fit_ranks!r}", field="--fit-ranks"))
-        return None
-    try:
-        checks = transfer_checks(rows, fit_ranks=ranks, **lines)
-        params = link_parameters(rows, **lines)
-        if output is not None:
-            plot_transfer(checks, output)
-    except ClusterSimError as exc:
-        fail(exc)
-        return None
-    return checks, params
 
 
 def register(app: typer.Typer) -> None:
