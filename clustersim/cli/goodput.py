@@ -11,7 +11,8 @@ import typer
 from clustersim.cli.common import console, print_json
 
 
-def _render(d: dict) -> None:
+def render_goodput(d: dict) -> None:
+    """The goodput report as one table: failures, checkpoint, the intervals and the Monte-Carlo check."""
     from rich.table import Table
 
     from clustersim.units import format_bytes, format_time
@@ -95,4 +96,4 @@ def register(root: typer.Typer) -> None:
         if as_json:
             print_json(d)
         else:
-            _render(d)
+            render_goodput(d)
