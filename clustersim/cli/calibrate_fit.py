@@ -1,7 +1,7 @@
 """`clustersim calibrate fit` and `clustersim calibrate report`.
 
-Thin layer: read the measurements, call :mod:`clustersim.calibration.fit` /
-:mod:`clustersim.calibration.report`, render. User errors exit with status 2.
+Thin layer: parse, call :func:`clustersim.calibration.fit.pipeline.fit_files` /
+:func:`clustersim.report.profile_check.check_profile`, render. User errors exit with status 2.
 """
 
 from __future__ import annotations
