@@ -90,8 +90,8 @@ def package_of(module: str) -> str:
         return "cli"
     if parts[:2] == ["collectives", "formulas"]:
         return "collectives.formulas"
-    if parts[:2] in (["collectives", "linkmodel"], ["collectives", "ncclchoice"]):
-        return "collectives.linkmodel"   # the link model and NCCL's choice: engine-free, below the engine
+    if parts[:2] in (["collectives", "linkmodel"], ["collectives", "ncclchoice"], ["collectives", "uncertainty"]):
+        return "collectives.linkmodel"   # the link model, NCCL's choice, an entry's band: engine-free, below the engine
     return parts[0]
 
 

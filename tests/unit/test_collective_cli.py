@@ -82,7 +82,7 @@ def test_bad_arguments_exit_2(args):
 
 # -- uncertainty band (issue 5: predictions carry the profile's uncertainty)
 def test_json_band_from_the_profile_entry_cis():
-    from clustersim.calibration.uncertainty import predict
+    from clustersim.collectives.uncertainty import predict
     from clustersim.collectives import CollectiveModel, load_profile_for
     from clustersim.topology import load_cluster
 
@@ -127,6 +127,6 @@ def test_uncertainty_imports_without_torch():
     import subprocess
     import sys
 
-    code = "import sys, clustersim.calibration.uncertainty, clustersim.cli.collective; print('torch' in sys.modules)"
+    code = "import sys, clustersim.collectives.uncertainty, clustersim.cli.collective; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

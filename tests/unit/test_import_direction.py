@@ -4,7 +4,7 @@
 -> simulate (plan, sweep) -> trace, report -> cli``: a module may import its own layer and the
 layers left of it, never one to its right (``errors`` is the base: units raise ClusterSimError
 on bad input). ``calibration`` is a side branch: it imports only errors, units, budget, roofline, config and
-collectives.formulas, collectives.linkmodel, collectives.ncclchoice (and itself), and only layers from simulate on may import it.
+collectives.formulas, collectives.linkmodel, collectives.ncclchoice, collectives.uncertainty (and itself), and only layers from simulate on may import it.
 
 Every module of the package is parsed with :mod:`ast` (the scanner of benchmarks/module_graph.py,
 which also draws the graph in docs/modules.md); imports inside functions (and under ``if
@@ -50,6 +50,8 @@ LAYERS = [
     # calibration fits the very function the simulator evaluates
     ("clustersim.collectives.linkmodel", 4),
     ("clustersim.collectives.ncclchoice", 4),
+    # a calibrated entry's time with its 95% band: read by the collective table and by calibrate report
+    ("clustersim.collectives.uncertainty", 4),
     ("clustersim.engine", 5),
     ("clustersim.collectives", 6),
     ("clustersim.workload", 7),
@@ -66,7 +68,8 @@ LAYERS = [
 #: Layers a module of ``calibration`` may import (besides its own package).
 CALIBRATION_MAY_IMPORT = ("clustersim.errors", "clustersim.units", "clustersim.budget", "clustersim.roofline",
                           "clustersim.config", "clustersim.collectives.formulas", "clustersim.collectives.linkmodel",
-                          "clustersim.collectives.ncclchoice", "clustersim.calibration")
+                          "clustersim.collectives.ncclchoice", "clustersim.collectives.uncertainty",
+                          "clustersim.calibration")
 
 
 def _under(name: str, prefix: str) -> bool:
