@@ -1,0 +1,574 @@
+"""Every figure quoted in README.md and docs/*.md, regenerated from the code, and checked.
+
+A number in the docs that the code computes is written between markers, inline::
+
+    GPT-3 175B takes <!-- fig:run.gpt3-175b.step -->7.789 s<!-- /fig --> per step
+
+or as a generated block (a table, a command with its output), each marker on its own line::
+
+    <!-- gen:example.plan -->
+    ...
+    <!-- /gen:example.plan -->
+
+``FIGURES`` maps each KEY to a function returning the text that belongs between its markers
+now. ``--check`` compares every marker of README.md and docs/*.md with it and exits 1 listing
+each stale or unknown marker (``file:line``, shown and now); ``--write`` rewrites the markers
+in place. ``tests/integration/test_doc_figures.py`` runs the check, so a figure that no longer
+matches the code fails a test. Spec constants (a 450 GB/s NVLink) need no marker, and the
+study folders' READMEs (``validation/*/README.md``) are dated records, not checked.
+
+Figures are deterministic: no wall clock is ever part of one (command outputs that print a wall
+time have it replaced, see ``_normalise``), and every simulation behind them is memoised, so
+one run serves all the figures read from it.
+
+Usage::
+
+    python tools/doc_figures.py --check            # README.md and docs/*.md
+    python tools/doc_figures.py --write
+    python tools/doc_figures.py --check docs/training.md
+    python tools/doc_figures.py --list             # the registered keys
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: An inline figure: the text between the two comments, on one line.
+INLINE = re.compile(r"<!-- fig:(?P<key>[A-Za-z0-9_.:@=+-]+) -->(?P<text>.*?)<!-- /fig -->")
+#: A generated block opens and closes on lines of their own.
+BLOCK_OPEN = re.compile(r"^<!-- gen:(?P<key>[A-Za-z0-9_.:@=+-]+) -->[ \t]*$", re.M)
+_ANY_MARKER = re.compile(r"<!-- (/?)(fig|gen)[:\s]")
+
+
+class MarkerError(ValueError):
+    """A document whose markers cannot be read (an unclosed block, a stray closing marker)."""
+
+
+@dataclass(frozen=True)
+class Marker:
+    """One marked figure of a document.
+
+    Attributes
+    ----------
+    key : str
+        The figure's registry key.
+    kind : str
+        ``"fig"`` (inline) or ``"gen"`` (block).
+    line : int
+        1-based line of the opening marker.
+    start, end : int
+        Offsets of the marked text in the document (``text[start:end]`` is what it shows).
+    """
+
+    key: str
+    kind: str
+    line: int
+    start: int
+    end: int
+
+    def shown(self, text: str) -> str:
+        """The text the document shows between this marker's comments."""
+        return text[self.start:self.end]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A marker whose text is not what the code gives now (or whose key is unknown)."""
+
+    path: str
+    line: int
+    key: str
+    shown: str
+    now: str | None
+    reason: str
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}: {self.key}"
+        if self.now is None:
+            return f"{where}: {self.reason}"
+        return f"{where}: {self.reason}\n    shown: {_clip(self.shown)}\n    now:   {_clip(self.now)}"
+
+
+def _clip(s: str, n: int = 400) -> str:
+    s = s.replace("\n", "\\n")
+    return s if len(s) <= n else s[:n] + f"... ({len(s)} characters)"
+
+
+def _line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def _code_spans(text: str) -> list[tuple[int, int]]:
+    """Offsets of fenced code blocks and inline code spans: a marker written there is an example."""
+    spans, pos, fence = [], 0, None
+    for line in text.splitlines(keepends=True):
+        if line.lstrip().startswith("```"):
+            if fence is None:
+                fence = pos
+            else:
+                spans.append((fence, pos + len(line)))
+                fence = None
+        elif fence is None:
+            spans += [(pos + m.start(), pos + m.end()) for m in re.finditer(r"(`+)[^`\n]+?\1", line)]
+        pos += len(line)
+    if fence is not None:
+        spans.append((fence, len(text)))
+    return spans
+
+
+def parse(text: str) -> list[Marker]:
+    """The markers of a document, in order (those inside code, as examples, are not markers).
+
+    Raises
+    ------
+    MarkerError
+        On a block without its closing line, an inline marker left open, or a closing marker
+        without its opening one (each names the line).
+
+    Examples
+    --------
+    >>> doc = "a <!-- fig:x -->1.0<!-- /fig --> b\\n<!-- gen:t -->\\nrow\\n<!-- /gen:t -->\\n"
+    >>> [(m.key, m.kind, m.line, m.shown(doc)) for m in parse(doc)]
+    [('x', 'fig', 1, '1.0'), ('t', 'gen', 2, 'row\\n')]
+    """
+    markers: list[Marker] = []
+    code = _code_spans(text)
+    covered: list[tuple[int, int]] = list(code)  # blocks, inline markers and code: not strays
+    for m in BLOCK_OPEN.finditer(text):
+        if any(a <= m.start() < b for a, b in code):
+            continue
+        key = m.group("key")
+        close = re.compile(rf"^<!-- /gen:{re.escape(key)} -->[ \t]*$", re.M)
+        body = m.end() + 1 if m.end() < len(text) and text[m.end()] == "\n" else m.end()
+        c = close.search(text, body)
+        if c is None:
+            raise MarkerError(f"line {_line_of(text, m.start())}: <!-- gen:{key} --> has no <!-- /gen:{key} -->")
+        inner = next((i for i in BLOCK_OPEN.finditer(text, body, c.start())
+                      if not any(a <= i.start() < b for a, b in code)), None)
+        if inner is not None:
+            raise MarkerError(f"line {_line_of(text, inner.start())}: a block opens inside <!-- gen:{key} -->")
+        markers.append(Marker(key, "gen", _line_of(text, m.start()), body, c.start()))
+        covered.append((m.start(), c.end()))
+    for m in INLINE.finditer(text):
+        if any(a <= m.start() < b for a, b in covered):
+            continue  # a generated block's own text is not read for markers
+        markers.append(Marker(m.group("key"), "fig", _line_of(text, m.start()), m.start("text"), m.end("text")))
+        covered.append((m.start(), m.end()))
+    for m in _ANY_MARKER.finditer(text):
+        if not any(a <= m.start() < b for a, b in covered):
+            raise MarkerError(f"line {_line_of(text, m.start())}: marker not closed or not opened: "
+                              f"{text[m.start():m.start() + 60].splitlines()[0]!r}")
+    return sorted(markers, key=lambda k: k.start)
+
+
+def render(text: str, values: Mapping[str, str]) -> str:
+    """``text`` with every marker whose key is in ``values`` showing that value.
+
+    A block's value is written with a final newline, so its closing marker stays on its own line.
+
+    Examples
+    --------
+    >>> render("x = <!-- fig:x -->1<!-- /fig -->", {"x": "2"})
+    'x = <!-- fig:x -->2<!-- /fig -->'
+    """
+    out, pos = [], 0
+    for m in parse(text):
+        if m.key not in values:
+            continue
+        new = values[m.key]
+        if m.kind == "gen" and not new.endswith("\n"):
+            new += "\n"
+        if m.kind == "fig" and "\n" in new:
+            raise MarkerError(f"line {m.line}: inline figure {m.key} would span lines")
+        out += [text[pos:m.start], new]
+        pos = m.end
+    return "".join(out) + text[pos:]
+
+
+def _expected(m: Marker, value: str) -> str:
+    return value if m.kind == "fig" or value.endswith("\n") else value + "\n"
+
+
+class Values:
+    """Figure texts computed on demand, each once (``registry`` maps a key to its function)."""
+
+    def __init__(self, registry: Mapping[str, Callable[[], str]]):
+        self.registry = registry
+        self.done: dict[str, str | BaseException] = {}
+
+    def get(self, key: str) -> str | BaseException | None:
+        """The figure's text, the exception computing it raised, or None for an unknown key."""
+        if key not in self.registry:
+            return None
+        if key not in self.done:
+            try:
+                self.done[key] = self.registry[key]()
+            except Exception as e:  # noqa: BLE001 - reported against the marker, the check goes on
+                self.done[key] = e
+        return self.done[key]
+
+
+def check_text(text: str, path: str, values: Values) -> list[Problem]:
+    """Every marker of one document that differs from the code's figure, or cannot be computed."""
+    try:
+        markers = parse(text)
+    except MarkerError as e:
+        return [Problem(path, 0, "-", "", None, str(e))]
+    problems = []
+    for m in markers:
+        v = values.get(m.key)
+        shown = m.shown(text)
+        if v is None:
+            problems.append(Problem(path, m.line, m.key, shown, None, "unknown figure (not in FIGURES)"))
+        elif isinstance(v, BaseException):
+            problems.append(Problem(path, m.line, m.key, shown, None, f"cannot compute: {type(v).__name__}: {v}"))
+        elif shown != _expected(m, v):
+            problems.append(Problem(path, m.line, m.key, shown, _expected(m, v), "stale"))
+    return problems
+
+
+def write_text(text: str, values: Values) -> tuple[str, list[Problem]]:
+    """``text`` with every computable marker refreshed, and the markers that could not be."""
+    try:
+        markers = parse(text)
+    except MarkerError as e:
+        return text, [Problem("", 0, "-", "", None, str(e))]
+    new, problems = {}, []
+    for m in markers:
+        v = values.get(m.key)
+        if isinstance(v, str):
+            new[m.key] = v
+        else:
+            problems.append(Problem("", m.line, m.key, m.shown(text), None,
+                                    "unknown figure" if v is None else f"cannot compute: {v}"))
+    return render(text, new), problems
+
+
+def default_paths() -> list[Path]:
+    """README.md and every page under docs/."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def _rel(p: Path) -> str:
+    try:
+        return str(p.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(p)
+
+
+def check(paths: Iterable[Path] | None = None, registry: Mapping[str, Callable[[], str]] | None = None
+          ) -> list[Problem]:
+    """The stale, unknown and failing markers of ``paths`` (default: README.md and docs/*.md)."""
+    values = Values(FIGURES if registry is None else registry)
+    problems = []
+    for p in default_paths() if paths is None else paths:
+        problems += check_text(Path(p).read_text(), _rel(Path(p)), values)
+    return problems
+
+
+def write(paths: Iterable[Path] | None = None, registry: Mapping[str, Callable[[], str]] | None = None
+          ) -> tuple[list[str], list[Problem]]:
+    """Refresh every marker of ``paths``; returns the files changed and the markers left as they were."""
+    values = Values(FIGURES if registry is None else registry)
+    changed, problems = [], []
+    for p in default_paths() if paths is None else paths:
+        p = Path(p)
+        old = p.read_text()
+        new, probs = write_text(old, values)
+        problems += [Problem(_rel(p), q.line, q.key, q.shown, q.now, q.reason) for q in probs]
+        if new != old:
+            p.write_text(new)
+            changed.append(_rel(p))
+    return changed, problems
+
+
+# --------------------------------------------------------------------------------------------
+# The registry
+# --------------------------------------------------------------------------------------------
+
+#: KEY -> function returning the figure's text now.
+FIGURES: dict[str, Callable[[], str]] = {}
+
+
+def figure(key: str) -> Callable[[Callable[[], str]], Callable[[], str]]:
+    """Register ``fn`` as the figure ``key`` (a decorator)."""
+    def deco(fn: Callable[[], str]) -> Callable[[], str]:
+        if key in FIGURES:
+            raise ValueError(f"figure {key} registered twice")
+        FIGURES[key] = fn
+        return fn
+    return deco
+
+
+# -- shared computations (each memoised: one run serves every figure read from it) ------------
+
+def _num(x: float, nd: int = 1) -> str:
+    """``x`` with ``nd`` decimals and thousands separators: ``1,232.8``."""
+    return f"{x:,.{nd}f}"
+
+
+def _pct(x: float, nd: int = 1, sign: bool = True) -> str:
+    """A fraction as a percentage, signed by default: ``-4.9%``."""
+    return f"{x * 100:{'+' if sign else ''}.{nd}f}%"
+
+
+@cache
+def _scenario(name: str, overrides: tuple[str, ...] = ()):
+    """A shipped scenario (``scenarios/NAME.yaml``) with ``--set`` overrides, validated."""
+    from clustersim.config.base import load_model
+    from clustersim.config.scenario import Scenario
+    return load_model(Scenario, ROOT / "scenarios" / f"{name}.yaml", list(overrides))
+
+
+@cache
+def _run(name: str, overrides: tuple[str, ...] = (), fidelity: str | None = None) -> dict:
+    """``clustersim run scenarios/NAME.yaml --set ... [--fidelity F] --json``, as a dict."""
+    from clustersim.simulate.run import run_scenario
+    sc = _scenario(name, overrides)
+    res = run_scenario(sc, fidelity=fidelity) if fidelity else run_scenario(sc)
+    return res.to_dict()
+
+
+#: Lines of command output that hold a wall time, and what replaces it (a figure never times a clock).
+_WALL = [(re.compile(r"(re-ranked at flow|analytical only); [0-9.]+ s"), r"\1; <wall time>"),
+         (re.compile(r"([0-9.]+ points/s|ETA) [0-9:]+"), r"\1 <wall time>")]
+
+
+def _normalise(out: str) -> str:
+    """Command output as a document shows it: trailing blanks off, wall times replaced."""
+    for pat, rep in _WALL:
+        out = pat.sub(rep, out)
+    return "\n".join(line.rstrip() for line in out.strip("\n").splitlines())
+
+
+@cache
+def _cli(*commands: str) -> str:
+    """``commands`` (``clustersim ...`` lines) run in order in one scratch folder, as a console block.
+
+    The folder links the repository's data folders, so the commands read as a user would type
+    them from a clone; stdout and stderr are shown together, in the order they were written, at
+    a 100-column terminal.
+    """
+    import shlex
+    import tempfile
+    env = dict(os.environ, COLUMNS="100", LINES="50", PYTHONUNBUFFERED="1", NO_COLOR="1", TERM="dumb",
+               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    env.pop("FORCE_COLOR", None)
+    shown = []
+    with tempfile.TemporaryDirectory(prefix="doc-figures-") as tmp:
+        for d in ("scenarios", "topologies", "tests", "calibrate", "profiles", "validation"):
+            if (ROOT / d).exists():
+                os.symlink(ROOT / d, Path(tmp) / d)
+        for cmd in commands:
+            args = shlex.split(cmd)
+            if args[0] != "clustersim":
+                raise ValueError(f"not a clustersim command: {cmd}")
+            p = subprocess.run([sys.executable, "-m", "clustersim", *args[1:]], cwd=tmp, env=env, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+            if p.returncode != 0:
+                raise RuntimeError(f"{cmd} exited {p.returncode}: {p.stdout[-2000:]}")
+            shown += [f"$ {cmd}", _normalise(p.stdout)]
+    return "```console\n" + "\n".join(s for s in shown if s) + "\n```\n"
+
+
+def _studies():
+    """``tools/studies.py`` (the validation index), loaded only when a document asks for it."""
+    path = ROOT / "tools" / "studies.py"
+    if not path.exists():
+        raise FileNotFoundError("tools/studies.py missing")
+    spec = importlib.util.spec_from_file_location("clustersim_tools_studies", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(spec.name, mod)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@figure("studies-table")
+def _studies_table() -> str:
+    return _studies().index_table().rstrip("\n") + "\n"
+
+
+# -- docs/training.md --------------------------------------------------------------------------
+
+@figure("training.ref-single.duty")
+def _ref_duty() -> str:
+    return f"{_run('ref-single')['compute_duty']:.2f}"
+
+
+@figure("training.ref-single.clock")
+def _ref_clock() -> str:
+    return f"x{_run('ref-single')['clock_slowdown']:.2f}"
+
+
+def _two_jobs(part: str) -> str:
+    job = _run("two-jobs-shared-fabric")["jobs"][0]
+    if part == "slowdown":
+        return f"x{job['slowdown']:.3f}"
+    return f"{job[part] * 1e3:.0f} ms"
+
+
+FIGURES["training.two-jobs.step"] = lambda: _two_jobs("step_time_s")
+FIGURES["training.two-jobs.alone"] = lambda: _two_jobs("alone_step_time_s")
+FIGURES["training.two-jobs.slowdown"] = lambda: _two_jobs("slowdown")
+
+
+def _llama405_memory() -> dict:
+    return _run("llama3-405b", (), "analytical")["memory"]
+
+
+FIGURES["training.llama3-405b.peak"] = lambda: f"{_llama405_memory()['peak_bytes_per_gpu'] / 1e9:.0f} GB"
+FIGURES["training.llama3-405b.peak-stage"] = lambda: f"stage {_llama405_memory()['stage']}"
+FIGURES["training.llama3-405b.capacity"] = lambda: f"{_llama405_memory()['capacity_bytes'] / 1e9:.0f} GB"
+
+# the speed benchmark's cases (benchmarks/bench_training.py): their step and MFU now
+for _name, _fid in [("gpt3-175b", "analytical"), ("gpt3-175b", "flow"), ("llama3-405b", "analytical")]:
+    FIGURES[f"run.{_name}.{_fid}.step"] = (lambda n=_name, f=_fid: f"{_run(n, (), f)['step_time_s']:.3f}")
+    FIGURES[f"run.{_name}.{_fid}.mfu"] = (lambda n=_name, f=_fid: _pct(_run(n, (), f)["mfu"], sign=False))
+
+
+def _symmetry_case(topology: str = "dgx-h100-superpod", **par):
+    """The 256-GPU case of tests/integration/test_run_symmetry.py (16 layers, h 4096, GBS 64)."""
+    from clustersim.config.scenario import Scenario
+    p = {"tp": 8, "pp": 4, "dp": 8, "sequence_parallel": True, "schedule": "1f1b", "zero": 1}
+    p.update(par)
+    return Scenario.model_validate({
+        "name": "sym-256", "cluster": {"topology": topology, "nodes": 32,
+                                       "profile": str(ROOT / "tests" / "data" / "training" / "profile-defaults.yaml")},
+        "model": {"layers": 16, "hidden": 4096, "heads": 32, "vocab": 32000, "seq_len": 2048},
+        "training": {"global_batch": 64, "micro_batch": 1},
+        "parallelism": p,
+    })
+
+
+@cache
+def _symmetry(case: tuple[tuple[str, object], ...]) -> tuple[float, float, int, int]:
+    """(reduced step, full step, reduced ops, full ops) at flow fidelity for one symmetry case."""
+    from clustersim.simulate.resolve import resolve_scenario
+    from clustersim.simulate.run import run_scenario
+    rs = resolve_scenario(_symmetry_case(**dict(case)))
+    red = run_scenario(rs, fidelity="flow", reduced=True)
+    full = run_scenario(rs, fidelity="flow", reduced=False)
+    return red.step_time_s, full.step_time_s, red.ops, full.ops
+
+
+_SYMMETRY_ROWS = [
+    ("dgx-h100-superpod, TP8 PP4 DP8, ZeRO-1", ()),
+    ("dgx-h100-superpod, TP8 PP4 DP8, DDP (100 MB buckets)", (("zero", 0), ("ddp_bucket_mb", 100))),
+    ("dgx-a100-superpod, TP4 PP8 DP8, order tp-cp-ep-pp-dp (replicas share nodes)",
+     (("topology", "dgx-a100-superpod"), ("tp", 4), ("pp", 8), ("order", "tp-cp-ep-pp-dp"))),
+    ("dgx-h100-superpod, TP2 PP16 DP8, order tp-cp-ep-pp-dp (replicas share nodes)",
+     (("tp", 2), ("pp", 16), ("order", "tp-cp-ep-pp-dp"))),
+]
+
+
+@figure("training.symmetry-table")
+def _symmetry_table() -> str:
+    rows = ["| case (256 GPUs, 16 layers, h 4096, GBS 64) | reduced step (s) | full step (s) | difference | "
+            "ops reduced / full |", "|---|---|---|---|---|"]
+    for label, case in _SYMMETRY_ROWS:
+        red, full, ro, fo = _symmetry(case)
+        rows.append(f"| {label} | {red:.5f} | {full:.5f} | {_pct(red / full - 1, 2)} | {ro:,} / {fo:,} |")
+    return "\n".join(rows) + "\n"
+
+
+# -- docs/scale.md -----------------------------------------------------------------------------
+
+#: The 100k scenario cut to 256 GPUs (32 nodes, 16 layers): the reduced run against the full one.
+_SCALE_256 = ("cluster.nodes=32", "parallelism.dp=2", "training.global_batch=32", "model.layers=16")
+
+
+@cache
+def _scale_256() -> tuple[float, float, int, int, float]:
+    """(reduced step, full step, reduced ops, full ops, largest breakdown difference) of the cut case."""
+    from clustersim.simulate.resolve import resolve_scenario
+    from clustersim.simulate.run import run_scenario
+    rs = resolve_scenario(_scenario("llama3-405b-100k", _SCALE_256))
+    red = run_scenario(rs, fidelity="flow", reduced=True)
+    full = run_scenario(rs, fidelity="flow", reduced=False)
+    gap = max(abs(red.breakdown[k] - full.breakdown[k]) for k in full.breakdown)
+    return red.step_time_s, full.step_time_s, red.ops, full.ops, gap
+
+
+def _same(red: float, full: float, gap: float | None = None) -> str:
+    if red != full:
+        return _pct(red / full - 1, 2)
+    if gap is None:
+        return "0 (bit-identical)"
+    return "0 (bit-identical; every breakdown part " + ("too)" if gap == 0 else f"within {gap:.0e} s)")
+
+
+@figure("scale.symmetry-table")
+def _scale_symmetry_table() -> str:
+    red, full, ro, fo, gap = _scale_256()
+    cmd = ("`clustersim run scenarios/llama3-405b-100k.yaml " + " ".join(f"--set {o}" for o in _SCALE_256)
+           + " --fidelity flow --json` and the same with `--full`")
+    cred, cfull, cro, cfo = _symmetry((("topology", "colossus-h100"),))
+    return "\n".join([
+        "| case | reduced step (s) | full step (s) | difference | ops reduced / full | command |",
+        "|---|---|---|---|---|---|",
+        f"| Llama 3 405B shapes, 16 layers, TP8 PP16 DP2, GBS 32 (the 100k scenario's layout, 32 nodes) | "
+        f"{red:.6f} | {full:.6f} | {_same(red, full, gap)} | {ro:,} / {fo:,} | {cmd} |",
+        f"| 16 layers, h 4096, TP8 PP4 DP8, ZeRO-1, GBS 64 | {cred:.5f} | {cfull:.5f} | {_same(cred, cfull)} | "
+        f"{cro:,} / {cfo:,} | `pytest tests/integration/test_run_symmetry.py -k colossus` (asserts within 2%) |",
+    ]) + "\n"
+
+
+def _scale_point(nodes: int) -> dict:
+    """One weak-scaling point of benchmarks/scale_growth.py (DP = nodes / 16), analytical."""
+    dp = nodes // 16
+    return _run("llama3-405b-100k", (f"cluster.nodes={nodes}", f"parallelism.dp={dp}",
+                                     f"training.global_batch={16 * dp}"), "analytical")
+
+
+FIGURES["scale.100k.analytical.step"] = lambda: f"{_scale_point(12800)['step_time_s']:.3f} s"
+FIGURES["scale.100k.analytical.mfu"] = lambda: _pct(_scale_point(12800)["mfu"], sign=False)
+FIGURES["scale.100k.analytical.ops"] = lambda: f"{_scale_point(12800)['ops']:,}"
+FIGURES["scale.128.analytical.step"] = lambda: f"{_scale_point(16)['step_time_s']:.3f} s"
+FIGURES["scale.growth.analytical"] = lambda: _pct(
+    _scale_point(12800)["step_time_s"] / _scale_point(16)["step_time_s"] - 1)
+
+
+# --------------------------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------------------------
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: ``--check`` (exit 1 on any stale or unknown marker), ``--write`` or ``--list``."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    g = ap.add_mutually_exclusive_group(required=True)
+    g.add_argument("--check", action="store_true", help="list every stale or unknown marker; exit 1 if any")
+    g.add_argument("--write", action="store_true", help="refresh every marker in place")
+    g.add_argument("--list", action="store_true", help="print the registered keys")
+    ap.add_argument("paths", nargs="*", type=Path, help="documents (default: README.md and docs/*.md)")
+    a = ap.parse_args(argv)
+    if a.list:
+        print("\n".join(sorted(FIGURES)))
+        return 0
+    paths = a.paths or None
+    if a.check:
+        problems = check(paths)
+        for p in problems:
+            print(p)
+        n = sum(len(parse(Path(p).read_text())) for p in (paths or default_paths()))
+        print(f"{n} markers, {len(problems)} problems" + ("" if not problems else
+              " (python tools/doc_figures.py --write refreshes the stale ones)"))
+        return 1 if problems else 0
+    changed, problems = write(paths)
+    for p in problems:
+        print(p)
+    print(f"rewrote {len(changed)} files" + (": " + ", ".join(changed) if changed else ""))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
