@@ -481,6 +481,36 @@ def _symmetry_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+# -- docs/planning.md --------------------------------------------------------------------------
+
+#: The planner's best mix for scenarios/gpt3-175b.yaml (``clustersim plan``, default space): the
+#: figures below are that mix's step and memory; the search itself (a minute of CPU) is not re-run.
+GPT3_BEST = ("parallelism.tp=2", "parallelism.pp=8", "parallelism.dp=64", "parallelism.schedule=zb_v",
+             "parallelism.virtual_stages=2", "parallelism.sequence_parallel=true", "parallelism.zero=2",
+             "training.micro_batch=1")
+
+FIGURES["plan.gpt3-175b.best.flow"] = lambda: f"{_run('gpt3-175b', GPT3_BEST, 'flow')['step_time_s']:.3f} s"
+FIGURES["plan.gpt3-175b.best.analytical"] = lambda: (
+    f"{_run('gpt3-175b', GPT3_BEST, 'analytical')['step_time_s']:.3f} s")
+FIGURES["plan.gpt3-175b.best.gib"] = lambda: (
+    f"{_run('gpt3-175b', GPT3_BEST, 'flow')['memory']['peak_bytes_per_gpu'] / 2**30:.0f} GiB")
+FIGURES["plan.gpt3-175b.shipped.analytical"] = lambda: f"{_run('gpt3-175b', (), 'analytical')['step_time_s']:.2f} s"
+FIGURES["plan.llama3-405b.need"] = lambda: f"{_llama405_memory()['peak_bytes_per_gpu'] / 2**30:.1f} GiB"
+FIGURES["plan.llama3-405b.activations"] = lambda: f"{_llama405_memory()['activations'] / 2**30:.0f} GiB"
+FIGURES["plan.llama3-405b.stage"] = lambda: f"stage {_llama405_memory()['stage']}"
+FIGURES["plan.llama3-405b.hbm"] = lambda: f"{_llama405_memory()['capacity_bytes'] / 2**30:.1f} GiB"
+
+
+@cache
+def _plan(name: str, top: int = 10):
+    """``clustersim.plan.plan`` of a shipped scenario with the default space (one worker)."""
+    from clustersim.plan import PlanOptions, plan
+    return plan(str(ROOT / "scenarios" / f"{name}.yaml"), options=PlanOptions(workers=1, top=top))
+
+
+FIGURES["plan.ref-tp2.evaluated"] = lambda: f"{_plan('ref-tp2').evaluated:,}"
+
+
 # -- docs/scale.md -----------------------------------------------------------------------------
 
 #: The 100k scenario cut to 256 GPUs (32 nodes, 16 layers): the reduced run against the full one.
