@@ -323,19 +323,16 @@ def _pct(x: float, nd: int = 1, sign: bool = True) -> str:
 
 
 @cache
-def _scenario(name: str, overrides: tuple[str, ...] = ()):
-    """A shipped scenario (``scenarios/NAME.yaml``) with ``--set`` overrides, validated."""
-    from clustersim.config.base import load_model
-    from clustersim.config.scenario import Scenario
-    return load_model(Scenario, ROOT / "scenarios" / f"{name}.yaml", list(overrides))
-
-
-@cache
 def _run(name: str, overrides: tuple[str, ...] = (), fidelity: str | None = None) -> dict:
-    """``clustersim run scenarios/NAME.yaml --set ... [--fidelity F] --json``, as a dict."""
+    """``clustersim run scenarios/NAME.yaml --set ... [--fidelity F] --json``, as a dict.
+
+    The overrides go where the command's go (``clustersim.simulate.resolve``), so ``topology.*``
+    and ``profile.*`` paths change the scenario's topology and profile files.
+    """
+    from clustersim.simulate.resolve import resolve_scenario
     from clustersim.simulate.run import run_scenario
-    sc = _scenario(name, overrides)
-    res = run_scenario(sc, fidelity=fidelity) if fidelity else run_scenario(sc)
+    rs = resolve_scenario(ROOT / "scenarios" / f"{name}.yaml", list(overrides))
+    res = run_scenario(rs, fidelity=fidelity) if fidelity else run_scenario(rs)
     return res.to_dict()
 
 
@@ -464,10 +461,6 @@ def _symmetry(case: tuple[tuple[str, object], ...]) -> tuple[float, float, int, 
 _SYMMETRY_ROWS = [
     ("dgx-h100-superpod, TP8 PP4 DP8, ZeRO-1", ()),
     ("dgx-h100-superpod, TP8 PP4 DP8, DDP (100 MB buckets)", (("zero", 0), ("ddp_bucket_mb", 100))),
-    ("dgx-a100-superpod, TP4 PP8 DP8, order tp-cp-ep-pp-dp (replicas share nodes)",
-     (("topology", "dgx-a100-superpod"), ("tp", 4), ("pp", 8), ("order", "tp-cp-ep-pp-dp"))),
-    ("dgx-h100-superpod, TP2 PP16 DP8, order tp-cp-ep-pp-dp (replicas share nodes)",
-     (("tp", 2), ("pp", 16), ("order", "tp-cp-ep-pp-dp"))),
 ]
 
 
@@ -511,6 +504,114 @@ def _plan(name: str, top: int = 10):
 FIGURES["plan.ref-tp2.evaluated"] = lambda: f"{_plan('ref-tp2').evaluated:,}"
 
 
+# -- docs/studies.md ---------------------------------------------------------------------------
+
+#: The planned-points study written out in docs/studies.md ("Planned points").
+_PLAN_STUDY = """name: gpt-1b-plan
+scenario: {root}/scenarios/gpt-1b-ddp.yaml
+plan: true
+set: {{simulation.fidelity: analytical}}
+axes:
+  - grid: {{cluster.gpus: [1, 2]}}
+"""
+
+
+@cache
+def _plan_study_rows() -> tuple[dict, ...]:
+    """The rows of ``clustersim sweep study-plan.yaml --executor serial`` (results.csv, as strings)."""
+    import csv
+    import tempfile
+    from clustersim.sweep.runner import run_study
+    with tempfile.TemporaryDirectory(prefix="doc-figures-") as tmp:
+        study = Path(tmp) / "study-plan.yaml"
+        study.write_text(_PLAN_STUDY.format(root=ROOT))
+        run_study(study, Path(tmp) / "out", executor="serial")
+        with open(Path(tmp) / "out" / "results.csv", newline="") as f:
+            return tuple(csv.DictReader(f))
+
+
+@figure("studies.plan-table")
+def _plan_table() -> str:
+    cols = ["n_gpus", "planned", "dp", "tp", "pp", "zero", "micro_batch", "step_time_s"]
+    rows = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    rows += ["| " + " | ".join(r[c] for c in cols) + " |" for r in _plan_study_rows()]
+    return "\n".join(rows) + "\n"
+
+
+FIGURES["studies.plan-2gpu-run"] = lambda: repr(_run(
+    "gpt-1b-ddp", ("cluster.gpus=2", "parallelism.zero=1", "simulation.fidelity=analytical"))["step_time_s"])
+
+#: Measured times of the pi exercise on Cannon's A100s (speedup.txt; scenarios/study-pi-scaling.yaml).
+_PI_A100 = {1: 45.151563, 2: 22.624692, 4: 11.396042, 8: 5.748150}
+
+
+def _pi(gpus: int, scenario: str = "montecarlo-pi", profile: str | None = None) -> float:
+    sets = [f"cluster.gpus={gpus}"] + ([f"cluster.profile={profile}"] if profile else [])
+    return _run(scenario, tuple(sets))["step_time_s"]
+
+
+@figure("studies.pi-table")
+def _pi_table() -> str:
+    rows = ["| GPUs | nodes | simulated T (s) | measured T (s) | simulated S | measured S | simulated E | measured E "
+            "| measured − simulated |", "|---|---|---|---|---|---|---|---|---|"]
+    t1, m1 = _pi(1), _PI_A100[1]
+    for n, m in _PI_A100.items():
+        t = _pi(n)
+        rows.append(f"| {n} | {1 if n <= 4 else n // 4} | {t:.4f} | {m:.4f} | {t1 / t:.3f} | {m1 / m:.3f} | "
+                    f"{t1 / (n * t):.4f} | {m1 / (n * m):.3f} | {(m - t) * 1e3:.0f} ms |".replace("| -", "| −"))
+    return "\n".join(rows) + "\n"
+
+
+def _pi_comm_us() -> str:
+    """The range of the one 8-byte all-reduce's exposed time over the multi-GPU points, in us."""
+    c = [_run("montecarlo-pi", (f"cluster.gpus={n}",))["breakdown"]["comm_dp"] * 1e6 for n in (2, 4, 8)]
+    return f"{min(c):.0f}-{max(c):.0f} µs"
+
+
+FIGURES["studies.pi-allreduce"] = _pi_comm_us
+
+# the H100 runs predicted from the H200's profile, and the A100 exercise with the Hopper values
+for _n in (2, 4):
+    FIGURES[f"studies.pi-h100-from-h200.t{_n}"] = (
+        lambda n=_n: f"{_pi(n, 'montecarlo-pi-h100', 'hgx-h200'):.4f} s")
+    FIGURES[f"studies.pi-h100-from-h200.e{_n}"] = (
+        lambda n=_n: f"{_pi(1, 'montecarlo-pi-h100', 'hgx-h200') / (n * _pi(n, 'montecarlo-pi-h100', 'hgx-h200')):.4f}")
+#: The exercise's timed section measured on 1, 2, 4 H100 (medians; scenarios/study-pi-scaling-h100.yaml).
+_PI_H100 = {1: 26.7013, 2: 13.3597, 4: 6.6931}
+for _n in (2, 4):
+    FIGURES[f"studies.pi-h100-from-h200.err{_n}"] = (
+        lambda n=_n: _pct(_pi(n, 'montecarlo-pi-h100', 'hgx-h200') / _PI_H100[n] - 1, 2))
+FIGURES["studies.pi-h100-own.t"] = lambda: " / ".join(f"{_pi(n, 'montecarlo-pi-h100'):.4f}" for n in (1, 2, 4))
+FIGURES["studies.pi-h100-own.e"] = lambda: " / ".join(
+    ("1" if n == 1 else f"{_pi(1, 'montecarlo-pi-h100') / (n * _pi(n, 'montecarlo-pi-h100')):.4f}") for n in (1, 2, 4))
+for _n in (2, 4, 8):
+    FIGURES[f"studies.pi-a100-hopper.e{_n}"] = (lambda n=_n: " / ".join(
+        f"{_pi(1, profile=p) / (n * _pi(n, profile=p)):.4f}" for p in ("dgx-h100", "hgx-h200")))
+
+#: NIC line rates of scenarios/study-nic-bandwidth.yaml shown in the docs (Gb/s per GPU; 400 is the preset's).
+_NIC = (200, 300, 400)
+
+
+def _nic(gbps: int, fidelity: str) -> dict:
+    sets = () if gbps == 400 else (f"topology.node.nic_speed_Gbps={gbps}",
+                                   f"topology.cluster.fabric.link_speed_Gbps={gbps}")
+    return _run("gpt3-175b", sets, fidelity)
+
+
+@figure("studies.nic-table")
+def _nic_table() -> str:
+    rows = ["| NIC and fabric line rate per GPU | step, analytical (s) | step, flow (s) | exposed DP time, flow (s) |",
+            "|---|---|---|---|"]
+    for g in _NIC:
+        a, f = _nic(g, "analytical"), _nic(g, "flow")
+        rows.append(f"| {g} Gb/s{' (the preset)' if g == 400 else ''} | {a['step_time_s']:.3f} | "
+                    f"{f['step_time_s']:.3f} | {f['breakdown']['comm_dp']:.3f} |")
+    a8 = _run("gpt3-175b", ("topology.node.nic_speed_Gbps=800", "topology.cluster.fabric.link_speed_Gbps=800"),
+              "analytical")
+    rows.append(f"| 800 Gb/s | {a8['step_time_s']:.3f} | | |")
+    return "\n".join(rows) + "\n"
+
+
 # -- docs/scale.md -----------------------------------------------------------------------------
 
 #: The 100k scenario cut to 256 GPUs (32 nodes, 16 layers): the reduced run against the full one.
@@ -522,7 +623,7 @@ def _scale_256() -> tuple[float, float, int, int, float]:
     """(reduced step, full step, reduced ops, full ops, largest breakdown difference) of the cut case."""
     from clustersim.simulate.resolve import resolve_scenario
     from clustersim.simulate.run import run_scenario
-    rs = resolve_scenario(_scenario("llama3-405b-100k", _SCALE_256))
+    rs = resolve_scenario(ROOT / "scenarios" / "llama3-405b-100k.yaml", list(_SCALE_256))
     red = run_scenario(rs, fidelity="flow", reduced=True)
     full = run_scenario(rs, fidelity="flow", reduced=False)
     gap = max(abs(red.breakdown[k] - full.breakdown[k]) for k in full.breakdown)
