@@ -336,6 +336,32 @@ def _run(name: str, overrides: tuple[str, ...] = (), fidelity: str | None = None
     return res.to_dict()
 
 
+def _data(*candidates: str) -> Path:
+    """The first of ``candidates`` (repository paths) that exists: a file's new home, then its old one."""
+    for c in candidates:
+        if (ROOT / c).exists():
+            return ROOT / c
+    raise FileNotFoundError(" nor ".join(candidates))
+
+
+def _cli_env() -> dict[str, str]:
+    env = dict(os.environ, COLUMNS="100", LINES="50", PYTHONUNBUFFERED="1", NO_COLOR="1", TERM="dumb",
+               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    env.pop("FORCE_COLOR", None)
+    return env
+
+
+@cache
+def _cli_json(*args: str):
+    """``clustersim ARGS --json`` run from the repository root, its JSON document."""
+    import json
+    p = subprocess.run([sys.executable, "-m", "clustersim", *args, "--json"], cwd=ROOT, env=_cli_env(), text=True,
+                       capture_output=True, timeout=600)
+    if p.returncode != 0:
+        raise RuntimeError(f"clustersim {' '.join(args)} exited {p.returncode}: {p.stderr[-2000:]}")
+    return json.loads(p.stdout)
+
+
 #: Lines of command output that hold a wall time, and what replaces it (a figure never times a clock).
 _WALL = [(re.compile(r"(re-ranked at flow|analytical only); [0-9.]+ s"), r"\1; <wall time>"),
          (re.compile(r"([0-9.]+ points/s|ETA) [0-9:]+"), r"\1 <wall time>")]
@@ -358,9 +384,7 @@ def _cli(*commands: str) -> str:
     """
     import shlex
     import tempfile
-    env = dict(os.environ, COLUMNS="100", LINES="50", PYTHONUNBUFFERED="1", NO_COLOR="1", TERM="dumb",
-               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
-    env.pop("FORCE_COLOR", None)
+    env = _cli_env()
     shown = []
     with tempfile.TemporaryDirectory(prefix="doc-figures-") as tmp:
         for d in ("scenarios", "topologies", "tests", "calibrate", "profiles", "validation"):
@@ -472,6 +496,224 @@ def _symmetry_table() -> str:
         red, full, ro, fo = _symmetry(case)
         rows.append(f"| {label} | {red:.5f} | {full:.5f} | {_pct(red / full - 1, 2)} | {ro:,} / {fo:,} |")
     return "\n".join(rows) + "\n"
+
+
+# -- docs/collectives.md -----------------------------------------------------------------------
+
+GiB, MiB = 2**30, 2**20
+
+
+@cache
+def _model(topology: str, entries: bool = True, nvls: bool | None = None, p2p: bool = True, links: bool = True,
+           **kw):
+    """``CollectiveModel`` of a shipped topology with its default profile (``entries=False``: without the
+    profile's fitted collectives and link model, NCCL's structure alone; ``links=False``: without its
+    link-class efficiencies either, NCCL's constants)."""
+    from clustersim.collectives import CollectiveModel, load_profile_for
+    from clustersim.topology import load_cluster
+    c = load_cluster(topology, **kw)
+    p = load_profile_for(c)
+    if not entries:
+        p = p.model_copy(update={"collectives": [], "link_model": None})
+    if not links:
+        p = p.model_copy(update={"links": {}})
+    return CollectiveModel(c, p, nvls=nvls, p2p=p2p)
+
+
+def _size(b: int) -> str:
+    for unit, f in (("GiB", GiB), ("MiB", MiB), ("KiB", 1024)):
+        if b >= f:
+            return f"{b // f} {unit}"
+    return f"{b} B"
+
+
+def _tag(r, time: bool = False) -> str:
+    """`` (ring/LL)``-style annotation of a result's algorithm and protocol (NVLS: the algorithm alone)."""
+    alg = {"nvls": "NVLS", "nvls_tree": "NVLSTree"}.get(r.algorithm)
+    inner = alg or f"{r.algorithm}/{r.protocol.upper() if r.protocol in ('ll', 'll128') else r.protocol}"
+    return f" ({inner}" + (f", {r.time_s * 1e6:.1f} µs)" if time else ")")
+
+
+#: Published busbw (GB/s) of table (a): ring (nccl#1455) and NVLS on (Azure ND H100 v5, tests#212).
+_A_PUBLISHED = {MiB: ("—", "43.7 (Azure ND H100 v5, NVLS)"), 16 * MiB: ("—", "—"), 64 * MiB: ("—", "361.8 (Azure)"),
+                GiB: ("—", "466.4 (Azure)"), 2 * GiB: ("**365-370** (nccl#1455)", "472.4 (Azure)"),
+                4 * GiB: ("**365-370** (nccl#1455)", "475.5 (Azure)"),
+                8 * GiB: ("365-370", "**478.9** (Azure), 480 (tests#212)")}
+
+
+@figure("collectives.h100-table")
+def _h100_table() -> str:
+    m = _model("dgx-h100")
+    rows = ["| size | ring (NVLS off) busbw, predicted | published | auto (NVLS on) busbw | published |",
+            "|---:|---:|---:|---:|---:|"]
+    for size, (pub_ring, pub_auto) in _A_PUBLISHED.items():
+        ring, auto = m.estimate("all_reduce", 8, size, algorithm="ring"), m.estimate("all_reduce", 8, size)
+        small = size < 64 * MiB
+        rows.append(f"| {_size(size)} | {ring.busbw_GBps:.1f}{_tag(ring, size == MiB) if small else ''} | {pub_ring} | "
+                    f"{auto.busbw_GBps:.1f}{_tag(auto) if small else ''} | {pub_auto} |")
+    return "\n".join(rows) + "\n"
+
+
+FIGURES["collectives.h100-ring-vs-365"] = lambda: f"{max(abs(_model('dgx-h100').estimate('all_reduce', 8, s, algorithm='ring').busbw_GBps / 365 - 1) for s in (2 * GiB, 4 * GiB, 8 * GiB)) * 100:.0f}%"
+
+
+@cache
+def _h200_log() -> tuple[dict, ...]:
+    """The out-of-place rows of the real 2x H200 nccl-tests all_reduce log."""
+    from clustersim.calibration.nccl_tests import parse_nccl_tests_log
+    rows = parse_nccl_tests_log(_data("tests/data/h200x2/nt_all_reduce.txt"))
+    return tuple(r for r in rows if r.get("kind") == "collective" and not r["inplace"])
+
+
+def _h200_errors(entries: bool) -> list[float]:
+    m = _model("hgx-h200", entries=entries, gpus=2)
+    return [abs(m.estimate("all_reduce", 2, r["size_bytes"]).time_s * 1e6 - r["time_us"]) / r["time_us"]
+            for r in _h200_log() if MiB <= r["size_bytes"] <= 4 * GiB]
+
+
+FIGURES["collectives.h200-log.mean"] = lambda: _pct(sum(_h200_errors(True)) / len(_h200_errors(True)), sign=False)
+FIGURES["collectives.h200-log.max"] = lambda: _pct(max(_h200_errors(True)), sign=False)
+FIGURES["collectives.h200-log.model-mean"] = lambda: _pct(
+    sum(_h200_errors(False)) / len(_h200_errors(False)), 0, sign=False)
+FIGURES["collectives.h200-floor"] = lambda: f"{_model('hgx-h200', gpus=2).estimate('all_reduce', 2, 8).time_s * 1e6:.1f} µs"
+
+
+FIGURES["collectives.h200-bare-4g"] = lambda: (
+    f"{_model('hgx-h200', entries=False, gpus=2).estimate('all_reduce', 2, 4 * GiB).busbw_GBps:.0f}")
+
+
+def _h200_floor_vs_log() -> str:
+    """The model's all_reduce floor against the median nccl-tests time up to 4 KiB (host-bound there)."""
+    import statistics
+    log = statistics.median(r["time_us"] for r in _h200_log() if r["size_bytes"] <= 4096)
+    return _pct(_model("hgx-h200", gpus=2).estimate("all_reduce", 2, 8).time_s * 1e6 / log - 1, 0)
+
+
+FIGURES["collectives.h200-floor-vs-log"] = _h200_floor_vs_log
+FIGURES["collectives.model-check.sr4-16m"] = lambda: _pct(
+    next(p[-1] for p in _model_check(4) if p[0] == "send_recv" and p[1] == 16 * MiB), 0)
+
+
+@figure("collectives.h200-log-table")
+def _h200_log_table() -> str:
+    shipped, bare = _model("hgx-h200", gpus=2), _model("hgx-h200", entries=False, gpus=2)
+    log = {r["size_bytes"]: r for r in _h200_log()}
+    rows = ["| size | measured µs / busbw | shipped profile µs / busbw | NCCL model only µs / busbw |",
+            "|---:|---:|---:|---:|"]
+    for size in (8, MiB, 4 * MiB, 16 * MiB, 64 * MiB, 256 * MiB, GiB, 4 * GiB):
+        r, a, b = log[size], shipped.estimate("all_reduce", 2, size), bare.estimate("all_reduce", 2, size)
+        if size == 8:
+            cells = [f"{r['time_us']:g} / 0.00", f"{a.time_s * 1e6:.1f}", f"{b.time_s * 1e6:.1f}{_tag(b)}"]
+        else:
+            cells = [f"{r['time_us']:g} / {r['busbw_GBps']:.1f}", f"{a.time_s * 1e6:.1f} / {a.busbw_GBps:.1f}",
+                     f"{b.time_s * 1e6:.1f} / {b.busbw_GBps:.1f}{_tag(b) if size == MiB else ''}"]
+        rows.append(f"| {_size(size)} | " + " | ".join(cells) + " |")
+    e, f = _h200_errors(True), _h200_errors(False)
+    rows.append(f"| **mean / max relative time error, 1 MiB..4 GiB** | | **{_pct(sum(e) / len(e), sign=False)} / "
+                f"{_pct(max(e), sign=False)}** | **{_pct(sum(f) / len(f), sign=False)} / {_pct(max(f), sign=False)}** |")
+    return "\n".join(rows) + "\n"
+
+
+_CHECK_OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
+_CHECK_SIZES = (MiB, 16 * MiB, 256 * MiB, 4 * GiB)
+
+
+@cache
+def _model_check(n: int) -> tuple[tuple, ...]:
+    """(op, size, measured us, measured busbw, model us, model busbw, alg/proto, error) per point: NCCL's
+    structure alone (no profile entries) against the CUDA-graph bench on n H200, the model's kernel gap off."""
+    import json
+    path = _data(f"profiles/measurements/h200x{n}/bench-graph.jsonl", f"tests/data/h200x{n}/bench-graph.jsonl")
+    meas = {}
+    for line in path.read_text().splitlines():
+        r = json.loads(line)
+        if r.get("kind") == "collective" and r.get("mode") == "nccl":
+            meas[(r["op"], r["size_bytes"])] = r
+    m = _model("hgx-h200", entries=False, gpus=n)
+    out = []
+    for op in _CHECK_OPS:
+        for size in _CHECK_SIZES:
+            r, t = m.estimate(op, n, size), meas[(op, size)]
+            us = (r.time_s - m.launch_s) * 1e6
+            bus_us = r.busbw_GBps * r.time_s * 1e6  # busbw x time: the op's bus bytes (nccl-tests factor), in GB.us
+            out.append((op, size, t["time_us"], bus_us / t["time_us"], us, bus_us / us,
+                        f"{r.algorithm}/{r.protocol}", us / t["time_us"] - 1))
+    return tuple(out)
+
+
+@figure("collectives.model-check-table")
+def _model_check_table() -> str:
+    rows = ["| ranks | op | size | measured µs (busbw) | model µs (busbw) | alg/proto | error |",
+            "|---|---|---|---|---|---|---|"]
+    for n in (2, 4):
+        for op, size, mus, mbw, us, bw, ap, err in _model_check(n):
+            rows.append(f"| {n} | {op} | {_size(size)} | {mus:.1f} ({mbw:.0f}) | {us:.1f} ({bw:.0f}) | {ap} | "
+                        f"{_pct(err)} |")
+    return "\n".join(rows) + "\n"
+
+
+for _n in (2, 4):
+    FIGURES[f"collectives.model-check.mean{_n}"] = (
+        lambda n=_n: _pct(sum(abs(p[-1]) for p in _model_check(n)) / len(_model_check(n)), sign=False))
+
+
+@figure("collectives.superpod-table")
+def _superpod_table() -> str:
+    m2, m4 = _model("dgx-h100-superpod", nodes=2), _model("dgx-h100-superpod", nodes=4)
+    a8, a1 = m2.estimate("all_reduce", 16, 8 * GiB), m2.estimate("all_reduce", 16, GiB)
+    ring, four = m2.estimate("all_reduce", 16, 8 * GiB, algorithm="ring"), m4.estimate("all_reduce", 32, 8 * GiB)
+    return "\n".join([
+        "| case | predicted busbw | published |", "|---|---:|---:|",
+        f"| auto, 8 GiB{_tag(a8)} | {a8.busbw_GBps:.1f} | ~470 (tests#309); 350 avg 32M-2G bare metal H200 (tests#256) |",
+        f"| auto, 1 GiB | {a1.busbw_GBps:.1f} | |",
+        f"| ring forced, 8 GiB | {ring.busbw_GBps:.1f} | 330-380 ring / non-SHARP (nccl#1221, nccl#1649) |",
+        f"| 4 nodes, auto, 8 GiB | {four.busbw_GBps:.1f} | 365.8 (tests#309) |"]) + "\n"
+
+
+def _log_busbw(name: str, sizes: tuple[int, ...]) -> str:
+    from clustersim.calibration.nccl_tests import parse_nccl_tests_log
+    rows = parse_nccl_tests_log(_data(f"profiles/measurements/a100-azure-ndv4/{name}",
+                                      f"tests/data/a100-azure-ndv4/{name}"))
+    bw = {r["size_bytes"]: r["busbw_GBps"] for r in rows if r.get("kind") == "collective" and not r["inplace"]}
+    return " / ".join(f"{bw[s]:.1f}" for s in sizes)
+
+
+@figure("collectives.other-logs-table")
+def _other_logs_table() -> str:
+    a8, a16, pcie = _model("dgx-a100"), _model("dgx-a100", nodes=2), _model("h100-pcie-4gpu", gpus=2)
+
+    def pred(m, n, sizes):
+        return " / ".join(f"{m.estimate('all_reduce', n, s).busbw_GBps:.1f}" for s in sizes)
+    big, small = (256 * MiB, GiB), (MiB, 16 * MiB)
+    return "\n".join([
+        "| case | measured busbw | predicted |", "|---|---:|---:|",
+        f"| 8×A100 (Azure ND A100 v4, `dgx-a100`), 256 MiB / 1 GiB | {_log_busbw('all_reduce_8.log', big)} | "
+        f"{pred(a8, 8, big)} |",
+        f"| 8×A100, 1 MiB / 16 MiB | {_log_busbw('all_reduce_8.log', small)} | {pred(a8, 8, small)} (mid-size "
+        "optimism as above) |",
+        f"| 2×8 A100 (HDR 200G per GPU, `dgx-a100 --nodes 2`), 256 MiB / 1 GiB | "
+        f"{_log_busbw('all_reduce_16.log', big)} | {pred(a16, 16, big)} (that cluster reaches ~15.6 GB/s per "
+        "200G NIC; the profile assumes 24, tests#119) |",
+        f"| 2× H100 PCIe + bridge (`h100-pcie-4gpu --gpus 2`), 4 GiB | 115-116 (nccl#1161) | "
+        f"{pcie.estimate('all_reduce', 2, 4 * GiB).busbw_GBps:.1f} (the topology's bridge counts 12 links; "
+        "measured behaves like ~6) |"]) + "\n"
+
+
+FIGURES["collectives.p2p.on"] = lambda: f"{_model('dgx-h100', nvls=False).estimate('all_reduce', 8, GiB).busbw_GBps:.0f}"
+FIGURES["collectives.p2p.off"] = lambda: f"{_model('dgx-h100', nvls=False, p2p=False).estimate('all_reduce', 8, GiB).busbw_GBps:.0f}"
+FIGURES["collectives.p2p.off-flow"] = lambda: (
+    f"{_cli_json('collective', 'all_reduce', '--topology', 'dgx-h100', '--size', '1GiB', '--p2p', 'off', '--nvls', 'off', '--fidelity', 'flow')['busbw_GBps']:.0f}")
+
+
+@cache
+def _superpod_flow() -> dict:
+    return _cli_json("collective", "all_reduce", "--topology", "dgx-h100-superpod", "--nodes", "128", "--size", "1GiB",
+                     "--fidelity", "flow")
+
+
+FIGURES["collectives.1024.flow.time"] = lambda: f"{_superpod_flow()['time_s'] * 1e3:.3f} ms"
+FIGURES["collectives.1024.flow.busbw"] = lambda: f"{_superpod_flow()['busbw_GBps']:.1f} GB/s"
+FIGURES["collectives.1024.flow.alg"] = lambda: f"[{_superpod_flow()['algorithm']}/{_superpod_flow()['protocol']}]"
 
 
 # -- docs/planning.md --------------------------------------------------------------------------
