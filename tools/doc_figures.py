@@ -36,6 +36,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -205,16 +206,19 @@ class Values:
     def __init__(self, registry: Mapping[str, Callable[[], str]]):
         self.registry = registry
         self.done: dict[str, str | BaseException] = {}
+        self.seconds: dict[str, float] = {}  # CPU seconds of each key's first computation (its shared runs included)
 
     def get(self, key: str) -> str | BaseException | None:
         """The figure's text, the exception computing it raised, or None for an unknown key."""
         if key not in self.registry:
             return None
         if key not in self.done:
+            t0 = time.process_time()
             try:
                 self.done[key] = self.registry[key]()
             except Exception as e:  # noqa: BLE001 - reported against the marker, the check goes on
                 self.done[key] = e
+            self.seconds[key] = time.process_time() - t0
         return self.done[key]
 
 
@@ -266,10 +270,10 @@ def _rel(p: Path) -> str:
         return str(p)
 
 
-def check(paths: Iterable[Path] | None = None, registry: Mapping[str, Callable[[], str]] | None = None
-          ) -> list[Problem]:
+def check(paths: Iterable[Path] | None = None, registry: Mapping[str, Callable[[], str]] | None = None,
+          values: Values | None = None) -> list[Problem]:
     """The stale, unknown and failing markers of ``paths`` (default: README.md and docs/*.md)."""
-    values = Values(FIGURES if registry is None else registry)
+    values = values or Values(FIGURES if registry is None else registry)
     problems = []
     for p in default_paths() if paths is None else paths:
         problems += check_text(Path(p).read_text(), _rel(Path(p)), values)
@@ -854,6 +858,126 @@ def _nic_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+# -- docs/goodput-and-faults.md ----------------------------------------------------------------
+
+_GOODPUT = ("clustersim goodput scenarios/llama3-405b.yaml --mtbf-gpu-hours 50677 --ckpt-write-GBps 2000 "
+            "--restart-min 10 --run-days 54")
+
+
+@cache
+def _goodput_json() -> dict:
+    import shlex
+    return _cli_json(*shlex.split(_GOODPUT)[1:])
+
+
+FIGURES["goodput.example"] = lambda: _cli(_GOODPUT).replace("```console", "```", 1)
+FIGURES["goodput.llama3.best"] = lambda: f"{_goodput_json()['goodput']['best'] * 100:.1f} %"
+FIGURES["goodput.llama3.interval"] = lambda: f"{_goodput_json()['intervals_s']['best'] / 60:.1f}-minute"
+FIGURES["goodput.llama3.mc"] = lambda: "{:.2f} % [{:.2f}, {:.2f}]".format(
+    *(100 * _goodput_json()["monte_carlo"][k] for k in ("goodput", "ci_low", "ci_high")))
+FIGURES["goodput.llama3.failures"] = lambda: f"~{round(_goodput_json()['expected_failures'], -1):.0f}"
+
+
+def _script(name: str):
+    """A dev script by its new home (tools/) or its old one (benchmarks/), loaded as a module."""
+    path = _data(f"tools/{name}.py", f"benchmarks/{name}.py")
+    spec = importlib.util.spec_from_file_location(f"clustersim_doc_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@figure("goodput.scaling-table")
+def _goodput_scaling_table() -> str:
+    """The closed-form columns of ``python tools/goodput_scaling.py`` (its constants).
+
+    The script's Monte-Carlo column (400 runs per point, 14 s of CPU here) is left to the script;
+    ``tests/unit/test_goodput.py`` checks that the Monte-Carlo interval contains the closed form.
+    """
+    from clustersim.reliability import goodput as gp
+    g = _script("goodput_scaling")
+    rows = ["| write | GPUs | system MTBF (h) | failures | best interval (min) | Young (min) | goodput |",
+            "|---|---:|---:|---:|---:|---:|---:|"]
+    for bw in (2e12, 2e11):
+        for n in (1000, 2000, 4096, 8192, 16384, 32768, 65536, 100000):
+            # goodput_report's closed-form part (its Monte-Carlo is the costly rest)
+            m = gp.system_mtbf_s(n_gpus=n, mtbf_gpu_hours=g.MTBF_GPU_HOURS)
+            case = dict(work_s=g.WORK_S, delta_s=g.CKPT_BYTES / bw, restart_s=g.RESTART_S, mtbf_s=m)
+            best = gp.best_interval(**case)
+            rows.append(f"| {bw / 1e9:g} GB/s | {n:,} | {m / 3600:.2f} | "
+                        f"{gp.expected_wall_time(interval_s=best, **case) / m:.0f} | {best / 60:.2f} | "
+                        f"{gp.young_interval(case['delta_s'], m) / 60:.2f} | {100 * gp.goodput(interval_s=best, **case):.2f} % |")
+    return "\n".join(rows) + "\n"
+
+
+#: A 1 GiB all-reduce between rank 0 (h0.gpu0) and rank 8 (h1.gpu0) of 2 DGX H100 (tests/unit/test_faults.py).
+_PAIR = {"name": "pair", "cluster": {"topology": "dgx-h100", "nodes": 2},
+         "job": {"phases": [{"name": "r", "collective": {"op": "all_reduce", "size": "1GiB", "group": [0, 8]}}]}}
+
+
+def _both(link: str, f: float) -> list[dict]:
+    a, b = link.split("->")
+    return [{"link": link, "fraction": f}, {"link": f"{b}->{a}", "fraction": f}]
+
+
+@cache
+def _pair_slowdown(faults_json: str) -> float:
+    import json
+    from clustersim.config.scenario import Scenario
+    from clustersim.simulate.run import run_scenario
+    doc = dict(_PAIR, faults=json.loads(faults_json))
+    return run_scenario(Scenario.model_validate(doc), fidelity="flow").to_dict()["faults"]["slowdown"]
+
+
+def _straggled(name: str, stragglers: list[dict], sets: tuple[str, ...] = ()) -> dict:
+    """The run of a shipped scenario with ``faults.stragglers`` set (its ``faults`` entry: slowdown, healthy step)."""
+    import json
+    return _run(name, sets + ("faults.stragglers=" + json.dumps(stragglers),))
+
+
+def _straggler(name: str, stragglers: list[dict], sets: tuple[str, ...] = ()) -> dict:
+    return _straggled(name, stragglers, sets)["faults"]
+
+
+@figure("faults.table")
+def _faults_table() -> str:
+    import json
+
+    def pair(faults) -> str:
+        return _pair_slowdown(json.dumps(faults, sort_keys=True))
+
+    def fmt(x: float) -> str:
+        return f"{x:.3f}" if x < 2 else f"{x:.2f}"
+    deg = " / ".join(fmt(pair({"link_degraded": _both("h0.nic0->leaf0", f)})) for f in (0.5, 0.2, 0.1))
+    down = {"link_down": [{"link": "h0.nic0->leaf0"}]}
+    ddp = " / ".join(fmt(_straggler("gpt-1b-ddp", [{"rank": 1, "slowdown": s}])["slowdown"]) for s in (1.3, 2.0))
+    hy5 = _straggler("hybrid-tp2-pp2-dp2", [{"rank": 5, "slowdown": 1.5}])["slowdown"]
+    hy0 = _straggler("hybrid-tp2-pp2-dp2", [{"rank": 0, "slowdown": 1.5}])["slowdown"]
+    return "\n".join([
+        "| scenario | fault | slowdown |", "|---|---|---:|",
+        f"| 1 GiB all-reduce, ranks 0 and 8 of 2 x DGX H100 | `h0.nic0<->leaf0` at 0.5 / 0.2 / 0.1 | {deg} |",
+        f"| same | `h0.nic0->leaf0` down (rerouted over rail 1) | {fmt(pair(down))} |",
+        f"| same | down + `h0.nic1->leaf1` at 0.5 (the detour degraded) | "
+        f"{fmt(pair(dict(down, link_degraded=_both('h0.nic1->leaf1', 0.5))))} |",
+        f"| gpt-1b-ddp (2 x H200, DP 2) | rank 1 at 1.3 / 2.0 | {ddp} |",
+        f"| hybrid-tp2-pp2-dp2 | rank 5 (pipeline stage 1) at 1.5 | {fmt(hy5)} |",
+        f"| hybrid-tp2-pp2-dp2 | rank 0 (stage 0) at 1.5 | {fmt(hy0)} |"]) + "\n"
+
+
+#: The FSDP2 host probe (h7-fsdp2: 32 layers, h 256, 2 H200) and the GPU-bound DDP row rg-ddp2.
+_H7 = ("model.layers=32", "model.hidden=256", "model.heads=4", "model.ffn_hidden=1024", "model.seq_len=256",
+       "training.micro_batch=1", "training.global_batch=4")
+_RG = ("model.hidden=2048", "model.ffn_hidden=8192", "training.micro_batch=4", "training.global_batch=16")
+_H7_SLOW, _RG_SLOW = [{"rank": 1, "host_slowdown": 1.5}], [{"rank": 1, "host_slowdown": 2.0}]
+FIGURES["faults.host.fsdp2.healthy"] = lambda: (
+    f"{_straggler('ref-fsdp2', _H7_SLOW, _H7)['healthy_step_time_s'] * 1e3:.1f}")
+FIGURES["faults.host.fsdp2.slow"] = lambda: f"{_straggled('ref-fsdp2', _H7_SLOW, _H7)['step_time_s'] * 1e3:.1f} ms"
+FIGURES["faults.host.ddp.slowdown"] = lambda: (
+    "changes nothing" if _straggler("ref-ddp2", _RG_SLOW, _RG)["slowdown"] == 1
+    else f"slows it x{_straggler('ref-ddp2', _RG_SLOW, _RG)['slowdown']:.3f}")
+FIGURES["faults.host.ddp.step"] = lambda: f"{_straggled('ref-ddp2', _RG_SLOW, _RG)['step_time_s'] * 1e3:.1f} ms"
+
+
 # -- docs/scale.md -----------------------------------------------------------------------------
 
 #: The 100k scenario cut to 256 GPUs (32 nodes, 16 layers): the reduced run against the full one.
@@ -922,6 +1046,7 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--check", action="store_true", help="list every stale or unknown marker; exit 1 if any")
     g.add_argument("--write", action="store_true", help="refresh every marker in place")
     g.add_argument("--list", action="store_true", help="print the registered keys")
+    ap.add_argument("--times", action="store_true", help="with --check: the CPU seconds of the slowest figures")
     ap.add_argument("paths", nargs="*", type=Path, help="documents (default: README.md and docs/*.md)")
     a = ap.parse_args(argv)
     if a.list:
@@ -929,9 +1054,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     paths = a.paths or None
     if a.check:
-        problems = check(paths)
+        values = Values(FIGURES)
+        problems = check(paths, values=values)
         for p in problems:
             print(p)
+        if a.times:
+            for k, t in sorted(values.seconds.items(), key=lambda kv: -kv[1])[:15]:
+                print(f"{t:7.2f} s  {k}")
         n = sum(len(parse(Path(p).read_text())) for p in (paths or default_paths()))
         print(f"{n} markers, {len(problems)} problems" + ("" if not problems else
               " (python tools/doc_figures.py --write refreshes the stale ones)"))
