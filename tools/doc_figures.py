@@ -720,6 +720,26 @@ FIGURES["collectives.1024.flow.busbw"] = lambda: f"{_superpod_flow()['busbw_GBps
 FIGURES["collectives.1024.flow.alg"] = lambda: f"[{_superpod_flow()['algorithm']}/{_superpod_flow()['protocol']}]"
 
 
+# -- docs/topology.md --------------------------------------------------------------------------
+
+@cache
+def _flow_over_analytical(nodes: int, algorithm: str) -> float:
+    """A 1 GiB all_reduce over the first 1,024 GPUs of ``dgx-h100-superpod --nodes N``: flow time / analytical."""
+    from clustersim.collectives import load_profile_for
+    from clustersim.collectives.flow import flow_simulation
+    from clustersim.topology import load_cluster
+    c = load_cluster("dgx-h100-superpod", nodes=nodes)
+    sim = flow_simulation(c, load_profile_for(c), nvls=False)
+    p = sim.collective("all_reduce", 1024, GiB, algorithm=algorithm)
+    sim.env.run()
+    return p.value.time_s / sim.collectives.model.estimate("all_reduce", 1024, GiB, algorithm=algorithm).time_s
+
+
+FIGURES["topology.flow-tree-128"] = lambda: f"{_flow_over_analytical(128, 'tree'):.2f}×"
+FIGURES["topology.flow-ring-128"] = lambda: f"{_flow_over_analytical(128, 'ring'):.2f}×"
+FIGURES["topology.flow-tree-288"] = lambda: f"{_flow_over_analytical(288, 'tree'):.2f}×"
+
+
 # -- docs/planning.md --------------------------------------------------------------------------
 
 #: The planner's best mix for scenarios/gpt3-175b.yaml (``clustersim plan``, default space): the
