@@ -262,7 +262,8 @@ class Values:
 #: Key prefixes whose figures share simulations, computed in one process (the first match names the group).
 _GROUPS = (("run.gpt3-175b", "gpt3"), ("studies.nic", "gpt3"), ("example.whatif", "gpt3"),
            ("run.llama3-405b", "llama3-405b"), ("training.llama3-405b", "llama3-405b"),
-           ("plan.llama3-405b", "llama3-405b"), ("plan.gpt3-175b", "gpt3-best"), ("studies.pi", "pi"))
+           ("plan.llama3-405b", "llama3-405b"), ("plan.gpt3-175b", "gpt3-best"), ("studies.pi", "pi"),
+           ("training.b177b", "readme"))
 #: The slowest groups, started first so the two processes finish together.
 _FIRST = ("gpt3-best", "gpt3", "example", "readme", "scale", "training", "faults", "collectives")
 _POOL_VALUES: Values | None = None
@@ -592,6 +593,8 @@ def _published() -> tuple[tuple[str, float], ...]:
                  for row in mod.ROWS)
 
 
+FIGURES["training.b177b"] = lambda: (lambda e: f"{abs(e) * 100:.0f}% {'fast' if e < 0 else 'slow'}")(
+    dict(_published())["B177B"])
 FIGURES["readme.published"] = lambda: _within([e for _, e in _published()], 0.15)
 
 #: Megatron-Bridge 25.09's DeepSeek-V3 on 1,024 H100 (tokens/s/GPU) and Llama 3 405B at 128K (TFLOP/s/GPU).
