@@ -265,7 +265,7 @@ _GROUPS = (("run.gpt3-175b", "gpt3"), ("studies.nic", "gpt3"), ("example.whatif"
            ("plan.llama3-405b", "llama3-405b"), ("plan.gpt3-175b", "gpt3-best"), ("studies.pi", "pi"),
            ("training.b177b", "readme"))
 #: The slowest groups, started first so the two processes finish together.
-_FIRST = ("gpt3-best", "gpt3", "example", "readme", "scale", "training", "faults", "collectives")
+_FIRST = ("gpt3-best", "gpt3", "example", "readme", "calibration", "scale", "training", "faults", "collectives")
 _POOL_VALUES: Values | None = None
 
 
@@ -709,6 +709,75 @@ def _symmetry_table() -> str:
         red, full, ro, fo = _symmetry(case)
         rows.append(f"| {label} | {red:.5f} | {full:.5f} | {_pct(red / full - 1, 2)} | {ro:,} / {fo:,} |")
     return "\n".join(rows) + "\n"
+
+
+# -- docs/calibration.md (written with helper docscal, who owns that page) -----------------------
+
+@cache
+def _profile(name: str) -> dict:
+    """A shipped profile, parsed (its new home, then its old one)."""
+    import yaml
+    return yaml.safe_load(_data(f"profiles/{name}.yaml", f"calibrate/profiles/{name}.yaml").read_text())
+
+
+def _factor(name: str, *path: str) -> str:
+    d = _profile(name)
+    for p in path:
+        d = d[p]
+    return f"{d:.3f}"
+
+
+for _name in ("hgx-h200", "dgx-a100", "azure-ndv4"):
+    figure(f"calibration.band-{_name}")(lambda n=_name: _factor(n, "uncertainty", "time_factor"))
+for _name in ("hgx-h200", "dgx-h100"):
+    figure(f"calibration.host-band-{_name}")(lambda n=_name: _factor(n, "host", "speed_band", "time_factor"))
+
+
+@figure("calibration.link-model-hgx-h200")
+def _link_model_section() -> str:
+    """The ``link_model:`` section of the shipped hgx-h200 profile as the file holds it, up to its provenance."""
+    lines = _data("profiles/hgx-h200.yaml", "calibrate/profiles/hgx-h200.yaml").read_text().splitlines()
+    start = lines.index("link_model:")
+    end = next(i for i in range(start + 1, len(lines)) if lines[i][:1].isalpha() or lines[i] == "  provenance:")
+    return "```yaml\n" + "\n".join(lines[start:end]) + "\n```\n"
+
+
+@figure("calibration.collective-band")
+def _collective_band() -> str:
+    """``python profiles/collective_band.py``: the held-out collective error of the shipped model (~15 s)."""
+    script = _data("profiles/collective_band.py", "calibrate/collective_band.py")
+    p = subprocess.run([sys.executable, str(script)], cwd=ROOT, env=_cli_env(), text=True, capture_output=True,
+                       timeout=600)
+    if p.returncode != 0:
+        raise RuntimeError(f"{script.name} exited {p.returncode}: {p.stderr[-2000:]}")
+    return "```\n" + _normalise(p.stdout) + "\n```\n"
+
+
+_HALF_NET = """extends: dgx-a100-superpod
+name: a100-half-net
+node: {nic_speed_Gbps: 100}
+cluster: {fabric: {link_speed_Gbps: 100}}
+"""
+
+
+@figure("calibration.whatif-half-network")
+def _whatif_half_network() -> str:
+    """One source of bandwidth: a 1 GiB all_reduce on 8 DGX A100 nodes, then at half the network line rate."""
+    import shlex
+    import tempfile
+    commands = ("clustersim collective all_reduce -t dgx-a100-superpod --nodes 8 --size 1GiB",
+                "clustersim collective all_reduce -t a100-half-net.yaml --nodes 8 --size 1GiB",
+                "clustersim collective all_reduce -t a100-half-net.yaml --nodes 8 --size 1GiB --fidelity flow")
+    shown = []
+    with tempfile.TemporaryDirectory(prefix="doc-figures-") as tmp:
+        (Path(tmp) / "a100-half-net.yaml").write_text(_HALF_NET)   # the variant the page shows above the block
+        for cmd in commands:
+            p = subprocess.run([sys.executable, "-m", "clustersim", *shlex.split(cmd)[1:]], cwd=tmp, env=_cli_env(),
+                               text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+            if p.returncode != 0:
+                raise RuntimeError(f"{cmd} exited {p.returncode}: {p.stdout[-2000:]}")
+            shown += [f"$ {cmd}", _normalise(p.stdout)]
+    return "```console\n" + "\n".join(shown) + "\n```\n"
 
 
 # -- docs/collectives.md -----------------------------------------------------------------------
