@@ -97,6 +97,12 @@ class Problem:
         where = f"{self.path}:{self.line}: {self.key}"
         if self.now is None:
             return f"{where}: {self.reason}"
+        if "\n" in self.shown.rstrip("\n") or "\n" in self.now.rstrip("\n"):  # a block: the lines that differ
+            import difflib
+            diff = list(difflib.unified_diff(self.shown.splitlines(), self.now.splitlines(), "shown", "now",
+                                             lineterm="", n=0))[2:]
+            more = f"\n    ... {len(diff) - 30} more lines" if len(diff) > 30 else ""
+            return f"{where}: {self.reason}\n" + "\n".join("    " + _clip(d, 300) for d in diff[:30]) + more
         return f"{where}: {self.reason}\n    shown: {_clip(self.shown)}\n    now:   {_clip(self.now)}"
 
 

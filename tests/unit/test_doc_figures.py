@@ -61,6 +61,8 @@ def test_check_reports_each_stale_marker_with_its_line_and_both_texts():
     assert [(p.line, p.key, p.reason) for p in probs] == [(3, "step", "stale"), (5, "table", "stale")]
     assert probs[0].shown == "7.79 s" and probs[0].now == "7.80 s"
     assert "page.md:3: step: stale" in str(probs[0]) and "7.80 s" in str(probs[0])
+    # a block shows the lines that differ, not the whole text
+    assert "-| 1 | 2 |" in str(probs[1]) and "+| 1 | 3 |" in str(probs[1]) and "| a | b |" not in str(probs[1])
 
 
 def test_check_passes_a_document_that_matches():
