@@ -1,11 +1,11 @@
 """Held-out error of the shipped collective model: the factor behind ``clustersim run --band``.
 
 A band is honest only when it is measured on calls the model did not see. Two such sets exist
-in ``calibrate/raw`` and ``tests/data``, one for each way a shipped profile is made:
+in ``validation`` and ``tests/data``, one for each way a shipped profile is made:
 
 * **measured** (``hgx-h200``: collective entries and the link model fitted from the bench): the
-  profile is fitted again from the 2-rank H200 bench alone (the same :func:`make_profiles.make_h200`
-  recipe, link model included) and predicts every call of the 4-rank bench, all six operations, 1 KiB-4 GiB: the error of a
+  profile is fitted again from the 2-rank H200 bench alone (the same recipe as
+  :func:`make_profiles.make_h200`, link model included) and predicts every call of the 4-rank bench, all six operations, 1 KiB-4 GiB: the error of a
   calibrated profile at a rank count it was not measured at.
 * **published** (every other profile: NCCL-model link classes, no collective measured): the
   published link classes of the shipped ``dgx-a100`` profile on ``dgx-a100`` (one node) / ``dgx-a100-superpod`` predict the
@@ -19,7 +19,7 @@ The factor is the 95% quantile of ``|log(predicted / measured)|`` over the held-
 :func:`make_profiles.main` writes it into each profile's ``uncertainty`` section. Run this file
 to see the numbers and how well a factor learned on part of the points covers the rest::
 
-    python calibrate/collective_band.py
+    python profiles/collective_band.py
 """
 
 from __future__ import annotations
@@ -31,18 +31,21 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+from recipe_base import (A100_COLLECTIVES, A100_HELD_OUT_LOG, BASE_H200, H200_COLLECTIVES,  # noqa: E402
+                         LINKS_PUBLISHED, link_model_section, nccl_switches, path, read, reading_for)
+
 COVERAGE = 0.95
-A100_LOGS = {n: ROOT / "tests" / "data" / "a100-azure-ndv4" / f"all_reduce_{n}.log" for n in (8, 16, 32)}
-H200_FIT = HERE / "raw" / "h200x2" / "bench-graph.jsonl"
-H200_HELD = HERE / "raw" / "h200x4" / "bench-graph.jsonl"
+#: the A100 all_reduce logs per GPU count: 8 and 16 (fitted into azure-ndv4's link model) and the held-out 32
+A100_LOGS = {8: A100_COLLECTIVES[0], 16: A100_COLLECTIVES[1], 32: A100_HELD_OUT_LOG}
+H200_FIT, H200_HELD = H200_COLLECTIVES     # fitted on the 2-rank bench, checked on the 4-rank bench
 
 
-def _plain_rows(path: Path) -> list[dict]:
-    """NCCL-level collective rows (auto algorithm and protocol, no NVLS) of one file."""
+def _plain_rows(rel: str) -> list[dict]:
+    """NCCL-level collective rows (auto algorithm and protocol, no NVLS) of one file (repository-relative)."""
     from clustersim.calibration.fit import read_measurements
 
-    rows = read_measurements([str(path)]).rows
+    rows = read_measurements([str(path(rel))]).rows
     return [r for r in rows if r["kind"] == "collective" and r.get("mode", "nccl") == "nccl"
             and not r.get("nvls") and r.get("algorithm") is None and r.get("protocol") is None]
 
@@ -80,7 +83,7 @@ def published_errors() -> dict[int, np.ndarray]:
     return out
 
 
-#: the A100 log the azure-ndv4 link model was not fitted on (make_profiles.A100_COLLECTIVES: 8 and 16 GPUs)
+#: the A100 log the azure-ndv4 link model was not fitted on (recipe_base.A100_COLLECTIVES: 8 and 16 GPUs)
 A100_HELD_OUT = 32
 
 
@@ -97,21 +100,19 @@ def a100_link_errors(profile=None) -> np.ndarray:
 
 def measured_errors() -> dict[str, np.ndarray]:
     """Log errors, per operation, of an ``hgx-h200`` profile fitted on 2 ranks predicting 4 ranks."""
-    sys.path.insert(0, str(HERE))
-    import make_profiles as mp
     from clustersim.calibration.fit import fit_profile
     from clustersim.collectives import CollectiveModel
     from clustersim.config.base import validate
     from clustersim.config.profile import Profile
     from clustersim.topology import load_cluster
 
-    meas = mp._read(str(H200_FIT.relative_to(HERE)))
-    base = validate(Profile, copy.deepcopy(mp.BASE_H200), file=None)
+    meas = read(H200_FIT)
+    base = validate(Profile, copy.deepcopy(BASE_H200), file=None)
     prof = fit_profile(meas, name="hgx-h200", base=base, files=meas.files,
-                       switches=mp.nccl_switches("hgx-h200", base)).profile
+                       switches=nccl_switches("hgx-h200", base)).profile
     data = prof.model_dump(mode="json")
-    data["links"], data["nvls"] = copy.deepcopy(mp.LINKS_PUBLISHED), False   # as make_h200 does
-    data["link_model"] = mp.link_model_section(meas)                          # fitted on 2 ranks only
+    data["links"], data["nvls"] = copy.deepcopy(LINKS_PUBLISHED), False   # as make_profiles.make_h200 does
+    data["link_model"] = link_model_section(meas)                          # fitted on 2 ranks only
     model = CollectiveModel(load_cluster("hgx-h200", gpus=4), validate(Profile, data, file=None))
     held = _plain_rows(H200_HELD)
     err = _log_errors(model, held, 4)
@@ -121,33 +122,36 @@ def measured_errors() -> dict[str, np.ndarray]:
 def uncertainty_sections(a100_profile=None) -> dict[str, dict]:
     """The ``uncertainty`` section for measured and for published profiles, and for ``azure-ndv4``'s link
     model (``a100_profile``: the profile being written; default: the shipped file)."""
-    meas = np.concatenate(list(measured_errors().values()))
-    pub = np.concatenate(list(published_errors().values()))
-    a100 = a100_link_errors(a100_profile)
+    with reading_for("band:measured"):
+        meas = np.concatenate(list(measured_errors().values()))
+    with reading_for("band:published"):
+        pub = np.concatenate(list(published_errors().values()))
+    with reading_for("band:a100-link-model"):
+        a100 = a100_link_errors(a100_profile)
     return {
         "measured": {"time_factor": round(factor(meas), 3), "coverage": COVERAGE, "held_out_points": int(meas.size),
                      "method": "hgx-h200 profile fitted again from the 2-rank H200 bench alone, predicting every "
                                "call of the 4-rank bench (six ops, 1 KiB-4 GiB): 95% quantile of "
-                               "|log(predicted/measured)|. Written by `python calibrate/make_profiles.py` "
-                               "(calibrate/collective_band.py)."},
+                               "|log(predicted/measured)|. Written by `python profiles/make_profiles.py` "
+                               "(profiles/collective_band.py)."},
         "measured-2-ranks": {
             "time_factor": round(factor(pub), 3), "coverage": COVERAGE, "held_out_points": int(pub.size),
             "method": "Collectives measured on 2 GPUs of one host only (entries and link_model); across nodes, "
                       "where this profile is mostly used, the published NCCL-model link classes answer, so the band "
                       "is theirs: their error on real nccl-tests all_reduce logs of A100 nodes (dgx-a100 profile, "
                       "8/16/32 GPUs, 8 x HDR per node): 95% quantile of |log(predicted/measured)|. Written by "
-                      "`python calibrate/make_profiles.py` (calibrate/collective_band.py)."},
+                      "`python profiles/make_profiles.py` (profiles/collective_band.py)."},
         "published": {"time_factor": round(factor(pub), 3), "coverage": COVERAGE, "held_out_points": int(pub.size),
                       "method": "No collective of this hardware measured: the error of the published NCCL-model "
                                 "link classes on real nccl-tests all_reduce logs of A100 nodes (dgx-a100 profile, "
                                 "8/16/32 GPUs, 8 x HDR per node): 95% quantile of |log(predicted/measured)|. "
-                                "Written by `python calibrate/make_profiles.py` (calibrate/collective_band.py)."},
+                                "Written by `python profiles/make_profiles.py` (profiles/collective_band.py)."},
         "a100-link-model": {
             "time_factor": round(factor(a100), 3), "coverage": COVERAGE, "held_out_points": int(a100.size),
             "method": "Link model fitted on the Azure NDv4 A100 all_reduce logs at 8 and 16 GPUs (link_model): "
                       "this profile on the azure-ndv4 preset (4 nodes) predicting the held-out 32-GPU log of the set "
                       "(four nodes, 1 KiB-4 GiB): 95% quantile of |log(predicted/measured)|. Written by "
-                      "`python calibrate/make_profiles.py` (calibrate/collective_band.py)."},
+                      "`python profiles/make_profiles.py` (profiles/collective_band.py)."},
     }
 
 

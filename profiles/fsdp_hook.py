@@ -1,7 +1,7 @@
 """Host time of one FSDP2 hook (profile ``host.fsdp_hook_us``) from the host probe of blind set 7.
 
-The probe (``calibrate/host7_configs.txt``, rows ``calibrate/raw/host7/train_steps.jsonl``, 2 H100
-80GB HBM3 of one VM) ran ``calibrate/train_gpt.py`` with FSDP2 on 32 layers of h 256, seq 256 and
+The probe (``validation/host7-fsdp2-hook_h100x2_2026-11-26/configs.txt``, rows ``validation/host7-fsdp2-hook_h100x2_2026-11-26/train_steps.jsonl``, 2 H100
+80GB HBM3 of one VM) ran ``reference/train_gpt.py`` with FSDP2 on 32 layers of h 256, seq 256 and
 one sequence per micro-batch, so small that the GPU waits for the host: the step is the host's
 issue time. Two rows differ only in the micro-batches per rank (2 and 4), so their difference is
 the host time of the extra micro-batches; the optimizer step and every other per-step cost cancel::
@@ -22,14 +22,14 @@ That makes the probe rows a consistency check, not a validation.
 Host speed differs between VMs (docs/validation.md section 6b: up to 1.6x), so the value is written
 into the profile of the machine the probe ran on (``dgx-h100``) only.
 
-    python calibrate/fsdp_hook.py      # print the derivation with the shipped dgx-h100 profile
+    python profiles/fsdp_hook.py      # print the derivation with the shipped dgx-h100 profile
 
 The optimizer step's host time over FSDP2's shards (``host.fsdp_optimizer_us``) comes from the optimizer call's
-host window that calibrate/train_gpt.py records on every rank (``optimizer_host_s_ranks``), over the FSDP2 rows
+host window that reference/train_gpt.py records on every rank (``optimizer_host_s_ranks``), over the FSDP2 rows
 of ``OPTIMIZER_ROWS``: a line ``base + per tensor`` through every rank's median window against the rank's
 parameter tensors::
 
-    python calibrate/fsdp_hook.py --optimizer
+    python profiles/fsdp_hook.py --optimizer
 """
 
 from __future__ import annotations
@@ -40,19 +40,24 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-#: the probe's rows (relative to calibrate/) and the two FSDP2 runs that differ only in micro-batches
-PROBE = "raw/host7/train_steps.jsonl"
+sys.path.insert(0, str(HERE))
+from recipe_base import PROFILES, ROOT, path  # noqa: E402  (the recipe's sibling module)
+
+#: the probe's rows (repository-relative) and the two FSDP2 runs that differ only in micro-batches
+PROBE = "validation/host7-fsdp2-hook_h100x2_2026-11-26/train_steps.jsonl"
 PROBE_RUNS = ("h7-fsdp2-h100", "h7-fsdp2-4mb-h100")
-#: the H200 probe (calibrate/host7_configs.txt and host8_configs.txt on one 4x H200 VM, 2026-11-26): the same
+#: the probe's configurations (its ``h7-fsdp2`` row is the program of every host probe run)
+HOST_PROBE_CONFIGS = "validation/host7-fsdp2-hook_h100x2_2026-11-26/configs.txt"
+#: the H200 probe (that file and validation/host8-fsdp2-hook-h200_h200x4_2026-11-26/configs.txt on one 4x H200 VM, 2026-11-26): the same
 #: pair on 2 ranks and on 4 ranks, per shard-group size
-H200_PROBE = "raw/host8/train_steps.jsonl"
+H200_PROBE = "validation/host8-fsdp2-hook-h200_h200x4_2026-11-26/train_steps.jsonl"
 H200_PROBE_RUNS = {2: ("h7-fsdp2", "h7-fsdp2-4mb"), 4: ("h8-fsdp4", "h8-fsdp4-4mb")}
 
 
 def probe_rows(rel: str = PROBE, runs: tuple[str, str] = PROBE_RUNS, gpu: str = "H100") -> list[dict]:
     """The two FSDP2 rows ``runs`` of the probe, fewer micro-batches first (each checked: ok, on a ``gpu``)."""
     rows = {}
-    for line in (HERE / rel).read_text(encoding="utf-8").splitlines():
+    for line in path(rel).read_text(encoding="utf-8").splitlines():
         if line.strip():
             r = json.loads(line)
             if r.get("run_id") in runs and r.get("status") == "ok":
@@ -73,7 +78,7 @@ def model_host(row: dict, profile) -> tuple[float, int]:
     from clustersim.simulate.run import transformer_step
     from clustersim.workload.step_fsdp import count_hooks
 
-    rs = resolve_scenario(HERE.parent / row["scenario_file"], row["overrides"])
+    rs = resolve_scenario(ROOT / row["scenario_file"], row["overrides"])
     host = profile.host.model_copy(update={"fsdp_hook_us": 0.0})
     rs = dataclasses.replace(rs, profile=profile.model_copy(update={"host": host}))
     step = transformer_step(rs)
@@ -114,18 +119,18 @@ def fsdp_hook_table(profile, rel: str = H200_PROBE, pairs: dict = H200_PROBE_RUN
 
 
 #: FSDP2 training rows that carry every rank's optimizer host window (train_gpt.py optimizer_host_s_ranks), per GPU:
-#: the rows the optimizer's host cost is fitted from (relative to calibrate/)
+#: the rows the optimizer's host cost is fitted from (repository-relative)
 OPTIMIZER_ROWS = {
-    "H200": ("raw/fsdp16/train_steps.jsonl", "raw/blind15-h200/train_steps.jsonl", "raw/hostcpu17-h200/train_steps.jsonl",
-             "raw/hostcpu17-h200b/train_steps.jsonl"),
-    "H100": ("raw/blind15/train_steps.jsonl", "raw/blind15/diag/train_steps.jsonl", "raw/blind16/train_steps.jsonl",
-             "raw/hostcpu17-h100/train_steps.jsonl"),
+    "H200": ("validation/fsdp16-host-width_h200x2_2026-11-27/train_steps.jsonl", "validation/blind15-memory_h100x2-h200x2_2026-11-27/h200/train_steps.jsonl", "validation/hostcpu17-fsdp2-host_h100x2-h200x2_2026-11-27/h200/train_steps.jsonl",
+             "validation/hostcpu17-fsdp2-host_h100x2-h200x2_2026-11-27/h200b/train_steps.jsonl"),
+    "H100": ("validation/blind15-memory_h100x2-h200x2_2026-11-27/train_steps.jsonl", "validation/blind15-memory_h100x2-h200x2_2026-11-27/diag/train_steps.jsonl", "validation/blind16-memory-4gpu_h100x4_2026-11-27/train_steps.jsonl",
+             "validation/hostcpu17-fsdp2-host_h100x2-h200x2_2026-11-27/h100/train_steps.jsonl"),
 }
 
 
 def optimizer_windows(rels, gpu: str) -> list[tuple[int, float]]:
     """``(parameter tensors of the rank, median optimizer host seconds)`` of every rank of every FSDP2 row of
-    ``rels`` (relative to calibrate/) that ran on a ``gpu`` and carries the window; the tensor count is the
+    ``rels`` (repository-relative) that ran on a ``gpu`` and carries the window; the tensor count is the
     model's (``stage_tensors``: what the simulator charges per tensor)."""
     from clustersim.simulate.resolve import resolve_scenario
     from clustersim.simulate.run import transformer_step
@@ -133,14 +138,14 @@ def optimizer_windows(rels, gpu: str) -> list[tuple[int, float]]:
     out = []
     tensors_of: dict = {}  # (scenario file, overrides) -> tensors: configurations repeat across the files
     for rel in rels:
-        for line in (HERE / rel).read_text(encoding="utf-8").splitlines():
+        for line in path(rel).read_text(encoding="utf-8").splitlines():
             r = json.loads(line) if line.strip() else {}
             if (r.get("status") != "ok" or not r.get("optimizer_host_s_ranks") or gpu not in str(r.get("gpu"))
                     or "fsdp" not in str(r.get("scenario"))):
                 continue
             key = (r["scenario_file"], tuple(r["overrides"]))
             if key not in tensors_of:
-                rs = resolve_scenario(HERE.parent / r["scenario_file"], r["overrides"])
+                rs = resolve_scenario(ROOT / r["scenario_file"], r["overrides"])
                 tensors_of[key] = transformer_step(rs).stage_tensors(0)
             tensors = tensors_of[key]
             for rank in r["optimizer_host_s_ranks"]:
@@ -164,25 +169,25 @@ def optimizer_host(rels, gpu: str) -> dict:
 
 
 #: every run of the FSDP2 host probe program (2 ranks; 2 or 4 micro-batches: ``h7-fsdp2*``) per GPU, on as many VMs as
-#: were lent (relative to calibrate/): what ``host.speed_band`` is measured from
+#: were lent (repository-relative): what ``host.speed_band`` is measured from
 HOST_PROBE_RUNS = {
-    "H200": ("raw/host8/train_steps.jsonl", "raw/host9/train_steps.jsonl", "raw/fsdp16/train_steps.jsonl",
-             "raw/hostcpu17-h200/train_steps.jsonl", "raw/hostcpu17-h200b/train_steps.jsonl",
-             "raw/hostprobe18-h200/train_steps.jsonl", "raw/hostprobe18-h200b/train_steps.jsonl",
-             "raw/hostprobe18-h200c/train_steps.jsonl"),
-    "H100": ("raw/host7/train_steps.jsonl", "raw/hostcpu17-h100/train_steps.jsonl"),
+    "H200": ("validation/host8-fsdp2-hook-h200_h200x4_2026-11-26/train_steps.jsonl", "validation/host9-fsdp2-rank-skew_h200x4_2026-11-26/train_steps.jsonl", "validation/fsdp16-host-width_h200x2_2026-11-27/train_steps.jsonl",
+             "validation/hostcpu17-fsdp2-host_h100x2-h200x2_2026-11-27/h200/train_steps.jsonl", "validation/hostcpu17-fsdp2-host_h100x2-h200x2_2026-11-27/h200b/train_steps.jsonl",
+             "validation/hostprobe18-host-speed_h200x2_2026-11-27/train_steps.jsonl", "validation/hostprobe18-host-speed_h200x2_2026-11-27/b/train_steps.jsonl",
+             "validation/hostprobe18-host-speed_h200x2_2026-11-27/c/train_steps.jsonl"),
+    "H100": ("validation/host7-fsdp2-hook_h100x2_2026-11-26/train_steps.jsonl", "validation/hostcpu17-fsdp2-host_h100x2-h200x2_2026-11-27/h100/train_steps.jsonl"),
 }
 #: runs whose rows did not come back, only the script's printed summary (``run step | ...`` lines, ms), per GPU
-HOST_PROBE_SUMMARIES = {"H200": ("raw/hostprobe18-h200/first-call-summary.txt",), "H100": ()}
+HOST_PROBE_SUMMARIES = {"H200": ("validation/hostprobe18-host-speed_h200x2_2026-11-27/first-call-summary.txt",), "H100": ()}
 
 
 def _summary_runs(rel: str) -> list[tuple[str, list[str], float]]:
     """(scenario file, overrides, step seconds) of the host probe program's runs in a printed summary; the configuration is the
-    ``h7-fsdp2`` row of calibrate/host7_configs.txt (the run ids are it with a round tag)."""
-    cfg = next(line.split() for line in (HERE / "host7_configs.txt").read_text(encoding="utf-8").splitlines()
+    ``h7-fsdp2`` row of validation/host7-fsdp2-hook_h100x2_2026-11-26/configs.txt (the run ids are it with a round tag)."""
+    cfg = next(line.split() for line in path(HOST_PROBE_CONFIGS).read_text(encoding="utf-8").splitlines()
                if line.split()[:1] == ["h7-fsdp2"])
     out = []
-    for line in (HERE / rel).read_text(encoding="utf-8").splitlines():
+    for line in path(rel).read_text(encoding="utf-8").splitlines():
         head = line.split("|")[0].split()
         if len(head) == 2 and head[0].rsplit("-r", 1)[0] == "h7-fsdp2":
             out.append((cfg[1], cfg[2:], float(head[1]) / 1e3))
@@ -203,13 +208,13 @@ def host_speed_band(profile, rels, gpu: str, summaries=()) -> dict:
     from clustersim.simulate.run import run_scenario
 
     def log_error(scenario: str, overrides: list[str], step_s: float) -> float:
-        rs = dataclasses.replace(resolve_scenario(HERE.parent / scenario, overrides), profile=profile)
+        rs = dataclasses.replace(resolve_scenario(ROOT / scenario, overrides), profile=profile)
         return abs(float(np.log(run_scenario(rs, fidelity="analytical").step_time_s / step_s)))
 
     logs, vms = [], 0
     for rel in rels:
         found = False
-        for line in (HERE / rel).read_text(encoding="utf-8").splitlines():
+        for line in path(rel).read_text(encoding="utf-8").splitlines():
             r = json.loads(line) if line.strip() else {}
             if (r.get("status") == "ok" and str(r.get("run_id", "")).startswith("h7-fsdp2")
                     and gpu in str(r.get("gpu"))):
@@ -222,10 +227,10 @@ def host_speed_band(profile, rels, gpu: str, summaries=()) -> dict:
     if len(logs) < 2:
         raise ValueError(f"{', '.join(rels)}: fewer than two host probe runs on {gpu}")
     return {"time_factor": round(float(np.exp(np.quantile(logs, 0.95))), 3), "coverage": 0.95, "runs": len(logs),
-            "method": f"the FSDP2 host probe program (calibrate/host7_configs.txt h7-fsdp2, 2 and 4 micro-batches on 2 "
-                      f"ranks) run {len(logs)} times in {vms} sessions on {gpu} VMs (calibrate/fsdp_hook.py "
+            "method": f"the FSDP2 host probe program (validation/host7-fsdp2-hook_h100x2_2026-11-26/configs.txt h7-fsdp2, 2 and 4 micro-batches on 2 "
+                      f"ranks) run {len(logs)} times in {vms} sessions on {gpu} VMs (profiles/fsdp_hook.py "
                       f"HOST_PROBE_RUNS, HOST_PROBE_SUMMARIES), each predicted with this profile: 95% quantile of |log(predicted/measured)|. "
-                      f"Written by `python calibrate/make_profiles.py`."}
+                      f"Written by `python profiles/make_profiles.py`."}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -235,8 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     from clustersim.config.profile import Profile
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="example: python calibrate/fsdp_hook.py --profile calibrate/profiles/dgx-h100.yaml")
-    ap.add_argument("--profile", type=Path, default=HERE / "profiles" / "dgx-h100.yaml",
+                                 epilog="example: python profiles/fsdp_hook.py --profile profiles/dgx-h100.yaml")
+    ap.add_argument("--profile", type=Path, default=PROFILES / "dgx-h100.yaml",
                     help="profile whose call and kernel costs the model charges (default: %(default)s)")
     ap.add_argument("--h200", action="store_true",
                     help=f"the H200 probe ({H200_PROBE}, 2 and 4 ranks) with the hgx-h200 profile")
@@ -253,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{fit['per_tensor_us']} us per tensor")
         return 0
     if args.h200:
-        prof = load_model(Profile, HERE / "profiles" / "hgx-h200.yaml")
+        prof = load_model(Profile, PROFILES / "hgx-h200.yaml")
         for ranks, runs in sorted(H200_PROBE_RUNS.items()):
             _print(derive(prof, H200_PROBE, runs, "H200"), H200_PROBE)
         return 0

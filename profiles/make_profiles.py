@@ -3,44 +3,44 @@ compute sections of the profiles of unmeasured GPUs (``TRANSFERRED``: A100, B200
 
 Command (from the repository root; reproducible: same inputs -> same files, no date of its own)::
 
-    python calibrate/make_profiles.py            # writes calibrate/profiles/{hgx-h200,dgx-h100}.yaml and the
+    python profiles/make_profiles.py            # writes profiles/{hgx-h200,dgx-h100}.yaml and the
                                                  # compute section of {dgx-a100,cannon-4xa100,dgx-b200,gb200-nvl72}.yaml
                                                  # and azure-ndv4's link_model section
-    python calibrate/make_profiles.py --check    # exits 1 when a shipped profile differs from a fresh fit
-    python calibrate/make_profiles.py --bar odd  # issue 5's Bar table on the bench (fit even sizes, predict odd)
+    python profiles/make_profiles.py --check    # exits 1 when a shipped profile differs from a fresh fit
+    python profiles/make_profiles.py --bar odd  # issue 5's Bar table on the bench (fit even sizes, predict odd)
 
-What goes where (``calibrate/raw/README.md`` says how each raw file was measured):
+What goes where (``profiles/inputs.yaml`` says how, where and when each input was measured):
 
 * ``hgx-h200``: published / NCCL-derived base values (link classes, NVLS default; the numbers and
-  their sources are in ``BASE_H200`` below and are *not* measured -- a 2-rank send/recv alpha is a
+  their sources are in ``BASE_H200`` of ``recipe_base.py`` and are *not* measured -- a 2-rank send/recv alpha is a
   whole-call cost, not NCCL's per-hop latency, so the link classes are never overwritten by the fit)
   + collective entries fitted (:func:`clustersim.calibration.fit.fit_profile`) from the CUDA-graph /
-  eager / framework bench on 2 and 4 H200 ranks of one host (``raw/h200x2/bench-graph.jsonl``,
-  ``raw/h200x4/bench-graph.jsonl``: every op, every mode, ``ranks`` and ``scope: intra`` set)
+  eager / framework bench on 2 and 4 H200 ranks of one host (``profiles/measurements/h200x2/bench-graph.jsonl``,
+  ``profiles/measurements/h200x4/bench-graph.jsonl``: every op, every mode, ``ranks`` and ``scope: intra`` set)
   + the ``link_model`` section (:func:`link_model_section`: the link model fitted jointly on every
   NCCL-level row of the same two files at ``hgx-h200``'s NVLink line rate; no network class, none was
   measured), which the simulator uses where no entry matches (8 ranks, ...)
   + host (framework call, per-call overhead, communicator start-up at 2 and 4 ranks)
   + compute (GEMM table / plateau / roll-off, HBM copy bandwidth, GPU-side kernel gap) from the
-  ``gemm``, ``hbm`` and ``launch`` rows of ``raw/h200x2/bench-run1.jsonl``. That file's
+  ``gemm``, ``hbm`` and ``launch`` rows of ``profiles/measurements/h200x2/bench-run1.jsonl``. That file's
   ``collective`` rows are *not* used: they were timed back to back through eager calls although
   labelled ``mode: nccl`` (the bench had no CUDA-graph mode yet).
 * ``dgx-h100``: the published NCCL / link values of DGX H100 (no multi-GPU H100 has been measured)
-  + the compute part fitted from ``raw/h100/bench.jsonl`` (1x H100 80GB HBM3).
-  + ``host.fsdp_hook_us`` from the FSDP2 host probe ``raw/host7/train_steps.jsonl`` (2 H100 of one
-  VM; ``calibrate/fsdp_hook.py``), for this profile only (host speed differs between VMs).
+  + the compute part fitted from ``profiles/measurements/h100/bench.jsonl`` (1x H100 80GB HBM3).
+  + ``host.fsdp_hook_us`` from the FSDP2 host probe ``validation/host7-fsdp2-hook_h100x2_2026-11-26/train_steps.jsonl`` (2 H100 of one
+  VM; ``profiles/fsdp_hook.py``), for this profile only (host speed differs between VMs).
 * both: the kernel-class tables (``attention_table``, ``gemm_layout_table``, ``memory_table``;
-  :func:`fit_kernels`) from the ``kernel`` rows of ``raw/h200/kernels.jsonl`` resp.
-  ``raw/h100/kernels-20261124.jsonl`` (``calibrate bench --ops none --kernels``), when the file exists.
+  :func:`fit_kernels`) from the ``kernel`` rows of ``profiles/measurements/h200/kernels.jsonl`` resp.
+  ``profiles/measurements/h100/kernels-20261124.jsonl`` (``calibrate bench --ops none --kernels``), when the file exists.
 * ``dgx-a100``, ``azure-ndv4``, ``cannon-4xa100`` (from dgx-h100), ``dgx-b200`` and ``gb200-nvl72`` (from hgx-h200): the hand-written
   published link values are kept; the ``compute`` section is the measured one transferred by roofline
   (:func:`clustersim.calibration.transfer.transfer_compute`, see :data:`TRANSFERRED`), with ``provenance``.
 * ``azure-ndv4`` also: the ``link_model`` section (:func:`a100_link_model`) fitted on the nccl-tests all_reduce
-  logs of Azure NDv4 A100 nodes at 8 and 16 GPUs (``raw/a100-azure-ndv4``, :data:`A100_COLLECTIVES`) at
+  logs of Azure NDv4 A100 nodes at 8 and 16 GPUs (``profiles/measurements/a100-azure-ndv4``, :data:`A100_COLLECTIVES`) at
   the ``azure-ndv4`` preset's NVLink and network line rates; the 32-GPU log of that set is held out
   (``tests/unit/test_a100_link_model.py``). Not ``dgx-a100`` (a DGX A100 on Selene's fabric is another
   machine: its published NCCL-model link classes stay) nor ``cannon-4xa100`` (:data:`A100_LINK_MODEL`).
-* every profile: the ``uncertainty`` section (``calibrate/collective_band.py``): ``hgx-h200`` the 2 -> 4 rank
+* every profile: the ``uncertainty`` section (``profiles/collective_band.py``): ``hgx-h200`` the 2 -> 4 rank
   held-out error, ``azure-ndv4`` its link model's error on the held-out 32-GPU log, the others the published
   link classes' error on the A100 logs.
 """
@@ -48,7 +48,6 @@ What goes where (``calibrate/raw/README.md`` says how each raw file was measured
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import math
 import statistics
@@ -62,54 +61,21 @@ from clustersim.calibration.fit import Measurements, fit_profile, profile_yaml, 
 from clustersim.calibration.fit.kernels import fit_kernels
 from clustersim.config.base import validate
 from clustersim.config.profile import Profile
-from fsdp_hook import (H200_PROBE, HOST_PROBE_RUNS, HOST_PROBE_SUMMARIES, OPTIMIZER_ROWS, PROBE, fsdp_hook_table,  # noqa: E402
+from fsdp_hook import (H200_PROBE, HOST_PROBE_RUNS, HOST_PROBE_SUMMARIES, OPTIMIZER_ROWS, PROBE, fsdp_hook_table,
                        fsdp_hook_us, host_speed_band, optimizer_host)
+from recipe_base import (A100_COLLECTIVES, BASE_H200, CLOCK_IDLE, CLOCK_IDLE_H200, COMMAND, H100_COLLECTIVES,
+                         H100_COMPUTE, H100_KERNELS, H100_OVERLAP, H100_PI_STRONG, H200_BMM, H200_COLLECTIVES,
+                         H200_COMPUTE, H200_FIRST_COLLECTIVE, H200_KERNELS, H200_OVERLAP, H200_PI_GPUS, H200_WAVES,
+                         LINKS_PUBLISHED, P2P_RESIDENT, P2P_RESIDENT_H200, PROFILES, ROOT, link_model_section,
+                         nccl_switches, path, reading_for, reads)
+from recipe_base import merge as _merge
+from recipe_base import read as _read
 
-HERE = Path(__file__).resolve().parent          # calibrate/
-COMMAND = "python calibrate/make_profiles.py"
-
-H200_COLLECTIVES = ["raw/h200x2/bench-graph.jsonl", "raw/h200x4/bench-graph.jsonl"]
-H200_COMPUTE = "raw/h200x2/bench-run1.jsonl"
-H100_COMPUTE = "raw/h100/bench.jsonl"
-#: the collective bench on 2 H100 80GB HBM3 of one host (NV18 into NVSwitch, NCCL 2.28.9, NVLS off), 2026-11-27,
-#: predicted blind first (calibrate/raw/blind-h100x2/predictions.json, calibrate/collective_blind.py)
-H100_COLLECTIVES = "raw/h100x2/bench-graph.jsonl"
-#: the pi exercise's kernel on each of 4 H200 at once (calibrate/device/diag8.sh pi, 2026-11-26) and the first
-#: all-reduce of a fresh communicator behind a long kernel on 2 and 4 H200 (calibrate/device/first_collective.py)
-H200_PI_GPUS = "raw/pi-h200x4/pi-gpus.txt"
-H200_FIRST_COLLECTIVE = "raw/first-collective/first_collective.jsonl"
-#: the pi exercise's timed section on 1, 2, 4 H100 of one host, 3 runs each (calibrate/device/pi/strong_scaling.sh)
-H100_PI_STRONG = "raw/pi-h100x4/pi-strong.jsonl"
-COMPUTE_KINDS = ("gemm", "hbm", "launch")
-#: kernel-class rows (``calibrate bench --ops none --kernels``, rank 0 of the job)
-# (re-measured 2026-11-24 with attention timed as in training: raw/h200x2/kernels.jsonl and
-# raw/h100/kernels.jsonl, the first sweeps, timed the attention backward with a scatter into a fused leaf)
-H200_KERNELS = "raw/h200/kernels.jsonl"
-H100_KERNELS = "raw/h100/kernels-20261124.jsonl"
-#: an eager attention core's batched GEMMs by shape on one H200 (calibrate/device/attention_bmm.py)
-H200_BMM = "raw/attention-bmm/h200.jsonl"
-#: GEMMs across wave boundaries on one H200 (calibrate/device/wave_sweep.py): the library's fill below one wave
-H200_WAVES = "raw/wave-sweep/h200.jsonl"
-#: compute kernels alone vs beside a 256 MiB NCCL collective on 2 H100 of one host
-#: (``calibrate/device/overlap_probe.py``, measured with blind set 6, 2026-11-26); no H200 was measured
-H100_OVERLAP = "raw/blind6/overlap.jsonl"
-#: the same probe on 2 of 4 H200 of one VM (2026-11-26, with blind set 9)
-H200_OVERLAP = "raw/overlap-h200/overlap.jsonl"
-#: compute kernels alone vs beside a posted NCCL receive / send that waits for its peer, 2 of 4 H100 of two VMs
-#: (``calibrate/device/p2p_resident.py``, 2026-11-27); the H200 (same GH100 die, 132 SMs) takes the same table
-P2P_RESIDENT = ("raw/p2p-resident/p2p_resident-x4-run1.jsonl", "raw/p2p-resident/p2p_resident-x4-run2.jsonl")
-#: the same probe on 2 H200 of one VM (``calibrate/device/h200_probes.sh``, 2026-11-27)
-P2P_RESIDENT_H200 = ("raw/p2p-resident-h200/p2p_resident.jsonl",)
-#: FSDP2 host probe (blind set 7 follow-up, calibrate/host7_configs.txt) on 2 H100 of one VM, 2026-11-26
 H100_FSDP_PROBE = PROBE
-#: the same probe on 2 and on 4 ranks of one 4x H200 VM (host8_configs.txt), 2026-11-26
+#: the same probe on 2 and on 4 ranks of one 4x H200 VM (host8's configs.txt), 2026-11-26
 H200_FSDP_PROBE = H200_PROBE
+COMPUTE_KINDS = ("gemm", "hbm", "launch")
 
-#: nccl-tests all_reduce logs of Azure NDv4 (8x A100-SXM4-40GB per node on NVSwitch, 12 NVLink3 per GPU,
-#: 8x HDR 200 Gb/s InfiniBand per node) on 8 GPUs (one node) and 16 GPUs (two nodes): the link model of the
-#: A100 profiles in A100_LINK_MODEL. The 32-GPU log of the same set (tests/data/a100-azure-ndv4/all_reduce_32.log,
-#: four nodes) is kept out of calibrate/raw: it is the held-out transfer check of issue 13.
-A100_COLLECTIVES = ["raw/a100-azure-ndv4/all_reduce_8.log", "raw/a100-azure-ndv4/all_reduce_16.log"]
 #: A100 profiles whose topology has the link classes and line rates measured on NDv4 (NVLink3 12 x 25 GB/s per
 #: GPU into NVSwitch, 8 NICs of 25 GB/s per node). Not cannon-4xa100: its 4 GPUs are NVLink-connected in pairs
 #: (4 links = 100 GB/s per pair, no NVSwitch) and its node has one HDR100 NIC (12.5 GB/s) for 4 GPUs.
@@ -123,14 +89,6 @@ A100_MACHINE = (
     "all_reduce was measured (8 GPUs = 1 node, 16 GPUs = 2 nodes); the 32-GPU log of the set is held out "
     "(docs/calibration.md)")
 
-#: Link classes: the bandwidth NCCL reaches and the line rate of the DGX/HGX H100/H200 node it refers to
-#: (``line_rate_GBps``, the topology's figure: 18 NVLink4 x 25 GB/s, PCIe Gen5 x16 63 GB/s, NDR 400G 50 GB/s);
-#: the simulator uses their ratio, the efficiency, times the line rate of the topology it runs on.
-LINKS_PUBLISHED = {
-    "nvlink": {"latency_us": 3.4, "bandwidth_GBps": 370.8, "line_rate_GBps": 450.0},
-    "pcie": {"latency_us": 5.7, "bandwidth_GBps": 48.0, "line_rate_GBps": 63.0},
-    "network": {"latency_us": 14.0, "bandwidth_GBps": 48.0, "line_rate_GBps": 50.0},
-}
 LINK_SOURCES = (
     "nvlink.bandwidth_GBps = 18 links x 20.6 GB/s (NCCL SM90_NVLINK_BW, src/graph/topo.h:22; log line "
     "'NVL[370.8] - NVS/0' in nccl#1189) of a 450 GB/s line rate (18 x 25 GB/s); nvlink.latency_us = NCCL hwLat "
@@ -139,17 +97,6 @@ LINK_SOURCES = (
     "14 us. pcie: x16 Gen5 = 16*240/80 = 48 GB/s (topo.cc:651-657) of 63 GB/s, PCI Ring Simple hop 5.7 us. "
     "The simulator uses bandwidth / line rate (the efficiency) times the line rate of the topology it runs on."
 )
-
-BASE_H200 = {
-    "name": "hgx-h200",
-    "description": "HGX H200 8-GPU: NCCL-model link classes (published) plus collectives, host and compute "
-                   "measured on 2 and 4 H200 GPUs of one host",
-    "source": {"gpu": "NVIDIA H200", "nvls": False, "measured": False},
-    "links": LINKS_PUBLISHED,
-    "nvls": False,
-    "host": {"per_call_overhead_us": 8.0},
-    "compute": {"dtype": "bf16", "kernel_launch_us": 4.0},
-}
 
 BASE_H100 = {
     "name": "dgx-h100",
@@ -165,25 +112,6 @@ BASE_H100 = {
 }
 
 
-def _read(rel: str, kinds: tuple[str, ...] | None = None) -> Measurements:
-    meas = read_measurements([HERE / rel])
-    for msg in meas.skipped:
-        print(f"warning: {msg}", file=sys.stderr)
-    if kinds is not None:
-        meas.rows = [r for r in meas.rows if r["kind"] in kinds or r["kind"] == "meta"]
-    meas.files = [rel]
-    return meas
-
-
-def _merge(*parts: Measurements) -> Measurements:
-    out = Measurements()
-    for p in parts:
-        out.rows.extend(p.rows)
-        out.files.extend(p.files)
-        out.skipped.extend(p.skipped)
-    return out
-
-
 def _meta(meas: Measurements) -> dict:
     return next((r for r in meas.rows if r["kind"] == "meta"), {})
 
@@ -196,13 +124,13 @@ def _add_kernels(data: dict, rel: str) -> None:
     """Fit the kernel-class tables of ``data['compute']`` from ``rel`` when it exists (else leave them out)."""
     from clustersim.calibration.fit import peak_tflops_for
 
-    path = HERE / rel
-    if not path.is_file():
+    file = path(rel)
+    if not file.is_file():
         print(f"warning: {rel} not found: no kernel-class tables", file=sys.stderr)
         return
     from clustersim.calibration.jsonl import read_rows
 
-    allrows = read_rows(path)  # (fit.read_measurements keeps only the kinds fit_profile uses)
+    allrows = read_rows(file)  # (fit.read_measurements keeps only the kinds fit_profile uses)
     rows = [r for r in allrows if r.get("kind") == "kernel" and r.get("dtype") == "bf16"]
     meta = next((r for r in allrows if r.get("kind") == "meta"), {})
     comp = data["compute"]
@@ -211,7 +139,6 @@ def _add_kernels(data: dict, rel: str) -> None:
     data["source"]["files"] = list(data["source"].get("files", [])) + [rel]
 
 
-@functools.cache
 def _h200_copy_and_gap() -> tuple[float, float]:
     """The H200 bench's copy bandwidth (GB/s) and kernel gap (us), medians of its ``hbm`` and ``launch`` rows (the
     profile's own values): the GPU the batched-GEMM and wave sweeps ran on."""
@@ -221,11 +148,11 @@ def _h200_copy_and_gap() -> tuple[float, float]:
 
 
 def _raw_rows(rel: str) -> list[dict]:
-    return [json.loads(line) for line in (HERE / rel).read_text().splitlines() if line.strip()]
+    return [json.loads(line) for line in (path(rel)).read_text().splitlines() if line.strip()]
 
 
 def bmm_table(rel: str = H200_BMM) -> list[dict]:
-    """``compute.bmm_table`` from the batched-GEMM rows of ``rel`` (``calibrate/device/attention_bmm.py``), read as
+    """``compute.bmm_table`` from the batched-GEMM rows of ``rel`` (``validation/probes/attention-bmm-by-shape/attention_bmm.py``), read as
     ``calibrate bench --kernels`` rows by :func:`clustersim.calibration.fit.kernels.bmm_table` (efficiency against the
     GPU's dense bf16 datasheet peak, the H200 bench's kernel gap taken off). Points below three times the file's
     shortest call are left out: that script times 20 back-to-back calls, and where the GPU finishes a call faster than
@@ -242,7 +169,7 @@ def bmm_table(rel: str = H200_BMM) -> list[dict]:
 
 
 def wave_loss(rel: str = H200_WAVES) -> dict[str, float]:
-    """``compute.wave_loss`` from the wave sweep ``rel`` (``calibrate/device/wave_sweep.py``), read as ``calibrate
+    """``compute.wave_loss`` from the wave sweep ``rel`` (``validation/probes/gemm-partial-wave/wave_sweep.py``), read as ``calibrate
     bench --kernels`` rows by :func:`clustersim.calibration.fit.kernels.wave_loss` at the H200 bench's copy
     bandwidth."""
     from clustersim.calibration.fit import peak_tflops_for
@@ -261,7 +188,7 @@ def overlap_table(rel: str) -> list[dict]:
     from clustersim.calibration.jsonl import read_rows
 
     acc: dict[tuple, list[dict]] = {}
-    for r in read_rows(HERE / rel):
+    for r in read_rows(path(rel)):
         if r.get("kind") == "overlap":
             acc.setdefault((r["compute"], r["collective"]), []).append(r)
     out = []
@@ -276,12 +203,6 @@ def overlap_table(rel: str) -> list[dict]:
     return out
 
 
-#: the clock's averaging window: bf16 GEMMs cycled with idle time, one H100 (``calibrate/device/clock_idle.py``, 2026-11-27)
-CLOCK_IDLE = "raw/clock-idle/clock_idle.jsonl"
-#: the same probe on one H200 (``calibrate/device/h200_probes.sh``, 2026-11-27)
-CLOCK_IDLE_H200 = "raw/clock-idle-h200/clock_idle.jsonl"
-
-
 def clock_window_ms(clock_table: list[dict], rel: str = CLOCK_IDLE) -> float:
     """``compute.clock_window_ms``: the window (25-500 ms in 25 ms steps) whose model -- each GEMM at the clock
     table's slowdown of its busy share in a window centred on it -- best gives the probe's duty-cycled GEMM times
@@ -290,7 +211,7 @@ def clock_window_ms(clock_table: list[dict], rel: str = CLOCK_IDLE) -> float:
     from clustersim.calibration.jsonl import read_rows
     from clustersim.workload.compute import clock_slowdown
 
-    rows = list(read_rows(HERE / rel))
+    rows = list(read_rows(path(rel)))
     full = next(r["mean_ms"] for r in rows if r["phase"] == "sustained")
     cyc = [r for r in rows if r["phase"] == "cycle"]
     base = {r["duty"]: r["mean_ms"] for r in cyc if r["period_ms"] == 10.0}
@@ -328,7 +249,7 @@ def p2p_wait_table(files=P2P_RESIDENT) -> list[dict]:
 
     ratios: dict[tuple, list[float]] = {}
     for rel in files:
-        rows = list(read_rows(HERE / rel))
+        rows = list(read_rows(path(rel)))
         alone = {(r.get("rep"), r["kernel"]): r["ms"] for r in rows if r["phase"] == "alone"}
         for r in rows:
             if r["phase"] in ("recv_waiting", "send_waiting"):
@@ -336,41 +257,6 @@ def p2p_wait_table(files=P2P_RESIDENT) -> list[dict]:
                 ratios.setdefault((r["kernel"], r["phase"].split("_")[0]), []).append(r["ms"] / base)
     return [{"kernel": P2P_PROBE_WORK[k][0], "work": P2P_PROBE_WORK[k][1], "side": side,
              "compute_slowdown": round(sum(v) / len(v), 4)} for (k, side), v in sorted(ratios.items())]
-
-
-def nccl_switches(topology: str, base: Profile):
-    """``switches(op, ranks, scope)`` for the fit: where NCCL's tuner (the NCCL-structured model on the
-    topology with the base profile's published link classes, no entries) changes protocol."""
-    from clustersim.collectives.model import CollectiveModel, tuner_switches
-    from clustersim.topology import load_cluster
-
-    bare = base.model_copy(update={"collectives": []})
-    cache: dict = {}
-
-    def switches(op: str, ranks: int | None, scope: str | None) -> list[float]:
-        if ranks is None or scope != "intra":
-            return []
-        if ranks not in cache:
-            cache[ranks] = CollectiveModel(load_cluster(topology, gpus=ranks), bare)
-        return tuner_switches(cache[ranks], op, ranks)
-
-    return switches
-
-
-def link_model_section(meas: Measurements, topology: str = "hgx-h200", *, gap_us: float = 0.0,
-                       unmeasured_from: str | None = None, note: str = "") -> dict:
-    """:func:`clustersim.calibration.fit.link_section.link_model_section`, written by this script."""
-    from clustersim.calibration.fit.link_section import link_model_section as section
-    from clustersim.collectives.model import communicator_lines
-    from clustersim.errors import ClusterSimError
-
-    try:
-        most = max(int(r.get("ranks") or 2) for r in meas.rows if r.get("kind") == "collective")
-        lines, sm = communicator_lines(topology, most)
-        return section(meas, topology, lines, sm, gap_us=gap_us, unmeasured_from=unmeasured_from, note=note,
-                       command=COMMAND)
-    except ClusterSimError as exc:
-        raise SystemExit(str(exc)) from None
 
 
 def make_h200() -> Profile:
@@ -414,28 +300,29 @@ def make_h200() -> Profile:
         "torch_version": meta.get("torch_version"), "date": str(meta.get("date", ""))[:10] or None,
         "nvls": bool(meta.get("nvls")), "measured": True,
         "notes": (
-            "Measured (calibrate/raw/README.md): collectives (all six ops, 1 KiB-4 GiB, modes nccl = CUDA-graph "
+            "Measured (profiles/README.md): collectives (all six ops, 1 KiB-4 GiB, modes nccl = CUDA-graph "
             "replay without host launch, eager = back-to-back torch.distributed calls, framework = one isolated "
             "call) on 2 and 4 ranks; host framework call, per-call overhead, comm_init (2 and 4 ranks, "
             "extrapolated beyond); compute (bf16 GEMM table, D2D HBM copy, empty-kernel gap) from bench-run1 "
             "(whose collective rows are eager timings mislabelled nccl and are not used). "
             "compute.overlap_table: compute kernels alone vs beside 256 MiB NCCL collectives on 2 of 4 H200 of one VM "
-            "(calibrate/raw/overlap-h200/overlap.jsonl, calibrate/device/overlap_probe.py, 2026-11-26). "
+            "(profiles/measurements/h200x4/overlap.jsonl, validation/probes/compute-beside-collectives/overlap_probe.py, 2026-11-26). "
             "compute.p2p_wait_table: compute kernels beside a posted NCCL receive / send waiting for its peer, "
-            "on 2 H200 of one VM (calibrate/raw/p2p-resident-h200, calibrate/device/p2p_resident.py, 2026-11-27). "
+            "on 2 H200 of one VM (validation/probes/p2p-waiting-kernel/h200x2, validation/probes/p2p-waiting-kernel/p2p_resident.py, 2026-11-27). "
             "compute.clock_window_ms: the power limiter's averaging window, from GEMMs cycled with idle time on one "
-            "H200 (calibrate/raw/clock-idle-h200, calibrate/device/clock_idle.py, 2026-11-27). "
+            "H200 (validation/probes/clock-idle-window/h200, validation/probes/clock-idle-window/clock_idle.py, 2026-11-27). "
             "host.fsdp_hook_us: from the FSDP2 host probe on 2 and 4 ranks of one 4x H200 VM "
-            "(calibrate/raw/host8/train_steps.jsonl, 2026-11-26; calibrate/fsdp_hook.py --h200), per shard-group "
+            "(validation/host8-fsdp2-hook-h200_h200x4_2026-11-26/train_steps.jsonl, 2026-11-26; profiles/fsdp_hook.py --h200), per shard-group "
             "size: (step at 4 - step at 2 micro-batches) / 2, less the host time this profile's model charges per "
             "micro-batch without the hooks, per hook of step_fsdp.py's graph; host speed differs between VMs. "
             "host.fsdp_optimizer_us: AdamW's host window over FSDP2's shards in the FSDP2 rows of three 2x H200 VMs "
-            "(calibrate/raw/fsdp16, blind15-h200, hostcpu17-h200; calibrate/fsdp_hook.py --optimizer), base + per "
+            "(validation/fsdp16-host-width_h200x2_2026-11-27, validation/blind15-memory_h100x2-h200x2_2026-11-27/h200, "
+            "validation/hostcpu17-fsdp2-host_h100x2-h200x2_2026-11-27/h200; profiles/fsdp_hook.py --optimizer), base + per "
             "tensor through every rank's median window. "
             "compute.device_spread: relative standard deviation of the pi exercise's kernel time over 4 H200 run "
-            "together (calibrate/raw/pi-h200x4/pi-gpus.txt, 2 runs); host.first_collective_us: the first all-reduce of "
+            "together (profiles/measurements/h200x4/pi-gpus.txt, 2 runs); host.first_collective_us: the first all-reduce of "
             "a fresh communicator behind a 0.5 s kernel, kernel end to all-reduce end, median per size "
-            "(calibrate/raw/first-collective/first_collective.jsonl, 2026-11-26). "
+            "(profiles/measurements/h200x4/first_collective.jsonl, 2026-11-26). "
             "Not measured: link classes and the NVLS default are published / NCCL-derived: " + LINK_SOURCES
             + f" Written by `{COMMAND}`."),
     })
@@ -451,7 +338,7 @@ def device_spread_h200() -> float:
     4 GPUs run together (``together R gpuN samples blocks threads timed_s kernel_s pi`` rows), root mean square
     over the runs."""
     runs: dict[str, list[float]] = {}
-    for line in (HERE / H200_PI_GPUS).read_text().splitlines():
+    for line in path(H200_PI_GPUS).read_text().splitlines():
         f = line.split()
         if len(f) >= 8 and f[0] == "together":
             runs.setdefault(f[1], []).append(float(f[7]))
@@ -462,7 +349,7 @@ def first_collective_h200() -> dict[int, float]:
     """``host.first_collective_us`` of the H200: the median, per world size, of the time from the long kernel's
     end to the end of the process's first all-reduce on its own fresh communicator (variant ``default``)."""
     got: dict[int, list[float]] = {}
-    for line in (HERE / H200_FIRST_COLLECTIVE).read_text().splitlines():
+    for line in path(H200_FIRST_COLLECTIVE).read_text().splitlines():
         r = json.loads(line)
         if r["variant"] == "default" and r["world"] > 1:
             got.setdefault(int(r["world"]), []).append(1e6 * r["kernel_end_to_allreduce_end_s"])
@@ -474,7 +361,7 @@ def pi_strong_h100() -> tuple[float, dict[int, float]]:
     relative standard deviation of the kernel's time over the ranks of each multi-GPU run (root mean square over
     runs), and per world size the median over runs of (last all-reduce end - last kernel end)."""
     runs: dict[tuple[int, int], list[dict]] = {}
-    for line in (HERE / H100_PI_STRONG).read_text().splitlines():
+    for line in path(H100_PI_STRONG).read_text().splitlines():
         r = json.loads(line)
         if r["world"] > 1:
             runs.setdefault((r["world"], r["repeat"]), []).append(r)
@@ -539,26 +426,28 @@ def make_h100() -> Profile:
         "nvls": True, "measured": True,
         "notes": (
             "Measured: the compute part (bf16 GEMM table, D2D HBM copy, empty-kernel gap) and a 1-rank comm_init "
-            "(calibrate/raw/h100/bench.jsonl, one H100 80GB HBM3), the overlap table (compute kernels "
-            "beside 256 MiB NCCL collectives, calibrate/raw/blind6/overlap.jsonl, 2 H100 80GB HBM3 of one host, "
+            "(profiles/measurements/h100/bench.jsonl, one H100 80GB HBM3), the overlap table (compute kernels "
+            "beside 256 MiB NCCL collectives, profiles/measurements/h100x2/overlap.jsonl, 2 H100 80GB HBM3 of one host, "
             "2026-11-26), the p2p wait table (compute kernels beside a posted NCCL receive / send waiting for its "
-            "peer, calibrate/raw/p2p-resident, 2 of 4 H100 of two VMs, 2026-11-27), the clock window (GEMMs cycled "
-            "with idle time, calibrate/raw/clock-idle, one H100, 2026-11-27), and the collectives: the six NCCL ops, 1 KiB-4 GiB, CUDA-graph timed (mode nccl) on 2 "
-            "H100 80GB HBM3 of one host, NV18 into NVSwitch, NCCL 2.28.9, NVLS off (calibrate/raw/h100x2/"
-            "bench-graph.jsonl, 2026-11-27; predicted blind before: calibrate/raw/blind-h100x2/predictions.json): "
+            "peer, validation/probes/p2p-waiting-kernel/h100x4, 2 of 4 H100 of two VMs, 2026-11-27), the clock window (GEMMs cycled "
+            "with idle time, validation/probes/clock-idle-window/h100, one H100, 2026-11-27), and the collectives: the six NCCL ops, 1 KiB-4 GiB, CUDA-graph timed (mode nccl) on 2 "
+            "H100 80GB HBM3 of one host, NV18 into NVSwitch, NCCL 2.28.9, NVLS off (profiles/measurements/h100x2/"
+            "bench-graph.jsonl, 2026-11-27; predicted blind before: validation/collectives-h100-blind_h100x2-h100x4_2026-11-27/h100x2/predictions.json): "
             "their 2-rank entries and the link_model section fitted on them (the eager / framework rows of that "
             "bench are that VM's host and are not used). Link classes (other rank counts without the link model, "
             "NVLS) and the NVLS default are published / NCCL-derived: " + LINK_SOURCES
             + " NVLS on: NCCL_NVLS_ENABLE defaults to on where NVSwitch multicast exists (env.rst)."
-            + " host.fsdp_hook_us: from the FSDP2 host probe (calibrate/raw/host7/train_steps.jsonl, 2 H100 80GB "
-            "HBM3 of one VM, 2026-11-26; calibrate/fsdp_hook.py): (step at 4 - step at 2 micro-batches) / 2, "
+            + " host.fsdp_hook_us: from the FSDP2 host probe (validation/host7-fsdp2-hook_h100x2_2026-11-26/train_steps.jsonl, 2 H100 80GB "
+            "HBM3 of one VM, 2026-11-26; profiles/fsdp_hook.py): (step at 4 - step at 2 micro-batches) / 2, "
             "less the host time this profile's model charges per micro-batch without the hooks, per hook of "
             "step_fsdp.py's graph. Host speed differs between VMs: measured on that VM, not carried to other "
             "profiles. host.fsdp_optimizer_us: AdamW's host window over FSDP2's shards in the FSDP2 rows of three H100 "
-            "VMs (calibrate/raw/blind15, blind15/diag, blind16, hostcpu17-h100; calibrate/fsdp_hook.py --optimizer), base "
+            "VMs (validation/blind15-memory_h100x2-h200x2_2026-11-27 and its diag, "
+            "validation/blind16-memory-4gpu_h100x4_2026-11-27, validation/hostcpu17-fsdp2-host_h100x2-h200x2_2026-11-27/h100; "
+            "profiles/fsdp_hook.py --optimizer), base "
             "+ per tensor through every rank's median window. "
             "compute.device_spread and host.first_collective_us: from the pi exercise's timed section on "
-            "1, 2 and 4 H100 of one host, 3 runs each (calibrate/raw/pi-h100x4/pi-strong.jsonl, 2026-11-27): the "
+            "1, 2 and 4 H100 of one host, 3 runs each (profiles/measurements/h100x4/pi-strong.jsonl, 2026-11-27): the "
             "relative standard deviation of the kernel time over the ranks of a run, and the last all-reduce's end "
             "after the last kernel's end, median per size."
             + f" Written by `{COMMAND}`."),
@@ -658,7 +547,7 @@ MEASURED_COLLECTIVES = ("hgx-h200",)
 
 
 def with_uncertainty(text: str, section: dict) -> str:
-    """A profile file's text with its ``uncertainty:`` section (calibrate/collective_band.py) replaced.
+    """A profile file's text with its ``uncertainty:`` section (profiles/collective_band.py) replaced.
 
     The section goes last, after ``compute:``; :func:`with_compute` drops it and this puts it back.
     """
@@ -671,20 +560,20 @@ HEADERS = {
     "hgx-h200": [
         "# NVIDIA HGX H200 8-GPU default profile. GENERATED -- do not edit; regenerate with:",
         f"#   {COMMAND}",
-        "# from calibrate/raw/h200x2/bench-graph.jsonl, calibrate/raw/h200x4/bench-graph.jsonl (collectives, host)",
-        "# and calibrate/raw/h200x2/bench-run1.jsonl (gemm, hbm, launch rows only). Link classes: published.",
-        "# Kernel-class tables: calibrate/raw/h200/kernels.jsonl (kernel rows).",
-        "# overlap_table: calibrate/raw/overlap-h200/overlap.jsonl (2 of 4 H200, compute beside NCCL collectives);",
-        "# host.fsdp_hook_us: calibrate/raw/host8/train_steps.jsonl (FSDP2 host probe, 2 and 4 ranks of a 4x H200 VM).",
+        "# from profiles/measurements/h200x2/bench-graph.jsonl, profiles/measurements/h200x4/bench-graph.jsonl (collectives, host)",
+        "# and profiles/measurements/h200x2/bench-run1.jsonl (gemm, hbm, launch rows only). Link classes: published.",
+        "# Kernel-class tables: profiles/measurements/h200/kernels.jsonl (kernel rows).",
+        "# overlap_table: profiles/measurements/h200x4/overlap.jsonl (2 of 4 H200, compute beside NCCL collectives);",
+        "# host.fsdp_hook_us: validation/host8-fsdp2-hook-h200_h200x4_2026-11-26/train_steps.jsonl (FSDP2 host probe, 2 and 4 ranks of a 4x H200 VM).",
     ],
     "dgx-h100": [
         "# NVIDIA DGX H100 8-GPU default profile. GENERATED -- do not edit; regenerate with:",
         f"#   {COMMAND}",
         "# link classes / NVLS: published NCCL values (no multi-GPU H100 measured);",
-        "# compute: fitted from calibrate/raw/h100/bench.jsonl (1x H100 80GB HBM3);",
-        "# kernel-class tables: calibrate/raw/h100/kernels-20261124.jsonl (kernel rows);",
-        "# overlap_table: calibrate/raw/blind6/overlap.jsonl (2x H100, compute beside NCCL collectives);",
-        "# host.fsdp_hook_us: calibrate/raw/host7/train_steps.jsonl (FSDP2 host probe, 2x H100 VM; fsdp_hook.py);",
+        "# compute: fitted from profiles/measurements/h100/bench.jsonl (1x H100 80GB HBM3);",
+        "# kernel-class tables: profiles/measurements/h100/kernels-20261124.jsonl (kernel rows);",
+        "# overlap_table: profiles/measurements/h100x2/overlap.jsonl (2x H100, compute beside NCCL collectives);",
+        "# host.fsdp_hook_us: validation/host7-fsdp2-hook_h100x2_2026-11-26/train_steps.jsonl (FSDP2 host probe, 2x H100 VM; fsdp_hook.py);",
         "# collectives: the 2-rank one-host all_reduce/reduce_scatter/all_gather entries of hgx-h200 (same NVLink4).",
     ],
 }
@@ -728,43 +617,103 @@ def bar_table(holdout: str = "odd") -> str:
     return "\n".join(lines)
 
 
+INPUTS = PROFILES / "inputs.yaml"
+
+
+def _band(name: str) -> str:
+    """The uncertainty band (profiles/inputs.yaml ``bands``) profile ``name`` gets."""
+    if name in MEASURED_COLLECTIVES:
+        return "measured"
+    if name == "dgx-h100":       # its collectives measured on 2 GPUs only (profiles/measurements/h100x2)
+        return "measured-2-ranks"
+    return "a100-link-model" if name in A100_LINK_MODEL else "published"
+
+
+def inputs_problems(recorded: dict[str, list[str]] | None = None, inputs: Path = INPUTS) -> list[str]:
+    """What ``profiles/inputs.yaml`` gets wrong: a listed file that is missing, a group without its facts, a shipped
+    profile without an entry or with another band than the recipe gives it; with ``recorded`` (:func:`recipe_base.reads`
+    of a full run) also every file the recipe read for a profile or band and the file does not list, and every file it
+    lists that the recipe did not read."""
+    doc = yaml.safe_load(inputs.read_text(encoding="utf-8"))
+    out: list[str] = []
+    profiles, bands = doc.get("profiles") or {}, doc.get("bands") or {}
+
+    def band_files(b: str) -> set[str]:
+        entry = bands.get(b) or {}
+        return set(band_files(entry["same_as"]) if "same_as" in entry else entry.get("files") or [])
+
+    listed: dict[str, set[str]] = {}
+    for name, groups in profiles.items():
+        if not (PROFILES / f"{name}.yaml").is_file():
+            out.append(f"{name}: no shipped profile of that name")
+        files: set[str] = set()
+        for i, g in enumerate(groups):
+            where = f"{name}[{i}] ({', '.join(g.get('fields') or ['?'])})"
+            kinds = [k for k in ("files", "from", "band") if k in g]
+            if not g.get("fields") or len(kinds) != 1:
+                out.append(f"{where}: needs fields and exactly one of files, from, band")
+                continue
+            if "files" in g:
+                out += [f"{where}: no {k}" for k in ("machine", "date", "command") if not g.get(k)]
+                files |= set(g["files"])
+            elif "from" in g and g["from"] not in profiles:
+                out.append(f"{where}: from {g['from']}, which has no entry")
+            elif "band" in g:
+                if g["band"] not in bands:
+                    out.append(f"{where}: band {g['band']} is not in bands")
+                elif g["band"] != _band(name):
+                    out.append(f"{where}: band {g['band']}, the recipe gives {_band(name)}")
+        listed[name] = files
+    for b, entry in bands.items():
+        if "same_as" not in entry:
+            out += [f"bands.{b}: no {k}" for k in ("files", "machine", "date", "command") if not entry.get(k)]
+        listed[f"band:{b}"] = band_files(b)
+    for rel in sorted(set().union(*listed.values())):
+        if not (ROOT / rel).is_file():
+            out.append(f"{rel}: listed but missing")
+    out += [f"{p.stem}: shipped but not in {inputs.name}" for p in sorted(PROFILES.glob("*.yaml"))
+            if p.name != inputs.name and p.stem not in profiles]
+    for key, files in (recorded or {}).items():
+        got = listed.get(key, set())
+        out += [f"{key}: read {rel}, not listed" for rel in files if rel not in got]
+        out += [f"{key}: lists {rel}, not read" for rel in sorted(got - set(files))]
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--check", action="store_true", help="compare with the shipped files instead of writing")
     ap.add_argument("--bar", choices=("odd", "even"), help="print issue 5's Bar table (held-out sizes) and exit")
-    ap.add_argument("--out", default=str(HERE / "profiles"), help="output folder (default calibrate/profiles)")
+    ap.add_argument("--out", default=str(PROFILES), help="output folder (default profiles)")
     args = ap.parse_args(argv)
     if args.bar:
         print(bar_table(args.bar))
         return 0
     rc = 0
-    h200 = make_h200()
-    measured = {p.name: p for p in (h200, make_h100())}
+    with reading_for("hgx-h200"):
+        h200 = make_h200()
+    with reading_for("dgx-h100"):
+        h100 = make_h100()
+    measured = {p.name: p for p in (h200, h100)}
     outputs = [(p.name, render(p)) for p in measured.values()]
     for name, (target, src_name, src_gpu) in TRANSFERRED.items():
         # published link / NCCL values stay as written by hand; only the compute section is generated
-        shipped = (HERE / "profiles" / f"{name}.yaml").read_text(encoding="utf-8")
+        shipped = (PROFILES / f"{name}.yaml").read_text(encoding="utf-8")
         compute = transferred_compute(measured[src_name], src_gpu, target)
         text = with_compute(shipped, compute)
         if name in A100_LINK_MODEL:
-            text = with_link_model(text, a100_link_model(float(compute["kernel_launch_us"])))
+            with reading_for(name):
+                text = with_link_model(text, a100_link_model(float(compute["kernel_launch_us"])))
         validate(Profile, yaml.safe_load(text), file=name)
         outputs.append((name, text))
     for name in HAND_WRITTEN:   # links and compute by hand; only the uncertainty section is generated
-        outputs.append((name, (HERE / "profiles" / f"{name}.yaml").read_text(encoding="utf-8")))
+        outputs.append((name, (PROFILES / f"{name}.yaml").read_text(encoding="utf-8")))
     from collective_band import uncertainty_sections
 
     # dgx-a100's band is its link model's error on the held-out 32-GPU log: of the profile written now
     a100 = dict(outputs)["azure-ndv4"]
     bands = uncertainty_sections(validate(Profile, yaml.safe_load(a100), file="azure-ndv4"))
-    def band(name: str) -> str:
-        if name in MEASURED_COLLECTIVES:
-            return "measured"
-        if name == "dgx-h100":       # its collectives measured on 2 GPUs only (raw/h100x2)
-            return "measured-2-ranks"
-        return "a100-link-model" if name in A100_LINK_MODEL else "published"
-
-    outputs = [(name, with_uncertainty(text, bands[band(name)])) for name, text in outputs]
+    outputs = [(name, with_uncertainty(text, bands[_band(name)])) for name, text in outputs]
     for name, text in outputs:
         validate(Profile, yaml.safe_load(text), file=name)
         path = Path(args.out) / f"{name}.yaml"
@@ -776,7 +725,14 @@ def main(argv: list[str] | None = None) -> int:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
             print(f"wrote {path}")
-    return rc
+    # "measured-2-ranks" is computed from the published band's errors: its reads are that band's
+    recorded = reads()
+    recorded["band:measured-2-ranks"] = recorded.get("band:published", [])
+    problems = inputs_problems(recorded)
+    for msg in problems:
+        print(f"{INPUTS.relative_to(ROOT)}: {msg}")
+    print(f"{INPUTS.relative_to(ROOT)}: {'DIFFERS' if problems else 'up to date'} (every file read, per profile)")
+    return rc | (1 if problems else 0)
 
 
 if __name__ == "__main__":
