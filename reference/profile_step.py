@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""GPU time per aten operator in one training step of the reference program (calibrate/train_gpt.py).
+"""GPU time per aten operator in one training step of the reference program (reference/train_gpt.py).
 
-    python calibrate/profile_step.py SCENARIO.yaml [--set k=v]... [--run-id ID] -o ops.jsonl
+    python reference/profile_step.py SCENARIO.yaml [--set k=v]... [--run-id ID] -o ops.jsonl
 
 Builds the scenario's model exactly as train_gpt.py does (one GPU, no parallelism), runs warm-up
 steps, then profiles one whole step (every micro-batch, forward, backward, optimizer) with

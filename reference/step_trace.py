@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Where one training step of the reference program spends its time and memory (diagnostic, GPU only).
 
-    torchrun --nproc-per-node 2 calibrate/step_trace.py SCENARIO.yaml [--set k=v]... --run-id ID -o trace.jsonl
+    torchrun --nproc-per-node 2 reference/step_trace.py SCENARIO.yaml [--set k=v]... --run-id ID -o trace.jsonl
 
-Builds and wraps the scenario's model exactly as ``calibrate/train_gpt.py`` does (same functions,
+Builds and wraps the scenario's model exactly as ``reference/train_gpt.py`` does (same functions,
 same data), runs ``--warmup`` steps, then
 
 * one step under ``torch.profiler`` (CPU and CUDA activities); rank 0 reduces the trace to one

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Reference GPT training script: executes exactly what a clustersim scenario file describes.
 
-    python calibrate/train_gpt.py SCENARIO.yaml [--set k=v]... [--steps N] [--warmup N] \
+    python reference/train_gpt.py SCENARIO.yaml [--set k=v]... [--steps N] [--warmup N] \
         [--device cuda|cpu] -o RESULT.jsonl
-    torchrun --standalone --nproc-per-node 2 calibrate/train_gpt.py scenarios/ref-ddp2.yaml -o out.jsonl
+    torchrun --standalone --nproc-per-node 2 reference/train_gpt.py scenarios/ref-ddp2.yaml -o out.jsonl
 
 The scenario is loaded with clustersim's own loader (``load_model(Scenario, path, overrides)``), so
 the file the simulator predicts and the file this script runs are the same object. Only
@@ -86,7 +86,7 @@ if str(_HERE) not in sys.path:
 from clustersim.config.base import load_model  # noqa: E402
 from clustersim.config.scenario import Scenario  # noqa: E402
 from clustersim.errors import ClusterSimError  # noqa: E402
-from pmu import ThreadCounters  # noqa: E402  (calibrate/pmu.py, beside this script)
+from pmu import ThreadCounters  # noqa: E402  (reference/pmu.py, beside this script)
 
 try:  # torch is only needed to actually run; keep the error readable
     import torch
@@ -659,7 +659,7 @@ HOST_CPU: list = []
 #: fields of a HOST_CPU entry
 HOST_CPU_FIELDS = ("main_thread_cpu_s", "process_cpu_s", "main_voluntary_switches", "main_involuntary_switches",
                    "process_involuntary_switches")
-#: instructions retired and CPU cycles of the process's threads over each timed step's issue (calibrate/pmu.py;
+#: instructions retired and CPU cycles of the process's threads over each timed step's issue (reference/pmu.py;
 #: zeros where the VM exposes no performance counters)
 HOST_PMU: list = []
 #: the host's own speed just before each timed step (:func:`host_speed_probe`), microseconds per call

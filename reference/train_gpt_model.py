@@ -1,4 +1,4 @@
-"""The reference GPT of calibrate/train_gpt.py as torch modules: tensor-parallel layers, the model, its weights.
+"""The reference GPT of reference/train_gpt.py as torch modules: tensor-parallel layers, the model, its weights.
 
 - Megatron-style tensor parallelism with explicit all-reduces: ``copy_to_tp`` (identity forward,
   all-reduce backward) before a column split, ``reduce_from_tp`` (all-reduce forward, identity

@@ -7,7 +7,7 @@ Llama-3-405B model state (405e9 params x 14 bytes: bf16 weights + fp32 master, m
 clustersim.reliability.checkpoint) written at 2 TB/s (the Tectonic bandwidth Llama 3 reports) and,
 for contrast, at 200 GB/s. Restart + re-queue: 10 minutes. Run: 54 days of training work.
 
-    python benchmarks/goodput_scaling.py [--png docs/img/goodput_scaling.png] [--trials 400]
+    python tools/goodput_scaling.py [--png docs/img/goodput_scaling.png] [--trials 400]
 
 Prints a Markdown table (closed form and the Monte-Carlo check) and writes the PNG.
 """

@@ -1,10 +1,10 @@
 """Held-out check of training-step predictions on configurations the model was not fitted on.
 
-  python calibrate/heldout.py predict -o calibrate/raw/heldout/predictions.json   # before measuring
-  python calibrate/heldout.py commands                                           # what to run on the GPUs
-  python calibrate/heldout.py compare calibrate/raw/heldout/predictions.json calibrate/raw/heldout/train_steps.jsonl
-  python calibrate/heldout.py --configs calibrate/blind2_configs.txt predict -o calibrate/raw/blind2/predictions.json
-  python calibrate/heldout.py --configs calibrate/blind18_configs.txt predict --band -o calibrate/raw/blind18/predictions.json
+  python tools/heldout.py predict -o validation/heldout-kernel-classes_h200x2_2026-11-22/predictions.json   # before measuring
+  python tools/heldout.py commands                                           # what to run on the GPUs
+  python tools/heldout.py compare validation/heldout-kernel-classes_h200x2_2026-11-22/predictions.json validation/heldout-kernel-classes_h200x2_2026-11-22/train_steps.jsonl
+  python tools/heldout.py --configs validation/blind2_h200-h100_2026-11-24/configs.txt predict -o validation/blind2_h200-h100_2026-11-24/predictions.json
+  python tools/heldout.py --configs validation/blind18-host-band_h200x2_2026-11-27/configs.txt predict --band -o validation/blind18-host-band_h200x2_2026-11-27/predictions.json
 
 The predictions are written (and committed) before the measurement exists, so they cannot
 have been tuned to it.
@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-CONFIGS = HERE / "heldout_configs.txt"
+CONFIGS = HERE.parent / "validation" / "heldout-kernel-classes_h200x2_2026-11-22" / "configs.txt"
 
 
 def configs() -> list[tuple[str, str, list[str]]]:
@@ -72,7 +72,7 @@ def commands() -> None:
     for name, scenario, sets in configs():
         n = gpus(scenario, sets)
         s = " ".join(f"--set {kv}" for kv in sets)
-        print(f"python3 -m torch.distributed.run --standalone --nproc-per-node {n} calibrate/train_gpt.py {scenario} "
+        print(f"python3 -m torch.distributed.run --standalone --nproc-per-node {n} reference/train_gpt.py {scenario} "
               f"{s} --steps 10 --warmup 3 --run-id {name} -o $OUT/train_steps.jsonl")
 
 

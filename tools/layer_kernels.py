@@ -17,9 +17,9 @@ every time to N tokens (compare micro-batch sizes per token).
 
 Usage::
 
-    python benchmarks/layer_kernels.py --row N18B
-    python benchmarks/layer_kernels.py --row N18B --micro-batch 4 --per-tokens 2048
-    python benchmarks/layer_kernels.py scenarios/gpt3-175b.yaml --set parallelism.tp=4
+    python tools/layer_kernels.py --row N18B
+    python tools/layer_kernels.py --row N18B --micro-batch 4 --per-tokens 2048
+    python tools/layer_kernels.py scenarios/gpt3-175b.yaml --set parallelism.tp=4
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ Used to prove that a restructuring changes no result: run it before the change w
 
 Usage::
 
-    python benchmarks/snapshot_outputs.py --write /tmp/before
-    python benchmarks/snapshot_outputs.py --compare /tmp/before
+    python tools/snapshot_outputs.py --write /tmp/before
+    python tools/snapshot_outputs.py --compare /tmp/before
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Every transfer check of the link-model fitter at once, in about two seconds (issue 13).
 
-    python benchmarks/transfer_checks.py [--residuals] [--a100-sizes]
+    python tools/transfer_checks.py [--residuals] [--a100-sizes]
 
 Prints, from the same real logs and with the same calls as ``tests/unit/test_fit_transfer.py``
 (and the H100 2 -> 4 check of ``tests/unit/test_h100_collectives_transfer.py``): the 2x H200
@@ -34,7 +34,16 @@ from clustersim.calibration.fit.transfer import band_factor, scale_check, size_c
 from clustersim.collectives.linkmodel import _split
 from clustersim.collectives.ncclchoice import ALGOS, PROTOS
 
-DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
+ROOT = Path(__file__).resolve().parents[1]
+MEAS = ROOT / "profiles" / "measurements"
+#: the benches: the profile inputs, the 2- and 4-rank H100 benches (the 4-rank one held out of every profile), the 3-rank
+#: H200 bench (blind for the model before the start-up transient) and the A100 logs (32 GPUs held out)
+BENCH = {"h200x2": MEAS / "h200x2" / "bench-graph.jsonl", "h200x4": MEAS / "h200x4" / "bench-graph.jsonl",
+         "h100x2": MEAS / "h100x2" / "bench-graph.jsonl",
+         "h100x4": ROOT / "validation" / "collectives-h100-blind_h100x2-h100x4_2026-11-27" / "h100x4" / "bench-graph.jsonl",
+         "h200x3": ROOT / "validation" / "collectives-3rank-blind_h200x4_2026-11-27" / "bench3.jsonl"}
+A100_LOGS = {8: MEAS / "a100-azure-ndv4" / "all_reduce_8.log", 16: MEAS / "a100-azure-ndv4" / "all_reduce_16.log",
+        32: ROOT / "validation" / "a100-link-model-32gpu-heldout_a100-azure-ndv4_2026-11-26" / "all_reduce_32.log"}
 #: the line rates of the tests: 18 NVLink4 x 25 GB/s per H200 / H100 SXM; Azure NDv4: 12 NVLink3 x 25 GB/s,
 #: 8 HDR NICs of 25 GB/s per node
 H200 = {"intra_line_GBps": 450.0, "sm": 90}
@@ -112,14 +121,14 @@ def synthetic() -> tuple[float, float]:
 def main(argv: list[str] | None = None) -> int:
     """Run every check and print it; ``argv`` as on the command line."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 epilog="example: python benchmarks/transfer_checks.py --residuals",
+                                 epilog="example: python tools/transfer_checks.py --residuals",
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--residuals", action="store_true", help="every fit point of the 2x H200 size check")
     ap.add_argument("--a100-sizes", action="store_true", help="the A100 32-GPU prediction at every size")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    h2, h4 = rows(DATA / "h200x2" / "bench-graph.jsonl"), rows(DATA / "h200x4" / "bench-graph.jsonl")
-    a100 = {n: rows(DATA / "a100-azure-ndv4" / f"all_reduce_{n}.log") for n in (8, 16, 32)}
+    h2, h4 = rows(BENCH["h200x2"]), rows(BENCH["h200x4"])
+    a100 = {n: rows(p) for n, p in A100_LOGS.items()}
     print("per op: mean error >= 1 MiB / mean < 1 MiB / worst, percent")
     worst = 0.0
     for name, data, lines in (("2x H200", h2, H200), ("A100 8+16", a100[8] + a100[16], A100)):
@@ -135,10 +144,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"scale A100 8+16 -> 32 GPUs: >= 1 MiB {100 * a32.mean_large:.1f}% (<= 10), "
           f"< 1 MiB {100 * a32.mean_small:.1f}% (<= 20), worst {100 * a32.worst:.1f}%")
     for name in ("h200", "h100"):
-        sc = scale_check(rows(DATA / f"{name}x2" / "bench-graph.jsonl"), rows(DATA / f"{name}x4" / "bench-graph.jsonl"),
+        sc = scale_check(rows(BENCH[f"{name}x2"]), rows(BENCH[f"{name}x4"]),
                          **H200)
         print(f"scale {name.upper()} 2 -> 4 ranks [<= 10 / <= 20: {_fails(sc, 0.10, 0.20)}]\n    {_table(sc)}")
-    sc = scale_check(h2, rows(DATA / "h200x3" / "bench-graph.jsonl"), **H200)
+    sc = scale_check(h2, rows(BENCH["h200x3"]), **H200)
     print(f"scale H200 2 -> 3 ranks, blind [<= 10 / <= 20: {_fails(sc, 0.10, 0.20)}]\n    {_table(sc)}")
     print(f"band factor (2x H200): {band_factor(h2, **H200):.3f}")
     res, held = synthetic()

@@ -71,7 +71,9 @@ def test_resume_continues_the_run_of_the_same_configuration(tmp_path: Path) -> N
 
 
 def test_every_run_id_of_the_shipped_bench_files_has_its_meta_row() -> None:
-    for path in sorted((REPO / "tests" / "data").glob("*/*.jsonl")):
+    files = [*(REPO / "tests" / "data").glob("*/*.jsonl"), *(REPO / "profiles" / "measurements").glob("*/*.jsonl"),
+             *(REPO / "validation").rglob("bench*.jsonl")]
+    for path in sorted(files):
         rows = read_rows(path, warn=None)
         with_meta = {r.get("run_id") for r in rows if r.get("kind") == "meta"}
         bench = {r.get("run_id") for r in rows if r.get("source") == "bench"}

@@ -1,9 +1,9 @@
 """Eager attention's batched GEMMs on one H200: measured against the model (docs/validation.md 3e).
 
-    python benchmarks/attention_bmm_check.py [--topology hgx-h200] [--all]
-    python benchmarks/attention_bmm_check.py --h100-blind
+    python validation/attention-bmm-wave-h100-blind_h100_2026-11-27/attention_bmm_check.py [--topology hgx-h200] [--all]
+    python validation/attention-bmm-wave-h100-blind_h100_2026-11-27/attention_bmm_check.py --h100-blind
 
-For every point of ``calibrate/raw/attention-bmm/h200.jsonl`` (``calibrate/device/attention_bmm.py``; by default
+For every point of ``profiles/measurements/h200/attention-bmm.jsonl`` (``validation/probes/attention-bmm-by-shape/attention_bmm.py``; by default
 head_dim 128, seq 1024-4096, batch x heads 4 / 8 / 16 / 64, ``--all`` for every row) it prints the measured
 microseconds per call, the compute model's batched GEMM (:meth:`ComputeModel.bmm`, the profile's ``bmm_table`` at
 the run's shape) and the GEMM the model charged before that table existed (one GEMM with the batch folded into
@@ -11,8 +11,8 @@ K, read off the square sweep by FLOPs), each with its error. Rows the bench time
 call are marked ``host``: there the host's issue rate, not the kernel, set the time, and the profile leaves them out.
 
 ``--h100-blind``: the blind check of the transfer: ``dgx-h100``'s predictions for every non-host shape (the H200
-table carried by roofline, committed in ``calibrate/raw/attention-bmm/h100-predicted.jsonl`` before the H100 ran
-them) against ``calibrate/raw/attention-bmm/h100.jsonl``: mean, median and worst error, and the H200's own times
+table carried by roofline, committed in ``validation/attention-bmm-wave-h100-blind_h100_2026-11-27/attention-bmm/h100-predicted.jsonl`` before the H100 ran
+them) against ``validation/attention-bmm-wave-h100-blind_h100_2026-11-27/attention-bmm/h100.jsonl``: mean, median and worst error, and the H200's own times
 taken unchanged for comparison.
 
 >>> callable(main)
@@ -27,15 +27,17 @@ from pathlib import Path
 
 from clustersim.simulate.run import resolve_scenario, transformer_step
 
-ROOT = Path(__file__).resolve().parents[1]
-RAW = ROOT / "calibrate" / "raw" / "attention-bmm" / "h200.jsonl"
+ROOT = Path(__file__).resolve().parents[2]
+#: the H200 points (a profile input) and, beside this script, the H100 check's predictions and measurement
+RAW = ROOT / "profiles" / "measurements" / "h200" / "attention-bmm.jsonl"
+HERE = Path(__file__).resolve().parent / "attention-bmm"
 
 
 def h100_blind() -> int:
     """Print the blind H100 check (module doc)."""
     import statistics
 
-    raw = RAW.parent
+    raw = HERE
     pred = [json.loads(line) for line in (raw / "h100-predicted.jsonl").read_text().splitlines() if line.strip()]
     meas = {(r["kind"], r["bh"], r["s"], r["d"]): r["us"]
             for r in map(json.loads, (raw / "h100.jsonl").read_text().splitlines())}

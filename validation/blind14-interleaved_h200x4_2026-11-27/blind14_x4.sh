@@ -3,4 +3,4 @@
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"; export OUT
 { date -u; nproc; nvidia-smi -q | grep -iE "product name|power limit" | head -4; } > "$OUT/host.txt" 2>&1
-bash calibrate/device/blind_x2.sh calibrate/blind14_configs.txt p14-rg-pp4-v3 p14-gv-pp4-v2 p14-d7-pp4-v4 p14-b2-pp2-dp2-v2
+bash validation/launchers/blind_x2.sh validation/blind14-interleaved_h200x4_2026-11-27/configs.txt p14-rg-pp4-v3 p14-gv-pp4-v2 p14-d7-pp4-v4 p14-b2-pp2-dp2-v2

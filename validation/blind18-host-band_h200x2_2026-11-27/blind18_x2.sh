@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Blind set 18 (issue 14, docs/validation.md 6n): every row of calibrate/blind18_configs.txt twice on one 2-GPU VM
+# Blind set 18 (issue 14, docs/validation.md 6n): every row of validation/blind18-host-band_h200x2_2026-11-27/configs.txt twice on one 2-GPU VM
 # (round 1 then round 2, run ids -r1 / -r2), to check the committed step-time bands against runs whose hosts may run
 # at different speeds. Writes $OUT/train_steps.jsonl and train.log.
-#   bash calibrate/device/blind18_x2.sh
+#   bash validation/blind18-host-band_h200x2_2026-11-27/blind18_x2.sh
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"; export OUT
 for round in 1 2; do
-  RUN_TAG=-r$round bash calibrate/device/blind_x2.sh calibrate/blind18_configs.txt > /dev/null
+  RUN_TAG=-r$round bash validation/launchers/blind_x2.sh validation/blind18-host-band_h200x2_2026-11-27/configs.txt > /dev/null
   cat "$OUT/train.log" >> "$OUT/train-all.log"; rm "$OUT/train.log"
 done
 python3 - "$OUT/train_steps.jsonl" <<'PY'

@@ -1,14 +1,14 @@
 #!/bin/bash
-# Runs the training configurations of calibrate/blind2_configs.txt whose name matches $1 (and not $2)
+# Runs the training configurations of validation/blind2_h200-h100_2026-11-24/configs.txt whose name matches $1 (and not $2)
 # on the lent GPU machine; step rows go to $OUT/train_steps.jsonl, the log to $OUT/train.log.
-#   bash calibrate/device/blind2.sh '^(rg|gv)-' 'h100'      # the 1- and 2-GPU H200 rows
-#   bash calibrate/device/blind2.sh 'h100$'                  # the H100 rows
+#   bash validation/blind2_h200-h100_2026-11-24/blind2.sh '^(rg|gv)-' 'h100'      # the 1- and 2-GPU H200 rows
+#   bash validation/blind2_h200-h100_2026-11-24/blind2.sh 'h100$'                  # the H100 rows
 set -u
 include=${1:-.}; exclude=${2:-^$}
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 export PYTHONPATH=/tmp/site:$PWD NCCL_NVLS_ENABLE=0
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader > $OUT/gpus.txt
-python3 calibrate/heldout.py --configs calibrate/blind2_configs.txt commands > /tmp/cmds.txt
+python3 tools/heldout.py --configs validation/blind2_h200-h100_2026-11-24/configs.txt commands > /tmp/cmds.txt
 while read -r line; do
   id=$(sed -E 's/.*--run-id ([^ ]+).*/\1/' <<<"$line")
   [[ $id =~ $include ]] || continue

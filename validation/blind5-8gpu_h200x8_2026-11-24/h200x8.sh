@@ -1,10 +1,10 @@
 #!/bin/bash
 # Issue 6 on an 8-GPU host (nvidia-h200-x8). Each phase fits one device call (10 minutes); rows go to $OUT.
-#   bash calibrate/device/h200x8.sh train          # blind set 5 (8- and 4-GPU layouts) + blind set 2's 2-GPU rows
-#   bash calibrate/device/h200x8.sh bench 8        # all collectives, 1 KiB - 4 GiB, on 8 ranks (then 4, then 2)
-# Afterwards: copy $OUT/*.jsonl into calibrate/raw/h200x8/, compare with
-#   python calibrate/heldout.py --configs calibrate/blind5_configs.txt compare calibrate/raw/blind5/predictions.json calibrate/raw/h200x8/train_steps.jsonl
-# and extend the hgx-h200 profile with the 4- and 8-rank entries (calibrate/make_profiles.py).
+#   bash validation/blind5-8gpu_h200x8_2026-11-24/h200x8.sh train          # blind set 5 (8- and 4-GPU layouts) + blind set 2's 2-GPU rows
+#   bash validation/blind5-8gpu_h200x8_2026-11-24/h200x8.sh bench 8        # all collectives, 1 KiB - 4 GiB, on 8 ranks (then 4, then 2)
+# Afterwards: copy $OUT/*.jsonl into validation/h200x8/, compare with
+#   python tools/heldout.py --configs validation/blind5-8gpu_h200x8_2026-11-24/configs.txt compare validation/blind5-8gpu_h200x8_2026-11-24/predictions.json validation/h200x8/train_steps.jsonl
+# and extend the hgx-h200 profile with the 4- and 8-rank entries (profiles/make_profiles.py).
 # NVLink multicast stays off (the host's GPUs are shared).
 set -u
 phase=${1:?usage: h200x8.sh train | bench N}
@@ -16,8 +16,8 @@ nvidia-smi topo -m > "$OUT/topo-m.txt" 2>&1
 t0=$(date +%s)
 case "$phase" in
   train)
-    for cfg in calibrate/blind5_configs.txt calibrate/blind2_configs.txt; do
-      python3 calibrate/heldout.py --configs "$cfg" commands > /tmp/cmds.txt
+    for cfg in validation/blind5-8gpu_h200x8_2026-11-24/configs.txt validation/blind2_h200-h100_2026-11-24/configs.txt; do
+      python3 tools/heldout.py --configs "$cfg" commands > /tmp/cmds.txt
       while read -r line; do
         id=$(sed -E 's/.*--run-id ([^ ]+).*/\1/' <<<"$line")
         [[ $cfg == *blind2* ]] && ! grep -q -- "--nproc-per-node 2 " <<<"$line" && continue

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The collective bench on 3 GPUs of a 4-GPU host (six ops, 1 KiB - 4 GiB), then the blind rank-scaling comparison
-# against calibrate/raw/coll-3rank/predictions.json (committed before this ran). Writes $OUT/bench3.jsonl,
+# against validation/collectives-3rank-blind_h200x4_2026-11-27/predictions.json (committed before this ran). Writes $OUT/bench3.jsonl,
 # bench3.log.gz, host.txt.
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
@@ -16,4 +16,4 @@ CUDA_VISIBLE_DEVICES=0,1,2 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING timeout
   --no-gemm --no-hbm --no-progress > /tmp/bench3.log 2>&1 < /dev/null
 echo "bench x3 rc=$? ($(( $(date +%s) - t0 )) s), $(wc -l < "$OUT/bench3.jsonl" 2>/dev/null) rows"
 gzip -c /tmp/bench3.log > "$OUT/bench3.log.gz"
-python3 calibrate/rank_scaling_blind.py compare calibrate/raw/coll-3rank/predictions.json "$OUT/bench3.jsonl" 2>&1 | head -40
+python3 validation/collectives-3rank-blind_h200x4_2026-11-27/rank_scaling_blind.py compare validation/collectives-3rank-blind_h200x4_2026-11-27/predictions.json "$OUT/bench3.jsonl" 2>&1 | head -40

@@ -1,7 +1,7 @@
 """Blind check of the link model across rank counts: fit on a 2-rank bench, predict 3 (and 4) ranks.
 
-  python calibrate/rank_scaling_blind.py predict --label main -o calibrate/raw/coll-3rank/predictions.json
-  python calibrate/rank_scaling_blind.py compare calibrate/raw/coll-3rank/predictions.json BENCH3.jsonl [BENCH4 ...]
+  python validation/collectives-3rank-blind_h200x4_2026-11-27/rank_scaling_blind.py predict --label main -o validation/collectives-3rank-blind_h200x4_2026-11-27/predictions.json
+  python validation/collectives-3rank-blind_h200x4_2026-11-27/rank_scaling_blind.py compare validation/collectives-3rank-blind_h200x4_2026-11-27/predictions.json BENCH3.jsonl [BENCH4 ...]
 
 ``predict`` fits the link model (:func:`clustersim.calibration.fit.linkmodel.fit_link_model`, the
 fitter at the working tree's commit) on each shipped 2-rank bench (2x H200 and 2x H100, NCCL's own
@@ -28,12 +28,12 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+ROOT = HERE.parents[1]
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send_recv")
 SIZES = [2 ** k for k in range(10, 33)]
 #: the 2-rank benches the predictions are fitted on, and their GPUs' NVLink line rate (18 x 25 GB/s)
-BENCHES = {"H200": ROOT / "tests" / "data" / "h200x2" / "bench-graph.jsonl",
-           "H100": ROOT / "calibrate" / "raw" / "h100x2" / "bench-graph.jsonl"}
+BENCHES = {"H200": ROOT / "profiles" / "measurements" / "h200x2" / "bench-graph.jsonl",
+           "H100": ROOT / "profiles" / "measurements" / "h100x2" / "bench-graph.jsonl"}
 LINES = {"intra_line_GBps": 450.0, "sm": 90}
 MIB = 2 ** 20
 

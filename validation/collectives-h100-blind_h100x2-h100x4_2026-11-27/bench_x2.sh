@@ -1,9 +1,9 @@
 #!/bin/bash
 # The collective bench (six NCCL ops, 1 KiB - 4 GiB, CUDA-graph timed) on every GPU of a lent host, for a
 # blind check of the collective model on hardware whose collectives were never measured, committed first:
-#   python calibrate/collective_blind.py predict -t dgx-h100 --gpus 2 --also hgx-h200 -o calibrate/raw/blind-h100x2/predictions.json
-#   bash calibrate/device/bench_x2.sh                      # rows to $OUT/bench-graph.jsonl, NCCL init log, topology
-#   python calibrate/collective_blind.py compare calibrate/raw/blind-h100x2/predictions.json $OUT/bench-graph.jsonl
+#   python validation/collectives-h100-blind_h100x2-h100x4_2026-11-27/collective_blind.py predict -t dgx-h100 --gpus 2 --also hgx-h200 -o validation/collectives-h100-blind_h100x2-h100x4_2026-11-27/h100x2/predictions.json
+#   bash validation/collectives-h100-blind_h100x2-h100x4_2026-11-27/bench_x2.sh                      # rows to $OUT/bench-graph.jsonl, NCCL init log, topology
+#   python validation/collectives-h100-blind_h100x2-h100x4_2026-11-27/collective_blind.py compare validation/collectives-h100-blind_h100x2-h100x4_2026-11-27/h100x2/predictions.json $OUT/bench-graph.jsonl
 # NVLink multicast stays off (NVLS is not modelled from these rows).
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl

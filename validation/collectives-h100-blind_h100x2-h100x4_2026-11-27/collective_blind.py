@@ -1,7 +1,7 @@
 """Blind check of collective predictions on a machine whose collectives were never measured.
 
-  python calibrate/collective_blind.py predict -t dgx-h100 --gpus 2 -o calibrate/raw/blind-h100x2/predictions.json
-  python calibrate/collective_blind.py compare calibrate/raw/blind-h100x2/predictions.json BENCH.jsonl
+  python validation/collectives-h100-blind_h100x2-h100x4_2026-11-27/collective_blind.py predict -t dgx-h100 --gpus 2 -o validation/collectives-h100-blind_h100x2-h100x4_2026-11-27/h100x2/predictions.json
+  python validation/collectives-h100-blind_h100x2-h100x4_2026-11-27/collective_blind.py compare validation/collectives-h100-blind_h100x2-h100x4_2026-11-27/h100x2/predictions.json BENCH.jsonl
 
 ``predict`` writes, for the six NCCL operations at every power of two from 1 KiB to 4 GiB, the
 time ``clustersim collective`` gives (a back-to-back call: the NCCL-level time plus the profile's
@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+ROOT = ROOTs[1]   # the repository root
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send_recv")
 MIB = 2 ** 20
 
@@ -34,7 +35,7 @@ def _predict_one(op: str, topology: str, gpus: int, profile: str | None) -> dict
            "--sizes", "1KiB:4GiB", "--nvls", "off", "--json"]
     if profile:
         cmd += ["--profile", profile]
-    out = subprocess.run(cmd, cwd=HERE.parent, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True).stdout
     doc = json.loads(out)
     rows = doc if isinstance(doc, list) else doc.get("results", [doc])
     return {int(r["size_bytes"]): float(r["time_s"]) * 1e6 for r in rows}
@@ -46,7 +47,7 @@ def predict(args: argparse.Namespace) -> None:
     for label, profile in predictors.items():
         doc[label] = {op: _predict_one(op, args.topology, args.gpus, profile) for op in OPS}
         print(f"{label}: {sum(len(v) for v in doc[label].values())} predictions")
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=HERE.parent, capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     doc["_meta"] = {"predicted_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                     "clustersim_commit": commit or None, "topology": args.topology, "gpus": args.gpus,
                     "nvls": "off", "unit": "us"}
@@ -71,13 +72,13 @@ def _launch_us(profile: str, commit: str | None) -> float:
     not have it, so the comparison takes it off."""
     import yaml
 
-    rel = f"calibrate/profiles/{profile}.yaml"
+    rel = f"profiles/{profile}.yaml"
     text = None
     if commit:
-        r = subprocess.run(["git", "show", f"{commit}:{rel}"], cwd=HERE.parent, capture_output=True, text=True)
+        r = subprocess.run(["git", "show", f"{commit}:{rel}"], cwd=ROOT, capture_output=True, text=True)
         text = r.stdout if r.returncode == 0 else None
     if text is None:
-        text = (HERE.parent / rel).read_text()
+        text = (ROOT / rel).read_text()
     return float(yaml.safe_load(text)["compute"]["kernel_launch_us"])
 
 

@@ -18,7 +18,7 @@ bytes held right after the rebuild over those before it, and the time the old se
 
 Writes JSON lines to stdout (one per trial, then a summary).
 
-    torchrun --standalone --nproc-per-node 1 calibrate/device/ddp_rebuild.py [--trials 40]
+    torchrun --standalone --nproc-per-node 1 validation/ddp-step2-transient_h200x2_2026-11-27/ddp_rebuild.py [--trials 40]
 """
 
 from __future__ import annotations

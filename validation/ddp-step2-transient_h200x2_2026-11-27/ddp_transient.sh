@@ -5,12 +5,12 @@
 # buckets at the start of the second iteration? rg-ddp2 and w7-ddp2 (blind set 9's -h100 rows on H100), three
 # runs each with the default and three with TORCH_NCCL_AVOID_RECORD_STREAMS=0 (record_stream instead of stashing).
 # Every row records the allocator peak of each step (peak_memory_bytes_per_step_rank0).
-#   bash calibrate/device/ddp_transient.sh
+#   bash validation/ddp-step2-transient_h200x2_2026-11-27/ddp_transient.sh
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"; export OUT
 for i in 1 2 3; do
-  RUN_TAG=-stash$i bash calibrate/device/blind_x2.sh calibrate/blind9_configs.txt rg-ddp2 w7-ddp2
-  TORCH_NCCL_AVOID_RECORD_STREAMS=0 RUN_TAG=-record$i bash calibrate/device/blind_x2.sh calibrate/blind9_configs.txt rg-ddp2 w7-ddp2
+  RUN_TAG=-stash$i bash validation/launchers/blind_x2.sh validation/blind9_h200x2_2026-11-26/configs.txt rg-ddp2 w7-ddp2
+  TORCH_NCCL_AVOID_RECORD_STREAMS=0 RUN_TAG=-record$i bash validation/launchers/blind_x2.sh validation/blind9_h200x2_2026-11-26/configs.txt rg-ddp2 w7-ddp2
 done
 python3 - "$OUT/train_steps.jsonl" <<'PY'
 import json, sys

@@ -1,9 +1,9 @@
 """Every DDP run with per-step allocator peaks: did step 2 hold DDP's first bucket set? (docs/validation.md 6q)
 
-    python benchmarks/ddp_transient_runs.py
+    python validation/ddp-step2-transient_h200x2_2026-11-27/ddp_transient_runs.py
 
-One line per run of ``calibrate/raw/*/train_steps.jsonl`` and ``tests/data/real_gpu/*.jsonl`` (a run standing in
-both counted once) whose implementation is ``DistributedDataParallel``, sorted by the host time at which the
+One line per run of the measured row files (``tools/studies.py`` ``TRAIN_STEP_SETS``; a run standing in
+two counted once) whose implementation is ``DistributedDataParallel``, sorted by the host time at which the
 optimizer started (the end of the backward's all-reduce issue; median of the timed steps, where recorded), with
 ``T`` where step 2's peak exceeds the steady state of steps 3 on by more than 2%: run id, ranks, step time, host
 issue time, optimizer start, and the first peaks in GiB.
@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import json
 import statistics
+import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+import studies  # noqa: E402  (tools/studies.py: every measured row file by its set name)
 
 
 def runs() -> list[dict]:
-    files = sorted((ROOT / "calibrate" / "raw").glob("*/train_steps.jsonl")) + sorted(
-        (ROOT / "tests" / "data" / "real_gpu").glob("*.jsonl"))
     seen, out = set(), []
-    for f in files:
+    for name, f in studies.train_step_sets():
         for line in f.read_text().splitlines():
             r = json.loads(line) if line.strip() else {}
             steps = r.get("peak_memory_bytes_per_step_rank0")
@@ -38,7 +39,7 @@ def runs() -> list[dict]:
                 continue
             seen.add(key)
             opt = r.get("optimizer_host_s_ranks")
-            out.append({"run": r["run_id"], "dir": f.parent.name, "ranks": r.get("world_size"),
+            out.append({"run": r["run_id"], "dir": name, "ranks": r.get("world_size"),
                         "transient": steps[1] > 1.02 * max(steps[2:]), "step_ms": 1e3 * r["step_time_s"],
                         "issue_ms": 1e3 * statistics.median(r.get("host_issue_s_rank0") or [0.0]),
                         "opt_start_ms": 1e3 * statistics.median(w[0] for w in opt[0]) if opt and opt[0] else None,

@@ -3,16 +3,16 @@
 # three steps of the one-rank DDP probe (held the first bucket set in every run so far), the two-rank DDP run of the
 # same work (never) and rg-ddp2 (4 of 18). Writes $OUT/train_steps.jsonl, $OUT/train-all.log and gzipped
 # snapshots $OUT/mh-<run>.rank<N>.pickle.gz (at most 8 files come back).
-#   bash calibrate/device/memhist_x2.sh
+#   bash validation/ddp-step2-transient_h200x2_2026-11-27/memhist_x2.sh
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"; export OUT
 run() {  # CONFIGS NAME EXTRA
-  TRAIN_EXTRA="$3 --memory-history $OUT/mh-$2$4" RUN_TAG=$4 bash calibrate/device/blind_x2.sh "$1" "$2" > /dev/null
+  TRAIN_EXTRA="$3 --memory-history $OUT/mh-$2$4" RUN_TAG=$4 bash validation/launchers/blind_x2.sh "$1" "$2" > /dev/null
   cat "$OUT/train.log" >> "$OUT/train-all.log"; rm "$OUT/train.log"
 }
-run calibrate/host19_configs.txt m19-single-host --force-ddp -forceddp
-run calibrate/host19_configs.txt m19-ddp2-host "" ""
-run calibrate/blind9_configs.txt rg-ddp2 "" ""
+run validation/host19-ddp-host_h200x2_2026-11-27/configs.txt m19-single-host --force-ddp -forceddp
+run validation/host19-ddp-host_h200x2_2026-11-27/configs.txt m19-ddp2-host "" ""
+run validation/blind9_h200x2_2026-11-26/configs.txt rg-ddp2 "" ""
 for f in "$OUT"/mh-*.pickle; do gzip -9 "$f"; done
 ls -la "$OUT" | tee -a "$OUT/train-all.log"
 python3 - "$OUT/train_steps.jsonl" <<'PY'

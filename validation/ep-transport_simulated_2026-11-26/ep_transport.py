@@ -7,7 +7,7 @@ with ``algorithm="nvshmem"``). Size: the per-rank dispatch buffer (nccl-tests al
 convention; each peer gets size/EP). Both from the shipped dgx-h100 profile (closed forms; the flow
 simulation takes the same time uncontended).
 
-    python benchmarks/ep_transport.py [--topology dgx-h100] [--ep 8 16 32]
+    python validation/ep-transport_simulated_2026-11-26/ep_transport.py [--topology dgx-h100] [--ep 8 16 32]
 
 Prints a Markdown table (time in us, NCCL / NVSHMEM ratio) and, per EP group, the sizes below 1 MB
 where the ratio is at least 10 and where it lies in 10-15.

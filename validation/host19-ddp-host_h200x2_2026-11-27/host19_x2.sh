@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Host probe 19 (docs/validation.md 6p): host-bound work on one process, one process under DDP and two processes under
 # DDP, alternated over two rounds on one 2-GPU VM, every rank's host speed probe recorded. Writes $OUT/train_steps.jsonl.
-#   bash calibrate/device/host19_x2.sh
+#   bash validation/host19-ddp-host_h200x2_2026-11-27/host19_x2.sh
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"; export OUT
 for round in 1 2; do
-  RUN_TAG=-r$round bash calibrate/device/blind_x2.sh calibrate/host19_configs.txt m19-single-host m19-ddp2-host > /dev/null
+  RUN_TAG=-r$round bash validation/launchers/blind_x2.sh validation/host19-ddp-host_h200x2_2026-11-27/configs.txt m19-single-host m19-ddp2-host > /dev/null
   cat "$OUT/train.log" >> "$OUT/train-all.log"; rm "$OUT/train.log"
-  TRAIN_EXTRA="--force-ddp" RUN_TAG=-forceddp-r$round bash calibrate/device/blind_x2.sh calibrate/host19_configs.txt m19-single-host > /dev/null
+  TRAIN_EXTRA="--force-ddp" RUN_TAG=-forceddp-r$round bash validation/launchers/blind_x2.sh validation/host19-ddp-host_h200x2_2026-11-27/configs.txt m19-single-host > /dev/null
   cat "$OUT/train.log" >> "$OUT/train-all.log"; rm "$OUT/train.log"
 done
 python3 - "$OUT/train_steps.jsonl" <<'PY'

@@ -1,19 +1,19 @@
 """Where an FSDP2 step's host time goes, measured against the model, per rank (issue 14, docs/validation.md 2e).
 
 For every FSDP2 row of the given ``train_steps.jsonl`` files that carries the optimizer's host window
-(``optimizer_host_s_ranks``, calibrate/train_gpt.py since 2026-11-27): the host seconds from the step's
+(``optimizer_host_s_ranks``, reference/train_gpt.py since 2026-11-27): the host seconds from the step's
 start to the optimizer call (the forward and backward issue, every hook included) and the optimizer call
 itself, median over the timed steps, on each rank; beside them the host seconds the model charges for the
 same two parts (the ``host_s`` of rank 0's ops in the analytical graph) and both step times::
 
-    python benchmarks/fsdp_host.py calibrate/raw/blind15/diag/train_steps.jsonl calibrate/raw/blind15/train_steps.jsonl
+    python validation/hostcpu17-fsdp2-host_h100x2-h200x2_2026-11-27/fsdp_host.py validation/blind15-memory_h100x2-h200x2_2026-11-27/diag/train_steps.jsonl validation/blind15-memory_h100x2-h200x2_2026-11-27/train_steps.jsonl
 
 ``--cpu``: for every row (any layout) that carries the host's CPU counters (``host_cpu_ranks``, train_gpt.py since
 2026-11-27), per rank the median host issue time, the process's CPU seconds over it (every thread; equal to the
 issue time when the host computes the whole time and never waits or is preempted), the main thread's involuntary
 context switches, and the coefficient of variation of the host issue time over the timed steps::
 
-    python benchmarks/fsdp_host.py --cpu calibrate/raw/hostcpu17-h200/train_steps.jsonl
+    python validation/hostcpu17-fsdp2-host_h100x2-h200x2_2026-11-27/fsdp_host.py --cpu validation/hostcpu17-fsdp2-host_h100x2-h200x2_2026-11-27/h200/train_steps.jsonl
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import statistics
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _read(paths: list[str], keep) -> list[dict]:

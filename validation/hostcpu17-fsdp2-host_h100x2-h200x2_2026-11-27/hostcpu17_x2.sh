@@ -36,17 +36,17 @@ with open(sys.argv[1], "w") as f:
 PY
 sampler=$!
 if [ "${QUICK:-0}" = 1 ]; then  # the probe and d7 only, with the sampler
-  bash calibrate/device/blind_x2.sh calibrate/host7_configs.txt h7-fsdp2
-  bash calibrate/device/blind_x2.sh calibrate/blind9_configs.txt d7-fsdp2 w7-fsdp2
+  bash validation/launchers/blind_x2.sh validation/host7-fsdp2-hook_h100x2_2026-11-26/configs.txt h7-fsdp2
+  bash validation/launchers/blind_x2.sh validation/blind9_h200x2_2026-11-26/configs.txt d7-fsdp2 w7-fsdp2
   kill $sampler 2>/dev/null; exit 0
 fi
-bash calibrate/device/blind_x2.sh calibrate/fsdp16_configs.txt hs-fsdp2-h2048
+bash validation/launchers/blind_x2.sh validation/fsdp16-host-width_h200x2_2026-11-27/configs.txt hs-fsdp2-h2048
 mv "$OUT/train.log" "$OUT/train-a.log"
-bash calibrate/device/blind_x2.sh calibrate/host7_configs.txt h7-fsdp2
+bash validation/launchers/blind_x2.sh validation/host7-fsdp2-hook_h100x2_2026-11-26/configs.txt h7-fsdp2
 mv "$OUT/train.log" "$OUT/train-b.log"
-bash calibrate/device/blind_x2.sh calibrate/blind9_configs.txt d7-fsdp2 w7-fsdp2 gv-fsdp2 rg-fsdp2 rg-ddp2
+bash validation/launchers/blind_x2.sh validation/blind9_h200x2_2026-11-26/configs.txt d7-fsdp2 w7-fsdp2 gv-fsdp2 rg-fsdp2 rg-ddp2
 mv "$OUT/train.log" "$OUT/train-c.log"
-TRAIN_EXTRA="--cpu-affinity cores" RUN_TAG=-cores bash calibrate/device/blind_x2.sh calibrate/blind9_configs.txt d7-fsdp2 w7-fsdp2
+TRAIN_EXTRA="--cpu-affinity cores" RUN_TAG=-cores bash validation/launchers/blind_x2.sh validation/blind9_h200x2_2026-11-26/configs.txt d7-fsdp2 w7-fsdp2
 kill $sampler 2>/dev/null
 python3 - "$OUT/train_steps.jsonl" <<'PY'
 import json, sys, statistics as st

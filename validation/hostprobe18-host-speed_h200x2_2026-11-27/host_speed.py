@@ -1,18 +1,18 @@
 """FSDP2 step time against the host's measured speed (issue 14, docs/validation.md 6n).
 
-``calibrate/train_gpt.py`` times three fixed host workloads on every rank just before each timed step
-(``host_probe_ranks``; the GPU idle). This script reads ``calibrate/device/hostprobe18_x2.sh``'s rows (and the
+``reference/train_gpt.py`` times three fixed host workloads on every rank just before each timed step
+(``host_probe_ranks``; the GPU idle). This script reads ``validation/hostprobe18-host-speed_h200x2_2026-11-27/hostprobe18_x2.sh``'s rows (and the
 summary its first call printed; runs A and B, one VM) and the same script's rows on a second VM (runs C), and for
 every run prints the measured step, each rank's median host issue and
 CPU-dispatch probe, the model as committed (the profile's host speed) and the model at the run's own host speed:
 every rank's host time scaled by its probe over the reference probe (``faults.stragglers[].host_slowdown``).
 
 The reference is the probe at which the profile's host costs hold. Those costs were measured with the FSDP2 host
-probe program (h7, ``calibrate/fsdp_hook.py``), so the reference is read off that program alone: for each h7 run,
+probe program (h7, ``profiles/fsdp_hook.py``), so the reference is read off that program alone: for each h7 run,
 the probe at which the model gives the run's step (the model's h7 step is linear in its host factor), the median
 over the runs. The other configurations are then predicted from their probes::
 
-    python benchmarks/host_speed.py [--fidelity analytical]
+    python validation/hostprobe18-host-speed_h200x2_2026-11-27/host_speed.py [--fidelity analytical]
 """
 
 from __future__ import annotations
@@ -23,20 +23,21 @@ import statistics
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RAW = ROOT / "calibrate" / "raw" / "hostprobe18-h200"
+ROOT = Path(__file__).resolve().parents[2]
+RAW = Path(__file__).resolve().parent
 #: the same script on a second 2x H200 VM (runs C1-C3)
-RAW_SECOND = ROOT / "calibrate" / "raw" / "hostprobe18-h200b"
+RAW_SECOND = RAW / "b"
 #: where each run's configuration is (the run id without its round tag)
-CONFIG_FILES = {"h7-fsdp2": "host7_configs.txt", "d7-fsdp2": "blind9_configs.txt", "w7-fsdp2": "blind9_configs.txt",
-                "rg-ddp2": "blind9_configs.txt", "f17-fsdp2-h1536": "blind17_configs.txt"}
+CONFIG_FILES = {"h7-fsdp2": "host7-fsdp2-hook_h100x2_2026-11-26", "d7-fsdp2": "blind9_h200x2_2026-11-26",
+                "w7-fsdp2": "blind9_h200x2_2026-11-26", "rg-ddp2": "blind9_h200x2_2026-11-26",
+                "f17-fsdp2-h1536": "blind17-fsdp2_h200x2_2026-11-27"}
 #: the configuration whose runs give the reference probe (the host costs' calibration program)
 REFERENCE = "h7-fsdp2"
 
 
 def config(name: str) -> tuple[str, list[str]]:
     """(scenario path, --set overrides) of a configuration of the blind-set files."""
-    for line in (ROOT / "calibrate" / CONFIG_FILES[name]).read_text().splitlines():
+    for line in (ROOT / "validation" / CONFIG_FILES[name] / "configs.txt").read_text().splitlines():
         f = line.split()
         if f and f[0] == name:
             return str(ROOT / f[1]), f[2:]
@@ -76,7 +77,7 @@ def model_ms(name: str, factors: list[float] | None, fidelity: str) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 epilog="example: python benchmarks/host_speed.py")
+                                 epilog="example: python validation/hostprobe18-host-speed_h200x2_2026-11-27/host_speed.py")
     ap.add_argument("--fidelity", choices=["analytical", "flow"], default="analytical")
     args = ap.parse_args(argv)
     rs = runs()

@@ -4,17 +4,17 @@
 # dispatch, a Python call, a CUDA launch; the GPU idle). Three rounds, alternated, of the FSDP2 host probe (h7), two
 # FSDP2 rows whose slower rank issued above the probe on some VMs (d7, w7), blind set 17's h 1536 row (274 / 208 ms on
 # two VMs) and a GPU-bound DDP row, 16 timed steps each, on one 2-GPU VM. Writes $OUT/train_steps.jsonl, train-all.log, host.txt.
-#   bash calibrate/device/hostprobe18_x2.sh
+#   bash validation/hostprobe18-host-speed_h200x2_2026-11-27/hostprobe18_x2.sh
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"; export OUT
 { date -u; nproc; lscpu; echo; nvidia-smi topo -m; } > "$OUT/host.txt" 2>&1
 for round in 1 2 3; do
   export TRAIN_EXTRA="--steps 16" RUN_TAG=-r$round
-  bash calibrate/device/blind_x2.sh calibrate/host7_configs.txt h7-fsdp2 > /dev/null
+  bash validation/launchers/blind_x2.sh validation/host7-fsdp2-hook_h100x2_2026-11-26/configs.txt h7-fsdp2 > /dev/null
   cat "$OUT/train.log" >> "$OUT/train-all.log"; rm "$OUT/train.log"
-  bash calibrate/device/blind_x2.sh calibrate/blind9_configs.txt d7-fsdp2 w7-fsdp2 rg-ddp2 > /dev/null
+  bash validation/launchers/blind_x2.sh validation/blind9_h200x2_2026-11-26/configs.txt d7-fsdp2 w7-fsdp2 rg-ddp2 > /dev/null
   cat "$OUT/train.log" >> "$OUT/train-all.log"; rm "$OUT/train.log"
-  bash calibrate/device/blind_x2.sh calibrate/blind17_configs.txt f17-fsdp2-h1536 > /dev/null
+  bash validation/launchers/blind_x2.sh validation/blind17-fsdp2_h200x2_2026-11-27/configs.txt f17-fsdp2-h1536 > /dev/null
   cat "$OUT/train.log" >> "$OUT/train-all.log"; rm "$OUT/train.log"
 done
 python3 - "$OUT/train_steps.jsonl" <<'PY'

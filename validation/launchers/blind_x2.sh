@@ -4,8 +4,8 @@
 # rows predicted for dgx-h100. Writes $OUT/train_steps.jsonl and $OUT/train.log (2 files: the device returns 8).
 # NAME ... after CONFIGS: only those rows, in that order (default: every H200 row of the file).
 # TRAIN_EXTRA: more train_gpt.py arguments for every row (e.g. "--cpu-affinity cores"); RUN_TAG: appended to the run ids.
-#   bash calibrate/device/blind_x2.sh calibrate/blind7_configs.txt
-#   TRAIN_EXTRA="--cpu-affinity cores" RUN_TAG=-cores bash calibrate/device/blind_x2.sh calibrate/blind9_configs.txt rg-fsdp2
+#   bash validation/launchers/blind_x2.sh validation/blind7_h100x2_2026-11-26/configs.txt
+#   TRAIN_EXTRA="--cpu-affinity cores" RUN_TAG=-cores bash validation/launchers/blind_x2.sh validation/blind9_h200x2_2026-11-26/configs.txt rg-fsdp2
 set -u
 configs=${1:?usage: blind_x2.sh CONFIGS [NAME ...]}
 shift
@@ -23,7 +23,7 @@ while read -r name; do
   case "$scenario" in *single*) n=1;; *) n=2;; esac
   case " $* " in *" cluster.gpus="*) n=$(printf '%s\n' "$@" | sed -n 's/^cluster.gpus=//p' | head -1);; esac
   start=$(date +%s)
-  timeout -k 5 90 python3 -m torch.distributed.run --standalone --nproc-per-node $n calibrate/train_gpt.py "$scenario" \
+  timeout -k 5 90 python3 -m torch.distributed.run --standalone --nproc-per-node $n reference/train_gpt.py "$scenario" \
     $sets --steps 8 --warmup 3 ${TRAIN_EXTRA:-} --run-id "$name$suffix${RUN_TAG:-}" -o "$OUT/train_steps.jsonl" \
     >> "$OUT/train.log" 2>&1 < /dev/null
   echo "$name$suffix${RUN_TAG:-} rc=$? $(( $(date +%s) - start )) s" | tee -a "$OUT/train.log"

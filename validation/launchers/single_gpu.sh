@@ -1,9 +1,9 @@
 #!/bin/bash
 # One call on a one-GPU machine (nvidia-h200 or nvidia-h100-x1): the blind-set rows that need one GPU,
 # then host-cost probes of the reference script. Rows go to $OUT/train_steps.jsonl, logs to $OUT/train.log.
-#   bash calibrate/device/single_gpu.sh h200     # blind2 rg-single gv-single, blind3 (H200 rows), probes
-#   bash calibrate/device/single_gpu.sh h100     # blind2 *-single-h100, blind3 *-h100, probes
-#   CONFIGS=calibrate/blind4_configs.txt PROBES=0 bash calibrate/device/single_gpu.sh h200   # another set only
+#   bash validation/launchers/single_gpu.sh h200     # blind2 rg-single gv-single, blind3 (H200 rows), probes
+#   bash validation/launchers/single_gpu.sh h100     # blind2 *-single-h100, blind3 *-h100, probes
+#   CONFIGS=validation/blind4_h200-h100_2026-11-24/configs.txt PROBES=0 bash validation/launchers/single_gpu.sh h200   # another set only
 # Probes (run ids host-*): the host-bound reference shape (ref-single) and a tiny shape whose GPU work is
 # negligible (hidden 256, seq 256: the step time is the host's issue time), each as a plain process and
 # with --force-ddp (a one-rank NCCL group and DDP), to see what the distributed machinery adds per call.
@@ -20,12 +20,12 @@ t0=$(date +%s)
 runone() {  # id, then train_gpt.py arguments
   local id=$1; shift
   local t=$(date +%s)
-  timeout -k 5 150 python3 -m torch.distributed.run --standalone --nproc-per-node 1 calibrate/train_gpt.py "$@" \
+  timeout -k 5 150 python3 -m torch.distributed.run --standalone --nproc-per-node 1 reference/train_gpt.py "$@" \
     --steps 10 --warmup 3 --run-id "$id" -o "$OUT/train_steps.jsonl" >> "$OUT/train.log" 2>&1
   printf '%-24s rc=%d %4d s (at %d s)\n' "$id" "$?" "$(( $(date +%s) - t ))" "$(( $(date +%s) - t0 ))" | tee -a "$OUT/runs.txt"
 }
-for cfg in ${CONFIGS:-calibrate/blind2_configs.txt calibrate/blind3_configs.txt}; do
-  python3 calibrate/heldout.py --configs "$cfg" commands > /tmp/cmds.txt
+for cfg in ${CONFIGS:-calibrate/blind2_configs.txt validation/blind3_h200-h100_2026-11-24/configs.txt}; do
+  python3 tools/heldout.py --configs "$cfg" commands > /tmp/cmds.txt
   while read -r line; do
     id=$(sed -E 's/.*--run-id ([^ ]+).*/\1/' <<<"$line")
     [[ $id =~ $sel ]] || continue

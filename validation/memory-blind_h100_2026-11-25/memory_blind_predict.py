@@ -1,8 +1,8 @@
-"""Predict the peak allocated bytes of the memory blind set (calibrate/memory_blind_configs.txt) as JSON.
+"""Predict the peak allocated bytes of the memory blind set (validation/memory-blind_h100_2026-11-25/configs.txt) as JSON.
 
 One entry per line of the configs file: name, scenario file, ``--set`` overrides, and the memory
 model's ``peak_allocated_bytes`` and ``total_needed_bytes`` (clustersim.workload.memory.step_memory).
-Written before the runs are measured; compare with ``peak_memory_bytes`` of calibrate/train_gpt.py.
+Written before the runs are measured; compare with ``peak_memory_bytes`` of reference/train_gpt.py.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from clustersim.simulate.run import resolve_scenario
 from clustersim.workload.compute import ComputeModel
 from clustersim.workload.transformer import TransformerStep
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def main(configs: Path = ROOT / "calibrate" / "memory_blind_configs.txt") -> list[dict]:
+def main(configs: Path = Path(__file__).resolve().parent / "configs.txt") -> list[dict]:
     out = []
     for line in configs.read_text().splitlines():
         if not line.strip() or line.startswith("#"):

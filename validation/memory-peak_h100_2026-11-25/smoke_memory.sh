@@ -4,7 +4,7 @@
 # classes, sustained/duty sweeps) and (2) the reference training program on memory-relevant shapes,
 # each row now with max_memory_allocated, max_memory_reserved and the device memory in use
 # (CUDA context and workspaces), for the memory model of issue 14.
-#   bash calibrate/device/smoke_memory.sh h100
+#   bash validation/memory-peak_h100_2026-11-25/smoke_memory.sh h100
 set -u
 gpu=${1:?usage: smoke_memory.sh h200|h100}
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
@@ -19,7 +19,7 @@ echo "bench rc=$? $(( $(date +%s) - t0 )) s rows=$(wc -l < "$OUT/bench-smoke.jso
 runone() {  # id, then train_gpt.py arguments
   local id=$1; shift
   local t=$(date +%s)
-  timeout -k 5 150 python3 -m torch.distributed.run --standalone --nproc-per-node 1 calibrate/train_gpt.py "$@" $topo \
+  timeout -k 5 150 python3 -m torch.distributed.run --standalone --nproc-per-node 1 reference/train_gpt.py "$@" $topo \
     --steps 6 --warmup 2 --run-id "$id-$gpu" -o "$OUT/train_steps.jsonl" >> "$OUT/train.log" 2>&1
   printf '%-24s rc=%d %4d s (at %d s)\n' "$id" "$?" "$(( $(date +%s) - t ))" "$(( $(date +%s) - t0 ))" | tee -a "$OUT/runs.txt"
 }

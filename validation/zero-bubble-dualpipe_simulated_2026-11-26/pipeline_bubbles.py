@@ -12,8 +12,8 @@ DualPipe's closed form is derived for).
 
 Usage::
 
-    python benchmarks/pipeline_bubbles.py --pp 8 --micro-batches 32 --attention on
-    python benchmarks/pipeline_bubbles.py --pp 16 --micro-batches 32 --attention free
+    python validation/zero-bubble-dualpipe_simulated_2026-11-26/pipeline_bubbles.py --pp 8 --micro-batches 32 --attention on
+    python validation/zero-bubble-dualpipe_simulated_2026-11-26/pipeline_bubbles.py --pp 16 --micro-batches 32 --attention free
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def _bubble(step: TransformerStep) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="Example: python benchmarks/pipeline_bubbles.py --pp 8 --micro-batches 32")
+                                 epilog="Example: python validation/zero-bubble-dualpipe_simulated_2026-11-26/pipeline_bubbles.py --pp 8 --micro-batches 32")
     ap.add_argument("--pp", type=int, default=8)
     ap.add_argument("--micro-batches", type=int, default=32)
     ap.add_argument("--attention", choices=("on", "free"), default="on")

@@ -11,7 +11,7 @@ one GPU, with no synchronisation inside a timed loop of at most 500 calls (below
 
 Writes $OUT/alloc_probe.jsonl (one row per case and size: microseconds per call, median of 7 rounds).
 
-    python calibrate/device/alloc_probe.py
+    python validation/probes/allocator-small-blocks/alloc_probe.py
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ shape-true points (and their roofline residuals for a GPU without measurements):
 Each point: CUDA events over 20 back-to-back calls after 3 warm-up calls, median of 3 rounds; one JSON line per
 point on stdout (kind, bh, s, d, microseconds per call, TFLOP/s or GB/s).
 
-    python calibrate/device/attention_bmm.py
+    python validation/probes/attention-bmm-by-shape/attention_bmm.py
 """
 
 from __future__ import annotations

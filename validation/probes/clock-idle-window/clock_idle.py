@@ -13,7 +13,7 @@ clock of its average duty depends on how fast the limiter follows the power. Thr
 
 Prints one JSON line per measurement.
 
-    python calibrate/device/clock_idle.py > clock_idle.jsonl
+    python validation/probes/clock-idle-window/clock_idle.py > clock_idle.jsonl
 """
 
 import json

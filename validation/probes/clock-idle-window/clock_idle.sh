@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The clock's time constant under idle gaps (calibrate/device/clock_idle.py) on one GPU, with the SM clock and
+# The clock's time constant under idle gaps (validation/probes/clock-idle-window/clock_idle.py) on one GPU, with the SM clock and
 # power sampled every 20 ms. Writes $OUT/clock_idle.jsonl, $OUT/clocks.csv, $OUT/host.txt.
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
 { date -u; nvidia-smi -q | grep -iE "product name|power limit|max clocks" | head -8; } > "$OUT/host.txt" 2>&1
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu --format=csv,noheader -lms 20 > "$OUT/clocks.csv" & mon=$!
-PYTHONUNBUFFERED=1 timeout -k 5 240 python3 calibrate/device/clock_idle.py > "$OUT/clock_idle.jsonl"
+PYTHONUNBUFFERED=1 timeout -k 5 240 python3 validation/probes/clock-idle-window/clock_idle.py > "$OUT/clock_idle.jsonl"
 echo "clock_idle rc=$?"
 kill $mon
 python3 - "$OUT/clock_idle.jsonl" <<'PY'

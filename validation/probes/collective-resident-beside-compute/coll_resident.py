@@ -6,9 +6,9 @@ posts the matching call, holding its channels' thread blocks, while this rank's 
 Rank 1 times bf16 GEMMs (8192^3, and 8192 x 8192 x 2048) and a 1 GiB device copy alone, then beside a posted
 all-gather, reduce-scatter and all-reduce (64 MiB per rank, async, on NCCL's stream) whose matching call rank 0
 holds back until rank 1 has timed (a gloo barrier tells rank 0 when to post). The same as
-calibrate/device/p2p_resident.py for the point-to-point kernels. Prints one JSON line per phase and kernel.
+validation/probes/p2p-waiting-kernel/p2p_resident.py for the point-to-point kernels. Prints one JSON line per phase and kernel.
 
-    torchrun --standalone --nproc-per-node 2 calibrate/device/coll_resident.py
+    torchrun --standalone --nproc-per-node 2 validation/probes/collective-resident-beside-compute/coll_resident.py
 """
 
 import json

@@ -1,6 +1,6 @@
 """Does a collective's per-byte cost drift with the size, or with how long the GPU has been busy?
 
-The 2x H200 bench (tests/data/h200x2/bench-graph.jsonl) shows the marginal bus bandwidth of the
+The 2x H200 bench (profiles/measurements/h200x2/bench-graph.jsonl) shows the marginal bus bandwidth of the
 ops with an own chunk rising with the size (all_gather 222 GB/s at 16-32 MiB, 322 at 1-4 GiB;
 all_reduce 269 -> 354) while broadcast stays at 370 GB/s (docs/calibration.md, "Residual 3.8%").
 Each bench point starts from a GPU that idled between points, and one point lasts 1-700 ms.
@@ -9,7 +9,7 @@ about 300 ms with a CUDA event after every call, so every call's time is known a
 time since the load began, then repeats the bench's own timing (5 reps x 20 calls, a barrier
 between reps) on the warm GPU.
 
-    python -m torch.distributed.run --standalone --nproc-per-node 2 calibrate/device/coll_drift.py > rows.jsonl
+    python -m torch.distributed.run --standalone --nproc-per-node 2 validation/probes/collective-startup-drift/coll_drift.py > rows.jsonl
 
 One JSON row per (op, size) on rank 0: ``calls_ms`` (every call of the back-to-back run),
 ``bench_ms`` (the five reps' per-call means), ``t_host`` (host clock at the start, to line up

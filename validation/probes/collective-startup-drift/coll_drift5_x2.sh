@@ -8,7 +8,7 @@ export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 OUT=${OUT:-out}; mkdir -p "$OUT"
 run() {  # TAG ENV...
   tag=$1; shift
-  env "$@" timeout -k 5 150 python3 -m torch.distributed.run --standalone --nproc-per-node 2 calibrate/device/coll_drift.py \
+  env "$@" timeout -k 5 150 python3 -m torch.distributed.run --standalone --nproc-per-node 2 validation/probes/collective-startup-drift/coll_drift.py \
     --sweep 16,64,256,1024 --ops all_gather,all_reduce,broadcast --tag "$tag" >> "$OUT/sweep5.jsonl" 2>> "$OUT/probe5.log"
   echo "sweep $tag rc=$?" | tee -a "$OUT/probe5.log"
 }

@@ -10,11 +10,11 @@ port=29700
 for op in all_gather broadcast; do
   for mib in 16 1024; do
     port=$((port + 1))
-    MASTER_PORT=$port RANK=1 LOCAL_RANK=1 timeout -k 5 60 python3 calibrate/device/coll_drift.py --sweep "$mib" \
+    MASTER_PORT=$port RANK=1 LOCAL_RANK=1 timeout -k 5 60 python3 validation/probes/collective-startup-drift/coll_drift.py --sweep "$mib" \
       --ops "$op" --tag ncu > /dev/null 2>> "$OUT/probe7.log" &
     MASTER_PORT=$port RANK=0 LOCAL_RANK=0 timeout -k 5 60 ncu --clock-control none --cache-control none \
       --target-processes all --kernel-name "regex:(AllGather|Broadcast)" --launch-skip 20 --launch-count 5 \
-      --metrics "$M" python3 calibrate/device/coll_drift.py --sweep "$mib" --ops "$op" --tag ncu \
+      --metrics "$M" python3 validation/probes/collective-startup-drift/coll_drift.py --sweep "$mib" --ops "$op" --tag ncu \
       > "$OUT/ncu2-$op-$mib.txt" 2>&1
     echo "ncu2 $op-$mib rc=$?" | tee -a "$OUT/probe7.log"
     wait

@@ -10,7 +10,7 @@ for run in "all_gather 16" "all_gather 1024" "broadcast 16" "broadcast 1024"; do
   set -- $run
   timeout -k 5 100 ncu --replay-mode application --clock-control none --cache-control none --target-processes all \
     --kernel-name "regex:(AllGather|Broadcast)" --launch-skip 20 --launch-count 1 --metrics "$M" \
-    python3 -m torch.distributed.run --standalone --nproc-per-node 2 calibrate/device/coll_drift.py --sweep "$2" \
+    python3 -m torch.distributed.run --standalone --nproc-per-node 2 validation/probes/collective-startup-drift/coll_drift.py --sweep "$2" \
     --ops "$1" --tag ncu > "$OUT/ncu3-$1-$2.txt" 2>&1
   echo "ncu3 $1-$2 rc=$?" | tee -a "$OUT/probe8.log"
 done

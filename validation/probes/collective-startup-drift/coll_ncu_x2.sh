@@ -12,11 +12,11 @@ M=$M,nvlrx__bytes_packet_request_data_user.sum,nvlrx__bytes_packet_response_data
 port=29600
 pair() {  # OP MIB NAME NCU-ARGS...
   op=$1; mib=$2; name=$3; shift 3; port=$((port + 1))
-  MASTER_PORT=$port RANK=1 LOCAL_RANK=1 timeout -k 5 200 python3 calibrate/device/coll_drift.py --sweep "$mib" --ops "$op" \
+  MASTER_PORT=$port RANK=1 LOCAL_RANK=1 timeout -k 5 200 python3 validation/probes/collective-startup-drift/coll_drift.py --sweep "$mib" --ops "$op" \
     --tag ncu > /dev/null 2>> "$OUT/probe6.log" &
   MASTER_PORT=$port RANK=0 LOCAL_RANK=0 timeout -k 5 200 ncu --clock-control none --target-processes all \
     --kernel-name "regex:(AllGather|Broadcast)" --launch-skip 20 --launch-count 3 "$@" \
-    python3 calibrate/device/coll_drift.py --sweep "$mib" --ops "$op" --tag ncu > "$OUT/ncu-$name.txt" 2>&1
+    python3 validation/probes/collective-startup-drift/coll_drift.py --sweep "$mib" --ops "$op" --tag ncu > "$OUT/ncu-$name.txt" 2>&1
   echo "ncu $name rc=$?" | tee -a "$OUT/probe6.log"
   wait
 }

@@ -12,11 +12,11 @@ grep -ciE "nvl" "$OUT/queries.txt"
 port=29700
 pair() {  # OP MIB NAME NCU-ARGS...
   op=$1; mib=$2; name=$3; shift 3; port=$((port + 1))
-  MASTER_PORT=$port RANK=1 LOCAL_RANK=1 timeout -k 5 100 python3 calibrate/device/coll_drift.py --sweep "$mib" --ops "$op" \
+  MASTER_PORT=$port RANK=1 LOCAL_RANK=1 timeout -k 5 100 python3 validation/probes/collective-startup-drift/coll_drift.py --sweep "$mib" --ops "$op" \
     --tag pm > /dev/null 2>> "$OUT/probe10.log" &
   MASTER_PORT=$port RANK=0 LOCAL_RANK=0 timeout -k 5 100 ncu --clock-control none --target-processes all \
     --kernel-name "regex:(AllGather|Broadcast)" --launch-skip 20 --launch-count 1 -o "/tmp/$name" -f "$@" \
-    python3 calibrate/device/coll_drift.py --sweep "$mib" --ops "$op" --tag pm > "/tmp/$name.log" 2>&1
+    python3 validation/probes/collective-startup-drift/coll_drift.py --sweep "$mib" --ops "$op" --tag pm > "/tmp/$name.log" 2>&1
   echo "ncu $name rc=$?" | tee -a "$OUT/probe10.log"
   grep -E "==PROF==|==WARNING==|==ERROR==|passes" "/tmp/$name.log" | head -8 | tee -a "$OUT/probe10.log"
   wait

@@ -3,7 +3,7 @@
 Run under torchrun with one process per GPU (two GPUs of one host)::
 
     NCCL_NVLS_ENABLE=0 python3 -m torch.distributed.run --standalone --nproc-per-node 2 \
-        calibrate/device/overlap_probe.py -o overlap.jsonl
+        validation/probes/compute-beside-collectives/overlap_probe.py -o overlap.jsonl
 
 For each pair (compute kernel, collective) it times a loop of the compute kernel alone on its
 stream, a loop of the collective alone on another stream, and both loops launched together

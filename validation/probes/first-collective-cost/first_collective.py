@@ -2,7 +2,7 @@
 """What the first NCCL all-reduce of a fresh communicator costs after a long kernel (the Monte-Carlo pi
 exercise's timed section, issue 15), against a warm one.
 
-    torchrun --standalone --nproc-per-node N calibrate/device/first_collective.py -o rows.jsonl
+    torchrun --standalone --nproc-per-node N validation/probes/first-collective-cost/first_collective.py -o rows.jsonl
 
 Per trial: a new NCCL process group over all ranks (its communicator created eagerly where torch binds
 the device; NCCL >= 2.22 connects its peers at the first collective, NCCL_RUNTIME_CONNECT), a gloo

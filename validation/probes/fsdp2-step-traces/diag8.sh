@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Issue 14 diagnostics on a lent multi-GPU H100/H200 host (2026-11-26); parts run in the order given:
-#   bash calibrate/device/diag8.sh trace   # calibrate/step_trace.py on the FSDP2 rows the model misses (w7, gv) and
+#   bash validation/probes/fsdp2-step-traces/diag8.sh trace   # reference/step_trace.py on the FSDP2 rows the model misses (w7, gv) and
 #                                          # those it gets (d7, b2), and on the DDP rows whose peak memory it misses
 #                                          # (ac, b2) or gets (gv): $OUT/trace.jsonl, w7's rank-0 trace under $OUT/
 #                                          # (TRACE_ROWS="..." other rows; TRACE_NPROC=4 for blind set 8's 4-GPU rows;
 #                                          # TRACE_KERNELS=1: every rank's kernels of the profiled step, $OUT/kernels.tgz)
-#   bash calibrate/device/diag8.sh pi      # Monte-Carlo pi timed section (pi/pi_fixed_cost.cu) with N/4 samples on
+#   bash validation/probes/fsdp2-step-traces/diag8.sh pi      # Monte-Carlo pi timed section (pi/pi_fixed_cost.cu) with N/4 samples on
 #                                          # each of 4 GPUs alone, then on all 4 at once: $OUT/pi-gpus.txt, clocks
 # Configurations are the -h100 rows of the blind-set files (the H200 rows where the GPUs are H200).
 set -u
@@ -20,13 +20,13 @@ for part in "$@"; do
 case "$part" in
 trace)
   for name in ${TRACE_ROWS:-w7-fsdp2 gv-fsdp2 d7-fsdp2 ac-ddp2 b2-ddp2}; do
-    line=$(grep -hE "^$name$suffix " calibrate/blind6_configs.txt calibrate/blind7_configs.txt calibrate/blind8_configs.txt | head -1)
+    line=$(grep -hE "^$name$suffix " validation/blind6-2gpu-overheads_h100x2_2026-11-26/configs.txt validation/blind7_h100x2_2026-11-26/configs.txt validation/blind8-4gpu_h200x4_2026-11-26/configs.txt | head -1)
     set -- $line; shift; scenario=$1; shift
     sets=""; for kv in "$@"; do sets="$sets --set $kv"; done
     keep=""; [ "$name" = w7-fsdp2 ] && keep="--trace-dir $OUT"
     [ -n "${TRACE_KERNELS:-}" ] && keep="$keep --kernels-dir /tmp/kernels"
     start=$(date +%s)
-    timeout -k 5 150 python3 -m torch.distributed.run --standalone --nproc-per-node ${TRACE_NPROC:-2} calibrate/step_trace.py \
+    timeout -k 5 150 python3 -m torch.distributed.run --standalone --nproc-per-node ${TRACE_NPROC:-2} reference/step_trace.py \
       "$scenario" $sets --run-id "$name$suffix" $keep -o "$OUT/trace.jsonl" >> "$OUT/diag.log" 2>&1 < /dev/null
     echo "$name$suffix rc=$? $(( $(date +%s) - start )) s" | tee -a "$OUT/diag.log"
   done
@@ -50,7 +50,7 @@ PY
   ;;
 pi)
   N=${N:-10000000000000}
-  cd /tmp && cp "$OLDPWD/calibrate/device/pi/pi_fixed_cost.cu" p.cu && nvcc -O3 -arch=sm_90 -o p p.cu || exit 1
+  cd /tmp && cp "$OLDPWD/validation/probes/pi-timed-section/pi_fixed_cost.cu" p.cu && nvcc -O3 -arch=sm_90 -o p p.cu || exit 1
   cd "$OLDPWD"
   ng=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l); ng=$(( ng < 4 ? ng : 4 ))
   nvidia-smi --query-gpu=timestamp,index,clocks.sm,power.draw,temperature.gpu --format=csv,noheader -lms 200 > "$OUT/pi-clocks.csv" & mon=$!

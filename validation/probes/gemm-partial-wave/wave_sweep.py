@@ -12,7 +12,7 @@ size, so the tile count walks across several wave boundaries, and times each wit
 
 One JSON line per point: layout, m, n, k, microseconds per call, TFLOP/s.
 
-    python calibrate/device/wave_sweep.py
+    python validation/probes/gemm-partial-wave/wave_sweep.py
 """
 
 from __future__ import annotations

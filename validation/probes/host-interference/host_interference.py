@@ -16,7 +16,7 @@ Writes one JSON row per (condition, round) to $OUT/host_interference.jsonl and p
 ``CALLS`` (default 4000) sets the launches per round: below the driver's launch queue (about 1,000 pending
 kernels) a round cannot be held back by a full queue, only by slower launches.
 
-    torchrun --standalone --nproc-per-node 2 calibrate/device/host_interference.py
+    torchrun --standalone --nproc-per-node 2 validation/probes/host-interference/host_interference.py
 """
 
 from __future__ import annotations

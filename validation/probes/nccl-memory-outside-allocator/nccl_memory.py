@@ -2,7 +2,7 @@
 
 Run under torchrun on one host, one process per GPU::
 
-    python3 -m torch.distributed.run --standalone --nproc-per-node 2 calibrate/device/nccl_memory.py -o OUT.jsonl
+    python3 -m torch.distributed.run --standalone --nproc-per-node 2 validation/probes/nccl-memory-outside-allocator/nccl_memory.py -o OUT.jsonl
 
 Each rank records, after every step, the device memory in use (``total - free`` of ``cudaMemGetInfo``),
 the caching allocator's reserved bytes, and their difference (what lives outside the allocator: the

@@ -9,8 +9,8 @@ export PYTHONPATH=/tmp/site:$PWD NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 { date -u; nproc; nvidia-smi -q | grep -iE "product name|power limit|max clocks" | head -8; } > "$OUT/host.txt" 2>&1
 for rep in 1 2; do
   CUDA_VISIBLE_DEVICES=0,1 timeout -k 5 150 python3 -m torch.distributed.run --standalone --nproc-per-node 2 \
-    calibrate/device/p2p_resident.py 2> "$OUT/p2p_resident.err" | sed "s/^{/{\"rep\": $rep, /" >> "$OUT/p2p_resident.jsonl"
+    validation/probes/p2p-waiting-kernel/p2p_resident.py 2> "$OUT/p2p_resident.err" | sed "s/^{/{\"rep\": $rep, /" >> "$OUT/p2p_resident.jsonl"
   echo "p2p_resident rep $rep rc=$?"
 done
 cat "$OUT/p2p_resident.jsonl"
-CUDA_VISIBLE_DEVICES=0 bash calibrate/device/clock_idle.sh
+CUDA_VISIBLE_DEVICES=0 bash validation/probes/clock-idle-window/clock_idle.sh

@@ -6,7 +6,7 @@ its channels' thread blocks. Rank 1 times bf16 GEMMs (8192^3, and 8192 x 8192 x 
 a posted ``irecv`` whose send rank 0 holds back, then beside a posted ``isend`` whose receive rank 0 holds
 back (a gloo barrier tells rank 0 when to match). Prints one JSON line per phase.
 
-    torchrun --standalone --nproc-per-node 2 calibrate/device/p2p_resident.py
+    torchrun --standalone --nproc-per-node 2 validation/probes/p2p-waiting-kernel/p2p_resident.py
 """
 
 import json

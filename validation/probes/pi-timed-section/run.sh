@@ -2,7 +2,7 @@
 # Per-run fixed cost of the Monte-Carlo pi exercise's timed section on the lent GPU: one process per
 # run, N/s samples for s = 1, 2, 4, 8, R repeats; rows to $OUT/rows.txt ("s repeat samples blocks
 # threads timed_s kernel_s pi"), SM clock and power every 100 ms to $OUT/clocks.csv.
-#   bash calibrate/device/pi/run.sh [N] [R]         (2026-11-26: N = 1e13, R = 3 -> calibrate/raw/pi-h100/)
+#   bash validation/probes/pi-timed-section/run.sh [N] [R]         (2026-11-26: N = 1e13, R = 3 -> validation/probes/pi-timed-section/pi-h100/)
 # The 2026-11-26 run sent this script and pi_fixed_cost.cu inline (gzip + base64 in the command line).
 set -u
 N=${1:-10000000000000}; R=${2:-3}

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The Monte-Carlo pi exercise's timed section on N ranks of one host, the exercise's way (issue 15).
 
-    torchrun --standalone --nproc-per-node N calibrate/device/pi/strong_scaling.py --samples 1e13 -o rows.jsonl
+    torchrun --standalone --nproc-per-node N validation/probes/pi-timed-section/strong_scaling.py --samples 1e13 -o rows.jsonl
 
 Like fasrc Exercise 4's ``nccl_mpi_pi_mc.cu``: the NCCL communicator is created before the clock
 (``init_process_group`` binds the device, so torch creates it eagerly, as ``ncclCommInitRank``), a

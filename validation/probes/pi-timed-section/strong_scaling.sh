@@ -1,7 +1,7 @@
 #!/bin/bash
 # Strong scaling of the Monte-Carlo pi exercise's timed section on 1, 2, 4 (, 8) GPUs of one host,
 # fresh processes each run, R repeats (issue 15): rows to $OUT/pi-strong.jsonl, SM clocks to $OUT/clocks.csv.
-#   bash calibrate/device/pi/strong_scaling.sh [N] [R]        (N = 1e13 samples, R = 3)
+#   bash validation/probes/pi-timed-section/strong_scaling.sh [N] [R]        (N = 1e13 samples, R = 3)
 set -u
 N=${1:-1e13}; R=${2:-3}
 here=$(cd "$(dirname "$0")" && pwd)

@@ -1,6 +1,6 @@
 """Which SDPA backend and kernels run for the reference program's attention, versus the bench's setup.
 
-    python3 calibrate/device/sdpa_probe.py        # on a GPU; prints kernel names and times per variant
+    python3 validation/probes/sdpa-kernels/sdpa_probe.py        # on a GPU; prints kernel names and times per variant
 """
 import torch
 import torch.nn.functional as F
@@ -17,7 +17,7 @@ def variants():
     w = w.detach().requires_grad_(True)
     dout = torch.randn(b, s, h, device=dev, dtype=dt)
 
-    def training():  # as calibrate/train_gpt.py: fused QKV linear, split, view, transpose; output reshaped
+    def training():  # as reference/train_gpt.py: fused QKV linear, split, view, transpose; output reshaped
         qkv = F.linear(x, w)
         q, k, v = qkv.split([h, h, h], dim=-1)
         q, k, v = (t.view(b, s, nh, hd).transpose(1, 2) for t in (q, k, v))

@@ -6,6 +6,6 @@
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"; export OUT
 for round in 1 2; do
-  RUN_TAG=-spin$round bash calibrate/device/blind_x2.sh calibrate/blind9_configs.txt d7-fsdp2 w7-fsdp2
-  TRAIN_EXTRA="--sync blocking" RUN_TAG=-block$round bash calibrate/device/blind_x2.sh calibrate/blind9_configs.txt d7-fsdp2 w7-fsdp2
+  RUN_TAG=-spin$round bash validation/launchers/blind_x2.sh validation/blind9_h200x2_2026-11-26/configs.txt d7-fsdp2 w7-fsdp2
+  TRAIN_EXTRA="--sync blocking" RUN_TAG=-block$round bash validation/launchers/blind_x2.sh validation/blind9_h200x2_2026-11-26/configs.txt d7-fsdp2 w7-fsdp2
 done

@@ -1,6 +1,6 @@
-"""Per-call channel spans of NCCL collectives from chprof.c's lines (calibrate/device/coll_chprof_x2.sh).
+"""Per-call channel spans of NCCL collectives from chprof.c's lines (validation/probes/collective-startup-drift/coll_chprof_x2.sh).
 
-    python calibrate/device/chprof/summarize.py calibrate/raw/coll-drift-h200x2/round4/chprof-ch24.txt.gz ...
+    python validation/probes/collective-startup-drift/chprof/summarize.py validation/probes/collective-startup-drift/round4/chprof-ch24.txt.gz ...
 
 For every (op, size) and rank: the call's span on the GPU (first channel start to last channel stop), the spread
 of the channels' starts and stops, and each channel's rate (its share of the bus bytes over its own time),

@@ -1,6 +1,6 @@
 """Tabulate p2p_ramp.cu's rows: the store rate of each flow in time windows from its kernel's start.
 
-    python calibrate/device/p2p_ramp/summarize.py rows.jsonl[.gz] [--json out.json]
+    python validation/probes/nvlink-store-ramp/p2p_ramp/summarize.py rows.jsonl[.gz] [--json out.json]
 
 One line per (mode, blocks, size, fifo) and repetition >= 1 (the first warms the links): the rate (GB/s of
 bytes issued by all blocks of the flow, 1e9 bytes/s) in windows 0-20, 20-50, 50-100, 100-200, 200-500,
