@@ -57,7 +57,7 @@ from pathlib import Path
 
 import yaml
 
-from clustersim.calibration.fit import Measurements, fit_profile, profile_yaml, read_measurements
+from clustersim.calibration.fit import Measurements, fit_profile, profile_yaml
 from clustersim.calibration.fit.kernels import fit_kernels
 from clustersim.config.base import validate
 from clustersim.config.profile import Profile

@@ -216,14 +216,21 @@ def test_fsdp2_model_within_the_range_of_its_runs_on_one_vm(name):
 
 #: every 2-rank FSDP2 run on 2x H200 VMs in the data (the reference set of 6a, blind sets 9, 15, 17 twice; the host
 #: studies of 6e, 6l, 6n)
-H200_FSDP2_FILES = tuple(VALIDATION / f for f in (
-    "host-bound-reference_h200-h100_2026-11-22/h200x2/train_steps.jsonl", "blind9_h200x2_2026-11-26/train_steps.jsonl",
-    "host8-fsdp2-hook-h200_h200x4_2026-11-26/train_steps.jsonl", "host9-fsdp2-rank-skew_h200x4_2026-11-26/train_steps.jsonl",
-    "fsdp16-host-width_h200x2_2026-11-27/train_steps.jsonl", "hostcpu17-fsdp2-host_h100x2-h200x2_2026-11-27/h200/train_steps.jsonl",
-    "hostcpu17-fsdp2-host_h100x2-h200x2_2026-11-27/h200b/train_steps.jsonl",
-    "hostprobe18-host-speed_h200x2_2026-11-27/train_steps.jsonl", "hostprobe18-host-speed_h200x2_2026-11-27/b/train_steps.jsonl",
-    "hostprobe18-host-speed_h200x2_2026-11-27/c/train_steps.jsonl", "blind17-fsdp2_h200x2_2026-11-27/train_steps.jsonl",
-    "blind17-fsdp2_h200x2_2026-11-27/b/train_steps.jsonl", "blind15-memory_h100x2-h200x2_2026-11-27/h200/train_steps.jsonl"))
+H200_FSDP2_FILES = tuple(VALIDATION / f / "train_steps.jsonl" for f in (
+    "host-bound-reference_h200-h100_2026-11-22/h200x2",
+    "blind9_h200x2_2026-11-26",
+    "host8-fsdp2-hook-h200_h200x4_2026-11-26",
+    "host9-fsdp2-rank-skew_h200x4_2026-11-26",
+    "fsdp16-host-width_h200x2_2026-11-27",
+    "hostcpu17-fsdp2-host_h100x2-h200x2_2026-11-27/h200",
+    "hostcpu17-fsdp2-host_h100x2-h200x2_2026-11-27/h200b",
+    "hostprobe18-host-speed_h200x2_2026-11-27",
+    "hostprobe18-host-speed_h200x2_2026-11-27/b",
+    "hostprobe18-host-speed_h200x2_2026-11-27/c",
+    "blind17-fsdp2_h200x2_2026-11-27",
+    "blind17-fsdp2_h200x2_2026-11-27/b",
+    "blind15-memory_h100x2-h200x2_2026-11-27/h200",
+))
 
 
 def test_run_band_covers_the_fsdp2_runs_on_h200():

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ROOT = ROOTs[1]   # the repository root
+ROOT = HERE.parents[1]   # the repository root
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send_recv")
 MIB = 2 ** 20
 
@@ -74,9 +74,12 @@ def _launch_us(profile: str, commit: str | None) -> float:
 
     rel = f"profiles/{profile}.yaml"
     text = None
-    if commit:
-        r = subprocess.run(["git", "show", f"{commit}:{rel}"], cwd=ROOT, capture_output=True, text=True)
-        text = r.stdout if r.returncode == 0 else None
+    # at a commit before the profiles moved to profiles/ (issue 31) the file was calibrate/profiles/<name>.yaml
+    for old in ((rel, f"calibrate/{rel}") if commit else ()):
+        r = subprocess.run(["git", "show", f"{commit}:{old}"], cwd=ROOT, capture_output=True, text=True)
+        if r.returncode == 0:
+            text = r.stdout
+            break
     if text is None:
         text = (ROOT / rel).read_text()
     return float(yaml.safe_load(text)["compute"]["kernel_launch_us"])
