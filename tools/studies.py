@@ -406,18 +406,24 @@ def result(study: Study) -> str:
         ok = sum(not range_problems(v, c["widen"]) for v in runs.values())
         return f"{ok} of {len(runs)} within their runs' range"
     table = check_rows(study, c)
-    if "tolerance" not in c and c.get("band"):
+    parts = []
+    if c.get("band"):
         inside = 0
         for rid, r in table.items():
             lo, hi = band_of(study, c, rid, r)
             inside += lo <= r["measured_s"] <= hi
-        return f"{inside} of {len(table)} runs in their committed band"
+        parts.append(f"{inside} of {len(table)} in their committed band")
     tols = tolerances(c, list(table))
-    if not tols:
-        return str(study.doc.get("result", "overheads checked"))
-    t = tols[0]
-    ok = sum(not within(table[i], t) for i in t.ids)
-    return f"{ok} of {len(t.ids)} within {100 * t.tolerance:g}%"
+    if tols:
+        t = tols[0]
+        ok = sum(not within(table[i], t) for i in t.ids)
+        parts.append(f"{ok} of {len(t.ids)} within {100 * t.tolerance:g}%")
+    if c.get("overhead_pairs"):
+        spec = c["overhead_pairs"]
+        ok = sum(not overhead_pair_problems({"overhead_pairs": {**spec, "measured": [pair]}}, table)
+                 for pair in spec["measured"])
+        parts.append(f"overhead within {100 * spec['rel']:g}% of {ok} of {len(spec['measured'])} runs")
+    return "; ".join(parts) if parts else str(study.doc.get("result", "overhead signs checked"))
 
 
 def _cell(text: str) -> str:
@@ -425,9 +431,11 @@ def _cell(text: str) -> str:
 
 
 def index_table() -> str:
-    """The Markdown table of every study folder: date, hardware, question (linked to the folder), result, status."""
+    """The Markdown table of every study folder, by date: date, hardware, question (linked to the folder), result, status.
+
+    The link is relative to docs/ (the table is docs/validation.md's index)."""
     lines = ["| date | hardware | question | result | status |", "|---|---|---|---|---|"]
-    for s in studies():
+    for s in sorted(studies(), key=lambda s: (str(s.doc["date"]), s.name)):
         d = s.doc
         q = f"[{_cell(d['question'])}](../validation/{s.name}/)"
         row = f"| {d['date']} | {_cell(d['hardware'])} | {q} | {_cell(result(s))} | {d['status']} |"
