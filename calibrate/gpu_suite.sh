@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU run suite for issue 4 "Real GPUs": runs every scenarios/ref-*.yaml that fits the visible GPUs
-# through calibrate/train_gpt.py and appends one JSON line per config to OUTDIR/train_steps.jsonl.
+# through reference/train_gpt.py and appends one JSON line per config to OUTDIR/train_steps.jsonl.
 #
 #   bash calibrate/gpu_suite.sh OUTDIR
 #
@@ -81,7 +81,7 @@ for f in "$REPO"/scenarios/ref-*.yaml; do
   echo "gpu_suite: run $name on $need GPU(s)"
   t0=$(date +%s)
   timeout -k 15 "$TIMEOUT" "$PYTHON" -m torch.distributed.run --standalone --nproc-per-node "$need" \
-    "$REPO/calibrate/train_gpt.py" "$f" --device "$DEVICE" --warmup "$WARMUP" --steps "$STEPS" \
+    "$REPO/reference/train_gpt.py" "$f" --device "$DEVICE" --warmup "$WARMUP" --steps "$STEPS" \
     --set "cluster.gpus=$need" "${TOPO_SET[@]}" "${EXTRA[@]}" --run-id "$RUN_ID" -o "$OUT" >"$log" 2>&1
   rc=$?
   dt=$(( $(date +%s) - t0 ))

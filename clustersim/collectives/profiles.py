@@ -9,7 +9,7 @@ from clustersim.config.profile import Profile
 
 
 def resolve_profile(name_or_path: str | Path) -> Profile:
-    """Load a profile by path or shipped bare name (``calibrate/profiles/<name>.yaml``).
+    """Load a profile by path or shipped bare name (``profiles/<name>.yaml``).
 
     Raises ClusterSimError for unknown names and invalid files.
 

@@ -34,8 +34,11 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = {
     "topology": ("topologies", "clustersim._shipped.topologies"),
     "scenario": ("scenarios", "clustersim._shipped.scenarios"),
-    "profile": ("calibrate/profiles", "clustersim._shipped.profiles"),
+    "profile": ("profiles", "clustersim._shipped.profiles"),
 }
+#: YAML files of a shipped folder that are not files of its kind: profiles/inputs.yaml names the measurements
+#: every shipped profile was made from (the recipe's bookkeeping, not a profile)
+NOT_SHIPPED = {"profile": {"inputs"}}
 
 
 class StrictModel(BaseModel):
@@ -488,7 +491,8 @@ def shipped_names(kind: str) -> list[str]:
     (True, True)
     """
     d = shipped_dir(kind)
-    return sorted(p.stem for p in d.glob("*.yaml")) if d.is_dir() else []
+    skip = NOT_SHIPPED.get(kind, set())
+    return sorted(p.stem for p in d.glob("*.yaml") if p.stem not in skip) if d.is_dir() else []
 
 
 def resolve_file(name: str | Path, kind: str, base: Path | None = None) -> Path:

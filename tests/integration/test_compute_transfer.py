@@ -1,7 +1,7 @@
 """The compute transfer (clustersim/calibration/transfer.py) tested across the two measured Hopper parts.
 
 H200 and H100 both have measured kernel tables. Each GPU-bound real row of
-``tests/data/real_gpu/gpu-bound-train_steps.jsonl`` (the set of test_real_gpu_validation.py) is
+``validation/gpu-bound-set_h200-h100_2026-11-25/`` (the set of test_real_gpu_validation.py) is
 predicted with its topology's default profile whose ``compute`` section is replaced by the *other*
 GPU's measured one transferred by :func:`transfer_compute` (H200 rows: H100 tables -> H200; H100
 rows: H200 tables -> H100). The profiles are built here, in a temporary folder, never shipped. Each
@@ -25,9 +25,11 @@ from clustersim.config.topology import gpu_spec
 from clustersim.simulate.run import run_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
-PROFILES = ROOT / "calibrate" / "profiles"
-ROWS = [json.loads(line) for line in (ROOT / "tests" / "data" / "real_gpu" / "gpu-bound-train_steps.jsonl")
-        .read_text().splitlines() if line.strip()]
+PROFILES = ROOT / "profiles"
+#: the GPU-bound reference set (validation/gpu-bound-set_h200-h100_2026-11-25: its expect.yaml names the row files)
+GPU_BOUND = ROOT / "validation" / "gpu-bound-set_h200-h100_2026-11-25"
+ROWS = [json.loads(line) for rel in yaml.safe_load((GPU_BOUND / "expect.yaml").read_text())["check"]["measurements"]
+        for line in (ROOT / rel).read_text().splitlines() if line.strip()]
 ROWS = [r for r in ROWS if r.get("kind") == "train_step" and r.get("status") == "ok"]
 TOL = 0.10
 # measured profile -> (its GPU, the profile whose tables are transferred to it, that profile's GPU)

@@ -31,6 +31,8 @@ def test_non_editable_install_finds_shipped_data(tmp_path):
         "    assert names, kind\n"
         "    p = b.resolve_file(names[0], kind)\n"
         "    assert p.is_file() and 'site' in str(p), p\n"
+        "assert 'hgx-h200' in b.shipped_names('profile') and 'inputs' not in b.shipped_names('profile')\n"
+        "assert not (b.shipped_dir('profile') / 'inputs.yaml').exists()  # the recipe's list of inputs is no data\n"
         "from clustersim.topology.catalog import list_presets\n"
         "assert [p.name for p in list_presets()] == b.shipped_names('topology')  # topo list\n"
         "print(b.shipped_names('topology'))\n"

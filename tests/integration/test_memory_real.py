@@ -1,11 +1,11 @@
 """Real GPUs (issue 14, memory): predicted peak allocated vs ``torch.cuda.max_memory_allocated``.
 
-Every ``train_step`` row with ``peak_memory_bytes`` in ``calibrate/raw/*/train_steps.jsonl`` and
-``tests/data/real_gpu/*.jsonl`` (measured by calibrate/train_gpt.py: the maximum over ranks, from the
+Every ``train_step`` row with ``peak_memory_bytes`` in the measured row files of the study folders
+(``tools/studies.py`` ``TRAIN_STEP_SETS``; measured by reference/train_gpt.py: the maximum over ranks, from the
 reset before the warm-up steps) is predicted from its scenario file plus its ``--set`` overrides,
 and must be within 5% (:func:`clustersim.workload.memory.step_memory`'s ``peak_allocated_bytes``).
 
-calibrate/train_gpt.py always runs the plain PyTorch kernels (``training.kernel_fusion: none``:
+reference/train_gpt.py always runs the plain PyTorch kernels (``training.kernel_fusion: none``:
 no dropout, F.cross_entropy on the upcast logits, torch DDP/FSDP2/pipelining); the rows of
 scenarios that do not say so (gpt-1b-ddp) are predicted with that implementation, the one measured.
 
@@ -16,6 +16,7 @@ brings one inside 5% shows up. Run ``python tests/integration/test_memory_real.p
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,8 +27,12 @@ from clustersim.workload.memory import DTYPE_BYTES, state_bytes_per_param
 from clustersim.workload.transformer import TransformerStep
 
 ROOT = Path(__file__).resolve().parents[2]
-FILES = sorted((ROOT / "calibrate" / "raw").glob("*/train_steps.jsonl")) + sorted(
-    (ROOT / "tests" / "data" / "real_gpu").glob("*.jsonl"))
+sys.path.insert(0, str(ROOT / "tools"))
+import studies  # noqa: E402  (tools/studies.py: every measured row file by its set name)
+
+#: (set name, file) of every measured train_step row file, in the order the pool was collected
+FILES = studies.train_step_sets()
+SET_FILE = dict(FILES)
 TOL = 0.05
 IMPLEMENTATION = ["training.kernel_fusion=none"]
 
@@ -43,7 +48,7 @@ def load_rows() -> list[dict]:
     """Distinct measured configurations (scenario file, overrides, force-ddp), first row of each; the
     first row of each in every set of :data:`REPEAT_SETS` as well."""
     rows: dict = {}
-    for f in FILES:
+    for name, f in FILES:
         for line in f.read_text().splitlines():
             if not line.strip():
                 continue
@@ -51,14 +56,13 @@ def load_rows() -> list[dict]:
             if r.get("kind") != "train_step" or r.get("status") != "ok" or not r.get("peak_memory_bytes"):
                 continue
             if "scenario_file" not in r:
-                # rebuilt from a log's summary line (calibrate/raw/blind6): its configuration is in
-                # calibrate/blind6_configs.txt, and tests/data/real_gpu/blind6-train_steps.jsonl carries it
+                # rebuilt from a log's summary line (validation/blind6-2gpu-overheads_h100x2_2026-11-26): its configuration is in
+                # validation/blind6-2gpu-overheads_h100x2_2026-11-26/configs.txt, and validation/blind6-2gpu-overheads_h100x2_2026-11-26/train_steps-rows.jsonl carries it
                 continue
             # the 2x H100 repeats of 2026-11-27 (blind set 11, the skew diagnosis) re-measure configurations of
             # blind sets 6 and 7 on another VM: kept beside the first measurement, not instead of it
-            name = f.name.split("-train_steps")[0] if f.parent.name == "real_gpu" else f.parent.name
             again = name if name in REPEAT_SETS else ""
-            rows.setdefault((_key(r), again), {**r, "source": f"{f.parent.name}/{f.name}"})
+            rows.setdefault((_key(r), again), {**r, "source": f"{name}/{f.name}"})
     return list(rows.values())
 
 
@@ -91,7 +95,7 @@ def predicted_peak(row: dict) -> float:
 
 _DDP_ACCUMULATION = ("torch DDP (gradient_as_bucket_view=False): a one-time transient of the second step, one "
                      "16-bit copy of every gradient (2.6-4.0 GiB) above the steady-state peak, in some runs and not "
-                     "in others of the same layout (the per-step peaks of calibrate/raw/ddp-steps: rg-ddp2 32.60 GiB "
+                     "in others of the same layout (the per-step peaks of validation/ddp-step2-transient_h200x2_2026-11-27/ddp-steps: rg-ddp2 32.60 GiB "
                      "in step 2, 29.96 in every other step; ac-ddp2 and b2-ddp2 29.96 in every step that run). "
                      "Consistent with DDP's one-time bucket rebuild after the first iteration; the model gives the "
                      "steady state (exact within 0.05 GiB on every such row)")
@@ -113,7 +117,7 @@ KNOWN_MEMORY_MISS = {"m19-single-host-forceddp-r1": _DDP_ACCUMULATION + " (host 
                      "h7-ddp2-h100": "a 0.2 GiB model under DDP: 0.10 GiB of allocations the model does not "
                                      "have (DDP's reducer state at this size is not modelled)"}
 # The total a GPU needs is the peak allocated plus the CUDA context, NCCL's communicators (measured by
-# calibrate/device/nccl_memory.py) and 13.2% of fragmentation. Rows it does not cover (docs/validation.md 2e):
+# validation/probes/nccl-memory-outside-allocator/nccl_memory.py) and 13.2% of fragmentation. Rows it does not cover (docs/validation.md 2e):
 _IN_USE_FRAGMENTATION = ("the caching allocator reserved more over the allocated peak than the 13.2% allowance (1.15-1.44x; "
                          "pipelines 1.20-1.44x, whose receive buffers, activations and stashed outputs of many sizes live "
                          "across micro-batches; FSDP2 at h 4096 and with a 128k vocabulary 1.17-1.18x): fragmentation is not "
@@ -132,7 +136,7 @@ KNOWN_IN_USE_MISS = {rid: _IN_USE_FRAGMENTATION for rid in (
     "p14-b2-pp2-dp2-v2", "f15-fsdp2-v128k-h100", "f15-fsdp2-h4096-h100", "f15-pp2-interleaved-v4-h100",
     "f15-pp2-1f1b-m12-h100", "e8-pp4-1f1b@blind8", "e8-pp4-interleaved@blind8", "gv-pp2-interleaved@blind9",
     "f15-fsdp2-v128k", "f15-fsdp2-h4096", "f15-pp2-interleaved-v4", "f15-pp2-1f1b-m12",
-    # the FSDP2 host study's width sweep (calibrate/raw/fsdp16, hostcpu17-h100): 256-token micro-batches, reserved 1.19-1.39x
+    # the FSDP2 host study's width sweep (validation/fsdp16-host-width_h200x2_2026-11-27, hostcpu17-h100): 256-token micro-batches, reserved 1.19-1.39x
     "hs-fsdp2-h1024", "hs-fsdp2-h2048", "hs-fsdp2-h3072", "hs-fsdp2-h2048-h100",
     # blind set 16 (4x H100): reserved 1.28-1.42x the allocated peak
     "f16-fsdp4-h4096-h100", "f16-fsdp4-v128k-h100", "f16-pp4-interleaved-v3-h100", "f16-pp4-1f1b-s4k-h100",
@@ -146,7 +150,7 @@ KNOWN_IN_USE_MISS.update({rid: _IN_USE_TINY for rid in (
     "h7-ddp2-h100", "h7-ddp2@host8", "h8-ddp4@host8", "m19-single-host-r1")})
 KNOWN_IN_USE_MISS["m19-single-host-forceddp-r1"] = (
     "the --force-ddp probe runs a one-GPU scenario under a one-rank NCCL process group: its communicator (~1.1 GiB, "
-    "calibrate/device/nccl_memory.py) is in use on the device but not in a one-GPU scenario's total")
+    "validation/probes/nccl-memory-outside-allocator/nccl_memory.py) is in use on the device but not in a one-GPU scenario's total")
 # blind set 18 (2x H200, 2026-11-27): reserved 1.17x / 1.22x / 1.39x the allocated peak (DDP at 1.5 GiB, FSDP2 h 1024,
 # the wide FSDP2 row with 2048-token activations of h 3072), above the 13.2% allowance
 KNOWN_IN_USE_MISS.update({rid: _IN_USE_FRAGMENTATION for rid in (
@@ -208,7 +212,7 @@ RESERVED_ROWS = [r for r in ROWS if r.get("peak_reserved_bytes") and r.get("devi
     reason=KNOWN_IN_USE_MISS[_run_key(r)], strict=True)) if _run_key(r) in KNOWN_IN_USE_MISS else r
     for r in RESERVED_ROWS], ids=[_id(r) for r in RESERVED_ROWS])
 def test_total_needed_covers_the_device_memory_in_use(row):
-    """Rows with reserved and in-use memory (calibrate/raw/memory): the predicted total the GPU needs is
+    """Rows with reserved and in-use memory (validation/memory-peak_h100_2026-11-25): the predicted total the GPU needs is
     never below the memory the process held on the device (``total - free`` after the steps), and at most
     10% above it (the fragmentation term takes the largest measured reserved/allocated ratio)."""
     m = predict(row)
@@ -253,7 +257,7 @@ def test_calculon_plan_with_sharded_gradients_is_near_calculon():
     assert z2["fits"] and not z1["fits"]
 
 
-STEP_ROWS = [json.loads(line) for line in (ROOT / "calibrate" / "raw" / "ddp-steps" / "train_steps.jsonl")
+STEP_ROWS = [json.loads(line) for line in SET_FILE["ddp-steps"]
              .read_text().splitlines() if line.strip()]
 
 
@@ -273,7 +277,7 @@ def test_ddp_steady_state_peak_within_5_percent_and_the_transient_is_step_2(row)
 
 
 def test_the_step_2_transient_was_seen():
-    """rg-ddp2's run of calibrate/raw/ddp-steps shows it (+2.64 GiB in step 2), ac-ddp2's does not."""
+    """rg-ddp2's run of validation/ddp-step2-transient_h200x2_2026-11-27/ddp-steps shows it (+2.64 GiB in step 2), ac-ddp2's does not."""
     by = {r["run_id"]: r["peak_memory_bytes_per_step_rank0"] for r in STEP_ROWS}
     assert max(by["rg-ddp2"]) - max(by["rg-ddp2"][2:]) > 2.5 * 2**30
     assert max(by["ac-ddp2"]) == max(by["ac-ddp2"][2:])
@@ -283,7 +287,7 @@ def _transient_runs() -> list[dict]:
     """Every run (all rows, not one per configuration) whose per-step peaks show DDP's step-2 transient: step 2 more
     than 2% above the steady state of steps 3 on."""
     out, seen = [], set()
-    for f in FILES:  # the same run may stand in calibrate/raw and in its tests/data copy: counted once
+    for _, f in FILES:  # a run that stands in two files (blind set 6's log rows and its rebuilt rows): counted once
         for line in f.read_text().splitlines():
             r = json.loads(line) if line.strip() else {}
             steps = r.get("peak_memory_bytes_per_step_rank0")
@@ -340,12 +344,12 @@ if __name__ == "__main__":
               + f"; fits {m['fits']} (Calculon: {CALCULON_GIB} GiB)")
 
 
-BLIND = ROOT / "calibrate" / "raw" / "memory-blind"
+BLIND = ROOT / "validation" / "memory-blind_h100_2026-11-25"
 
 
 def test_committed_blind_predictions_within_5_percent():
     """The memory blind set: peaks predicted and committed (predictions.json, commit 952edce) before the
-    seven H100 runs were measured (train_steps.jsonl, calibrate/device/memory_blind.sh). The committed
+    seven H100 runs were measured (train_steps.jsonl, validation/memory-blind_h100_2026-11-25/memory_blind.sh). The committed
     numbers are compared, not a re-prediction, so a later model change cannot make this pass."""
     committed = {p["name"]: p for p in json.loads((BLIND / "predictions.json").read_text())}
     measured = {}
@@ -361,11 +365,10 @@ def test_committed_blind_predictions_within_5_percent():
 
 
 def _check_committed_blind(predictions: str, runs: tuple[str, ...], count: int) -> None:
-    """The committed peaks of ``predictions`` (under calibrate/raw) against the rows of the ``runs`` folders."""
-    raw = ROOT / "calibrate" / "raw"
-    committed = {p["name"]: p for p in json.loads((raw / predictions).read_text())}
-    measured = [json.loads(line) for d in runs
-                for line in (raw / d / "train_steps.jsonl").read_text().splitlines() if line.strip()]
+    """The committed peaks of ``predictions`` (a study's file, repository path) against the rows of the ``runs``
+    sets."""
+    committed = {p["name"]: p for p in json.loads((ROOT / predictions).read_text())}
+    measured = [json.loads(line) for d in runs for line in SET_FILE[d].read_text().splitlines() if line.strip()]
     assert len(measured) == count
     for m in measured:
         p = committed[m["run_id"]]
@@ -377,10 +380,11 @@ def test_blind15_committed_memory_predictions_within_5_percent():
     """Blind set 15 (docs/validation.md 2e): peaks predicted with main 3f2dca1 and committed (e756f67) before the four
     runs on 2x H100 and on 2x H200; the committed numbers are compared, not a re-prediction (FSDP2 at h 4096 was
     +3.5% blind on both)."""
-    _check_committed_blind("blind15/memory-predictions.json", ("blind15", "blind15-h200"), 8)
+    _check_committed_blind("validation/blind15-memory_h100x2-h200x2_2026-11-27/memory-predictions.json",
+                           ("blind15", "blind15-h200"), 8)
 
 
 def test_blind16_committed_memory_predictions_within_5_percent():
     """Blind set 16 (docs/validation.md 2f): peaks predicted with main 525bdad and committed (968154f) before the five
     4x H100 runs; the committed numbers are compared (all five within 1%)."""
-    _check_committed_blind("blind16/memory-predictions.json", ("blind16",), 5)
+    _check_committed_blind("validation/blind16-memory-4gpu_h100x4_2026-11-27/memory-predictions.json", ("blind16",), 5)

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_bounds_move_the_calibrated_parameters():
-    prof = load_model(Profile, ROOT / "calibrate" / "profiles" / "hgx-h200.yaml")
+    prof = load_model(Profile, ROOT / "profiles" / "hgx-h200.yaml")
     fast, slow = profile_at_bound(prof, True), profile_at_bound(prof, False)
     moved = 0
     for e, ef, es in zip(prof.collectives, fast.collectives, slow.collectives):
@@ -37,7 +37,7 @@ def test_run_band_brackets_the_step_time():
 def _band_module():
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("collective_band", ROOT / "calibrate" / "collective_band.py")
+    spec = importlib.util.spec_from_file_location("collective_band", ROOT / "profiles" / "collective_band.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -56,7 +56,7 @@ def test_shipped_factors_are_the_held_out_quantiles():
     for err in (pub, meas, a100):
         f = mod.factor(err)
         assert 0.03 <= np.mean(np.abs(err) > np.log(f)) <= 0.07
-    for path in sorted((ROOT / "calibrate" / "profiles").glob("*.yaml")):
+    for path in sorted(p for p in (ROOT / "profiles").glob("*.yaml") if p.name != "inputs.yaml"):
         prof = load_model(Profile, path)
         expect = mod.factor({"hgx-h200": meas, "azure-ndv4": a100}.get(prof.name, pub))
         assert prof.uncertainty is not None, path.name
@@ -75,7 +75,7 @@ def test_band_is_wide_where_no_collective_was_measured():
     assert hi / d["step_time_s"] > 1.05     # a visible width (was 0 before the held-out factor)
 
 
-#: the FSDP2 host probe (calibrate/host7_configs.txt h7-fsdp2) and a GPU-bound DDP layout (blind set 9's rg-ddp2)
+#: the FSDP2 host probe (validation/host7-fsdp2-hook_h100x2_2026-11-26/configs.txt h7-fsdp2) and a GPU-bound DDP layout (blind set 9's rg-ddp2)
 HOST_BOUND = ["model.layers=32", "model.hidden=256", "model.heads=4", "model.ffn_hidden=1024", "model.seq_len=256",
               "training.micro_batch=1", "training.global_batch=4"]
 GPU_BOUND = ["model.hidden=2048", "model.ffn_hidden=8192", "training.micro_batch=4", "training.global_batch=16"]
@@ -93,7 +93,7 @@ def _band(scenario, sets):
 def test_host_speed_band_widens_a_host_bound_step_only():
     """hgx-h200's host.speed_band (the host probe program's run-to-run spread) moves every host issue time: a host-bound
     FSDP2 step's band is about [t / f, t x f]; a GPU-bound DDP step's stays within 1%."""
-    prof = load_model(Profile, ROOT / "calibrate" / "profiles" / "hgx-h200.yaml")
+    prof = load_model(Profile, ROOT / "profiles" / "hgx-h200.yaml")
     f = prof.host.speed_band.time_factor
     assert 1.1 < f < 1.6 and prof.host.speed_band.runs >= 10
     assert profile_at_bound(prof, False).host == prof.host   # the host moves in the graph, not in the profile
@@ -104,14 +104,14 @@ def test_host_speed_band_widens_a_host_bound_step_only():
 
 
 def test_host_speed_factor_is_the_quantile_of_the_probe_runs():
-    """The shipped factor is what calibrate/fsdp_hook.py's host_speed_band gives on the raw probe runs."""
+    """The shipped factor is what profiles/fsdp_hook.py's host_speed_band gives on the raw probe runs."""
     import importlib.util
 
-    sys.path.insert(0, str(ROOT / "calibrate"))
-    spec = importlib.util.spec_from_file_location("fsdp_hook", ROOT / "calibrate" / "fsdp_hook.py")
+    sys.path.insert(0, str(ROOT / "profiles"))
+    spec = importlib.util.spec_from_file_location("fsdp_hook", ROOT / "profiles" / "fsdp_hook.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    prof = load_model(Profile, ROOT / "calibrate" / "profiles" / "hgx-h200.yaml")
+    prof = load_model(Profile, ROOT / "profiles" / "hgx-h200.yaml")
     band = mod.host_speed_band(prof, mod.HOST_PROBE_RUNS["H200"], "H200", mod.HOST_PROBE_SUMMARIES["H200"])
     assert band["runs"] == prof.host.speed_band.runs == 22
     assert abs(band["time_factor"] - prof.host.speed_band.time_factor) < 1e-3

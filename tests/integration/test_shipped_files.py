@@ -9,7 +9,7 @@ from clustersim.config.profile import Profile
 from clustersim.config.scenario import Scenario
 
 ROOT = Path(__file__).resolve().parents[2]
-PROFILES = sorted((ROOT / "calibrate" / "profiles").glob("*.yaml"))
+PROFILES = sorted(p for p in (ROOT / "profiles").glob("*.yaml") if p.name != "inputs.yaml")
 SCENARIOS = sorted(p for p in (ROOT / "scenarios").glob("*.yaml") if not p.name.startswith("study-"))  # studies: test_shipped_studies
 TOPOLOGIES = sorted((ROOT / "topologies").glob("*.yaml"))
 
@@ -32,7 +32,7 @@ def test_topology_builds_and_names_an_existing_profile(path):
     cluster = load_cluster(path)
     assert cluster.n_gpus > 0
     if cluster.default_profile:
-        assert (ROOT / "calibrate" / "profiles" / f"{cluster.default_profile}.yaml").is_file(), cluster.default_profile
+        assert (ROOT / "profiles" / f"{cluster.default_profile}.yaml").is_file(), cluster.default_profile
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)

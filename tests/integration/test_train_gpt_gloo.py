@@ -1,4 +1,4 @@
-"""The reference training script (calibrate/train_gpt.py) on CPU with gloo, tiny models.
+"""The reference training script (reference/train_gpt.py) on CPU with gloo, tiny models.
 
 Every layout (single, DDP, FSDP, TP=2, PP=2 GPipe/1F1B/interleaved) trains on the same global
 batch from the same initial weights, so in fp32 their per-step losses must agree with the
@@ -25,7 +25,7 @@ if not torch.distributed.is_available():  # pragma: no cover
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "calibrate" / "train_gpt.py"
+SCRIPT = REPO / "reference" / "train_gpt.py"
 SCEN = REPO / "scenarios"
 
 TINY = [

@@ -36,12 +36,12 @@ SCENARIOS = {p.stem: yaml.safe_load(p.read_text()) for p in sorted((REPO / "scen
 STUDIES = {p.stem: yaml.safe_load(p.read_text()) for p in sorted((REPO / "scenarios").glob("study-*.yaml"))}
 TOPOLOGIES = {p.stem: yaml.safe_load(p.read_text()) for p in sorted((REPO / "topologies").glob("*.yaml"))}
 # small profiles whole, the large measured one cut to a few entries (the schema is the same)
-_H200 = yaml.safe_load((REPO / "calibrate" / "profiles" / "hgx-h200.yaml").read_text())
+_H200 = yaml.safe_load((REPO / "profiles" / "hgx-h200.yaml").read_text())
 _H200["collectives"] = _H200["collectives"][:3]
 for _k in ("gemm_table", "attention_table", "gemm_layout_table", "memory_table"):
     _H200.get("compute", {}).get(_k, [])[3:] = []
-PROFILES = {p.stem: yaml.safe_load(p.read_text()) for p in sorted((REPO / "calibrate" / "profiles").glob("*.yaml"))
-            if p.stat().st_size < 5000}
+PROFILES = {p.stem: yaml.safe_load(p.read_text()) for p in sorted((REPO / "profiles").glob("*.yaml"))
+            if p.stat().st_size < 5000 and p.name != "inputs.yaml"}
 PROFILES["hgx-h200-cut"] = _H200
 
 

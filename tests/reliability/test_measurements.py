@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,8 +71,23 @@ def test_resume_continues_the_run_of_the_same_configuration(tmp_path: Path) -> N
     assert row_key({"kind": "collective", "op": "all_reduce", "size_bytes": 1024, "mode": "nccl", "ranks": 2}) in st.done
 
 
+def _studies():
+    sys.path.insert(0, str(REPO / "tools"))
+    import studies  # tools/studies.py: the measured row files by set name
+
+    return studies
+
+
 def test_every_run_id_of_the_shipped_bench_files_has_its_meta_row() -> None:
-    for path in sorted((REPO / "tests" / "data").glob("*/*.jsonl")):
+    meas, val = REPO / "profiles" / "measurements", REPO / "validation"
+    # the collective benches (profile inputs and the held-out 3- and 4-rank ones), the pi runs, the samples in
+    # tests/data, and every measured train_step row file
+    files = [*(REPO / "tests" / "data").glob("*/*.jsonl"),
+             *(meas / n / "bench-graph.jsonl" for n in ("h100x2", "h200x2", "h200x4")),
+             val / "collectives-h100-blind_h100x2-h100x4_2026-11-27" / "h100x4" / "bench-graph.jsonl",
+             val / "collectives-3rank-blind_h200x4_2026-11-27" / "bench3.jsonl", meas / "h100x4" / "pi-strong.jsonl",
+             *(REPO / rel for rel in _studies().TRAIN_STEP_SETS.values())]
+    for path in sorted(files):
         rows = read_rows(path, warn=None)
         with_meta = {r.get("run_id") for r in rows if r.get("kind") == "meta"}
         bench = {r.get("run_id") for r in rows if r.get("source") == "bench"}

@@ -14,7 +14,7 @@ from rich.console import Console
 from conftest import REPO, SCENARIO, cli, write_scenario
 
 NT_LOG = REPO / "tests" / "data" / "h200x2" / "nt_all_reduce.txt"
-BENCH = REPO / "tests" / "data" / "h200x2" / "bench-graph.jsonl"
+BENCH = REPO / "profiles" / "measurements" / "h200x2" / "bench-graph.jsonl"
 
 
 def test_validate_prints_valid_yaml_with_long_lines(tmp_path: Path) -> None:

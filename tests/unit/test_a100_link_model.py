@@ -1,8 +1,8 @@
 """The A100 link model: ``azure-ndv4``'s ``link_model`` section, fitted on real nccl-tests logs, predicts a held-out scale.
 
-``calibrate/make_profiles.py`` fits the section on the all_reduce logs of Azure NDv4 at 8 GPUs
-(one node) and 16 GPUs (two nodes) (``calibrate/raw/a100-azure-ndv4``) at the ``azure-ndv4`` preset's line
-rates; the 32-GPU log of the same set (four nodes, ``tests/data/a100-azure-ndv4/all_reduce_32.log``)
+``profiles/make_profiles.py`` fits the section on the all_reduce logs of Azure NDv4 at 8 GPUs
+(one node) and 16 GPUs (two nodes) (``profiles/measurements/a100-azure-ndv4``) at the ``azure-ndv4`` preset's line
+rates; the 32-GPU log of the same set (four nodes, ``validation/a100-link-model-32gpu-heldout_a100-azure-ndv4_2026-11-26/all_reduce_32.log``)
 never enters the fit: the profile-driven simulator predicts it (issue 13's transfer check:
 within 10% mean at >= 1 MiB, 20% below).
 
@@ -23,14 +23,18 @@ from clustersim.collectives.model import CollectiveModel
 from clustersim.collectives.profiles import load_profile_for
 from clustersim.topology import load_cluster
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "a100-azure-ndv4"
+ROOT = Path(__file__).resolve().parents[2]
+#: the fitted logs (8 and 16 GPUs: profile inputs) and the held-out one (32 GPUs: its study folder)
+LOGS = {8: ROOT / "profiles" / "measurements" / "a100-azure-ndv4" / "all_reduce_8.log",
+        16: ROOT / "profiles" / "measurements" / "a100-azure-ndv4" / "all_reduce_16.log",
+        32: ROOT / "validation" / "a100-link-model-32gpu-heldout_a100-azure-ndv4_2026-11-26" / "all_reduce_32.log"}
 MiB = 2**20
 
 
 @cache
 def check(gpus: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, set[str]]:
     """(sizes, measured us, predicted us, sources) of ``all_reduce_<gpus>.log`` on ``azure-ndv4`` with its profile."""
-    rows = model_rows(read_measurements([str(DATA / f"all_reduce_{gpus}.log")]).rows)
+    rows = model_rows(read_measurements([str(LOGS[gpus])]).rows)
     cluster = load_cluster("azure-ndv4", gpus=gpus)
     model = CollectiveModel(cluster, load_profile_for(cluster))
     res = [model.estimate("all_reduce", gpus, r["size_bytes"]) for r in rows]
@@ -56,7 +60,7 @@ def test_section_is_fitted_on_8_and_16_gpus_at_the_topologys_line_rates(a100):
     lm = prof.link_model
     assert lm is not None and set(lm.links) == {"nvlink", "network"}
     pv = lm.provenance
-    assert pv.files == ["raw/a100-azure-ndv4/all_reduce_8.log", "raw/a100-azure-ndv4/all_reduce_16.log"]
+    assert pv.files == ["profiles/measurements/a100-azure-ndv4/all_reduce_8.log", "profiles/measurements/a100-azure-ndv4/all_reduce_16.log"]
     assert (pv.ranks, pv.nodes) == ([8, 16], [1, 2])         # the 32-GPU log stays out
     ctx = CollectiveModel(cluster, None).context(tuple(range(16)))
     assert pv.line_rates_GBps == {"nvlink": ctx.intra_line, "network": ctx.net_line} == {"nvlink": 300.0,

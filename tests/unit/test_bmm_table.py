@@ -14,7 +14,7 @@ from clustersim.simulate.run import resolve_scenario, transformer_step
 from clustersim.workload.compute import ComputeModel
 
 ROOT = Path(__file__).resolve().parents[2]
-RAW = ROOT / "calibrate" / "raw" / "attention-bmm" / "h200.jsonl"
+RAW = ROOT / "profiles" / "measurements" / "h200" / "attention-bmm.jsonl"
 
 
 def _compute(topology: str) -> ComputeModel:

@@ -12,6 +12,7 @@ from clustersim.errors import ClusterSimError
 from clustersim.topology import load_cluster
 
 DATA = Path(__file__).resolve().parents[1] / "data"
+MEAS = Path(__file__).resolve().parents[2] / "profiles" / "measurements"
 GiB, MiB = 2**30, 2**20
 
 
@@ -106,7 +107,7 @@ def test_accuracy_superpod_two_nodes():
 
 
 def test_a100_azure_log_large_sizes_within_15_percent():
-    rows = [r for r in parse_nccl_tests_log(DATA / "a100-azure-ndv4" / "all_reduce_8.log")
+    rows = [r for r in parse_nccl_tests_log(MEAS / "a100-azure-ndv4" / "all_reduce_8.log")
             if r.get("kind") == "collective" and not r["inplace"] and r["size_bytes"] >= 256 * MiB]
     c = load_cluster("dgx-a100")
     m = CollectiveModel(c, load_profile_for(c))
@@ -193,8 +194,8 @@ def test_bad_inputs(h100):
 
 
 def test_every_shipped_profile_loads():
-    root = Path(__file__).resolve().parents[2] / "calibrate" / "profiles"
-    for f in sorted(root.glob("*.yaml")):
+    root = Path(__file__).resolve().parents[2] / "profiles"
+    for f in sorted(p for p in root.glob("*.yaml") if p.name != "inputs.yaml"):  # inputs.yaml: the recipe's, no profile
         assert resolve_profile(f).name == f.stem
 
 
@@ -208,7 +209,7 @@ CHECK_SIZES = (MiB, 16 * MiB, 256 * MiB, 4 * GiB)
 def _bench_nccl(n):
     import json
 
-    rows = [json.loads(line) for line in (DATA / f"h200x{n}" / "bench-graph.jsonl").read_text().splitlines()]
+    rows = [json.loads(line) for line in (MEAS / f"h200x{n}" / "bench-graph.jsonl").read_text().splitlines()]
     return {(r["op"], r["size_bytes"]): r for r in rows if r.get("kind") == "collective" and r.get("mode") == "nccl"}
 
 

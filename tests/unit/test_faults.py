@@ -85,7 +85,7 @@ def test_straggler_in_a_dp_group_slows_the_step_by_about_s(fidelity, s):
     assert d["causes"] == [{"kind": "straggler", "rank": 1, "slowdown": s}]
 
 
-#: the FSDP2 host probe (calibrate/host7_configs.txt h7-fsdp2): a 32-layer h 256 model whose step is its hosts'
+#: the FSDP2 host probe (validation/host7-fsdp2-hook_h100x2_2026-11-26/configs.txt h7-fsdp2): a 32-layer h 256 model whose step is its hosts'
 HOST_BOUND = ["model.layers=32", "model.hidden=256", "model.heads=4", "model.ffn_hidden=1024", "model.seq_len=256",
               "training.micro_batch=1", "training.global_batch=4"]
 

@@ -28,6 +28,9 @@ from clustersim.config.profile import Profile
 from clustersim.errors import ClusterSimError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "h200x2"
+#: the 2-rank H200 bench (the profile input, profiles/measurements/h200x2) beside the samples of tests/data/h200x2
+BENCH = Path(__file__).resolve().parents[2] / "profiles" / "measurements" / "h200x2" / "bench-graph.jsonl"
+JSONL = {p.name: p for p in (BENCH, *sorted(DATA.glob("*.jsonl")))}
 NT_LOG = DATA / "nt_all_reduce.txt"
 GEMM = DATA / "gemm.jsonl"
 
@@ -64,9 +67,9 @@ def measurements(rows: list[dict]) -> F.Measurements:
 
 
 def bench_ops() -> list[tuple[str, str]]:
-    """(file, op) for every collective op in tests/data/h200x2/*.jsonl plus the nccl-tests log."""
+    """(file, op) for every collective op in the 2-rank bench and tests/data/h200x2/*.jsonl, plus the nccl-tests log."""
     out = [(NT_LOG.name, "all_reduce")]
-    for p in sorted(DATA.glob("*.jsonl")):
+    for p in JSONL.values():
         ops = set()
         for line in p.read_text().splitlines():
             try:
@@ -80,7 +83,7 @@ def bench_ops() -> list[tuple[str, str]]:
 
 
 def rows_of(file: str, op: str) -> list[dict]:
-    p = DATA / file
+    p = JSONL.get(file, DATA / file)
     if p.suffix == ".jsonl":
         rows = [r for r in F.read_measurements([p]).rows if r["kind"] == "meta" or r.get("op") == op]
     else:
@@ -488,7 +491,7 @@ def real_jsonl(tmp_path: Path) -> Path:
 def test_cli_fit_with_topology_writes_the_link_model(tmp_path):
     """`calibrate fit --topology` also fits the link model on the NCCL-level rows at that topology's line
     rates and writes the section the simulator uses; ``--holdout`` leaves those sizes out of it too."""
-    src = DATA / "bench-graph.jsonl"
+    src = BENCH
     out = tmp_path / "p.yaml"
     r = run_cli("calibrate", "fit", str(src), "-o", str(out), "--topology", "hgx-h200")
     assert r.exit_code == 0, r.output

@@ -14,7 +14,7 @@ from clustersim.calibration.fit import read_measurements
 from clustersim.collectives.profiles import resolve_profile
 
 ROOT = Path(__file__).resolve().parents[2]
-RAW = ROOT / "calibrate" / "raw"
+MEAS = ROOT / "profiles" / "measurements"
 TABLES = ("attention_table", "gemm_layout_table", "memory_table", "clock_table")
 
 
@@ -25,8 +25,8 @@ def _fit(tmp_path: Path, *files: Path) -> subprocess.CompletedProcess:
 
 def test_fit_reproduces_the_shipped_kernel_tables(tmp_path):
     """The H200 bench (GEMM, HBM, launch rows) and its kernel rows through the CLI give the same four tables as the
-    shipped hgx-h200 profile, which calibrate/make_profiles.py builds from the same two files."""
-    r = _fit(tmp_path, RAW / "h200x2" / "bench-run1.jsonl", RAW / "h200" / "kernels.jsonl")
+    shipped hgx-h200 profile, which profiles/make_profiles.py builds from the same two files."""
+    r = _fit(tmp_path, MEAS / "h200x2" / "bench-run1.jsonl", MEAS / "h200" / "kernels.jsonl")
     assert r.returncode == 0, r.stderr
     assert "kernel classes: 40 flash-attention, 180 layout GEMM" in r.stdout
     fitted = yaml.safe_load((tmp_path / "p.yaml").read_text())["compute"]
@@ -63,8 +63,8 @@ def test_bench_rows_of_the_batched_gemms_and_the_wave_sweep_fit_like_the_shipped
     `calibrate bench --kernels` writes rows of the same names and fields (bench.kernels bmm_sweep, wave_sweep)."""
     import importlib.util
 
-    sys.path.insert(0, str(ROOT / "calibrate"))  # make_profiles imports its sibling scripts
-    spec = importlib.util.spec_from_file_location("make_profiles", ROOT / "calibrate" / "make_profiles.py")
+    sys.path.insert(0, str(ROOT / "profiles"))  # make_profiles imports its sibling scripts
+    spec = importlib.util.spec_from_file_location("make_profiles", ROOT / "profiles" / "make_profiles.py")
     mp = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mp)
     comp = resolve_profile("hgx-h200").compute

@@ -19,7 +19,9 @@ from clustersim.calibration.fit import read_measurements
 from clustersim.calibration.fit.linkmodel import fit_link_model, refine
 from clustersim.calibration.fit.transfer import band_factor, scale_check, size_check, split_sizes
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+ROOT = Path(__file__).resolve().parents[2]
+MEAS = ROOT / "profiles" / "measurements"
+VALIDATION = ROOT / "validation"
 H200 = {"intra_line_GBps": 450.0, "sm": 90}         # 18 NVLink4 x 25 GB/s per direction; Hopper
 #: Azure NDv4: 12 NVLink3 x 25 GB/s per GPU; 8 HDR 200 Gb/s NICs per node (25 GB/s each); Ampere
 A100 = {"intra_line_GBps": 300.0, "net_line_GBps": 25.0, "nics_per_node": 8, "sm": 80}
@@ -33,17 +35,19 @@ def _rows(*files: Path) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def h200x2():
-    return _rows(DATA / "h200x2" / "bench-graph.jsonl")
+    return _rows(MEAS / "h200x2" / "bench-graph.jsonl")
 
 
 @pytest.fixture(scope="module")
 def h200x4():
-    return _rows(DATA / "h200x4" / "bench-graph.jsonl")
+    return _rows(MEAS / "h200x4" / "bench-graph.jsonl")
 
 
 @pytest.fixture(scope="module")
 def a100():
-    return {n: _rows(DATA / "a100-azure-ndv4" / f"all_reduce_{n}.log") for n in (8, 16, 32)}
+    a100 = {8: MEAS / "a100-azure-ndv4" / "all_reduce_8.log", 16: MEAS / "a100-azure-ndv4" / "all_reduce_16.log",
+            32: VALIDATION / "a100-link-model-32gpu-heldout_a100-azure-ndv4_2026-11-26" / "all_reduce_32.log"}
+    return {n: _rows(p) for n, p in a100.items()}
 
 
 @pytest.fixture(scope="module")
@@ -129,9 +133,9 @@ def test_h200_scale_check_2_to_4(h200_scale, op):
 
 @pytest.fixture(scope="module")
 def h200_scale3(h200x2):
-    """The blind rank-scaling check: the 3-rank bench (calibrate/raw/coll-3rank, 4x H200 host, 2026-11-27) was
-    run after the predictions were committed (calibrate/raw/coll-3rank/predictions.json, label main)."""
-    return {row.op: row for row in scale_check(h200x2, _rows(DATA / "h200x3" / "bench-graph.jsonl"), **H200)}
+    """The blind rank-scaling check: the 3-rank bench (validation/collectives-3rank-blind_h200x4_2026-11-27, 4x H200 host, 2026-11-27) was
+    run after the predictions were committed (validation/collectives-3rank-blind_h200x4_2026-11-27/predictions.json, label main)."""
+    return {row.op: row for row in scale_check(h200x2, _rows(VALIDATION / "collectives-3rank-blind_h200x4_2026-11-27" / "bench3.jsonl"), **H200)}
 
 
 @pytest.mark.parametrize("op", ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send_recv"])
@@ -174,8 +178,8 @@ def test_refine_passes_through_fit_points_and_leaves_other_rank_counts_to_the_mo
 
 
 def _transfer_checks():
-    """benchmarks/transfer_checks.py, whose ``synthetic()`` builds and fits the synthetic rows."""
-    spec = importlib.util.spec_from_file_location("transfer_checks", DATA.parents[1] / "benchmarks" / "transfer_checks.py")
+    """tools/transfer_checks.py, whose ``synthetic()`` builds and fits the synthetic rows."""
+    spec = importlib.util.spec_from_file_location("transfer_checks", ROOT / "tools" / "transfer_checks.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -207,7 +211,7 @@ def test_cli_report_transfer_tables_plots_and_json(tmp_path):
         root.add_typer(sub, name="calibrate")
         return root
 
-    files = [str(DATA / "h200x2" / "bench-graph.jsonl"), str(DATA / "h200x4" / "bench-graph.jsonl")]
+    files = [str(MEAS / "h200x2" / "bench-graph.jsonl"), str(MEAS / "h200x4" / "bench-graph.jsonl")]
     args = ["calibrate", "report", *files, "-p", "hgx-h200", "--holdout", "none", "--transfer"]
     r = CliRunner().invoke(make_app(), [*args, "-o", str(tmp_path)])
     assert r.exit_code == 0, r.output

@@ -17,9 +17,9 @@ from clustersim.simulate.run import run_scenario, transformer_step
 from clustersim.workload.step_fsdp import count_hooks
 
 ROOT = Path(__file__).resolve().parents[2]
-PROBE = ROOT / "calibrate" / "raw" / "host7" / "train_steps.jsonl"
-sys.path.insert(0, str(ROOT / "calibrate"))
-import fsdp_hook  # noqa: E402  (calibrate/fsdp_hook.py, the derivation make_profiles.py uses)
+PROBE = ROOT / "validation" / "host7-fsdp2-hook_h100x2_2026-11-26" / "train_steps.jsonl"
+sys.path.insert(0, str(ROOT / "profiles"))
+import fsdp_hook  # noqa: E402  (profiles/fsdp_hook.py, the derivation make_profiles.py uses)
 
 
 def probe() -> dict[str, dict]:
@@ -71,7 +71,7 @@ def test_hook_is_not_carried_to_other_machines(name):
     assert resolve_profile(name).host.fsdp_hook_us is None
 
 
-H200_PROBE = ROOT / "calibrate" / "raw" / "host8" / "train_steps.jsonl"
+H200_PROBE = ROOT / "validation" / "host8-fsdp2-hook-h200_h200x4_2026-11-26" / "train_steps.jsonl"
 
 
 def test_hgx_h200_hook_per_shard_group_size_is_its_probe_pair():

@@ -2,8 +2,8 @@
 
 ``hgx-h200``'s profile (entries measured on 2 and 4 H200, link model) on the ``dgx-h100`` topology (the
 same 18 NVLink4 per GPU, so the same line rates) predicts the 2x H100 bench of 2026-11-27
-(``tests/data/h100x2/bench-graph.jsonl``, a copy of ``calibrate/raw/h100x2``): the blind predictions
-committed before that bench (``calibrate/raw/blind-h100x2/predictions.json``) gave, at NCCL level (less the
+(``profiles/measurements/h100x2/bench-graph.jsonl``, a copy of ``profiles/measurements/h100x2``): the blind predictions
+committed before that bench (``validation/collectives-h100-blind_h100x2-h100x4_2026-11-27/h100x2/predictions.json``) gave, at NCCL level (less the
 kernel gap ``clustersim collective`` adds for a back-to-back call), 1.2-6.7% mean at >= 1 MiB and 1.8-7.3%
 below for the six ops; this test holds today's model to it.
 
@@ -25,14 +25,17 @@ from clustersim.collectives import CollectiveModel
 from clustersim.collectives.profiles import resolve_profile
 from clustersim.topology import load_cluster
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+MEAS = Path(__file__).resolve().parents[2] / "profiles" / "measurements"
+#: the H100 collective study: its blind predictions and the 4-rank bench held out of every profile
+STUDY = Path(__file__).resolve().parents[2] / "validation" / "collectives-h100-blind_h100x2-h100x4_2026-11-27"
+BENCH = {"h100x2": MEAS / "h100x2" / "bench-graph.jsonl", "h100x4": STUDY / "h100x4" / "bench-graph.jsonl"}
 ROOT = Path(__file__).resolve().parents[2]
 MIB = 2 ** 20
 
 
 @pytest.fixture(scope="module")
 def h100_rows():
-    rows = read_measurements([str(DATA / "h100x2" / "bench-graph.jsonl")]).rows
+    rows = read_measurements([str(BENCH["h100x2"])]).rows
     return [r for r in rows if r["kind"] == "collective" and r.get("mode") == "nccl" and not r.get("nvls")
             and r.get("algorithm") is None and r.get("protocol") is None and r.get("ranks") == 2]
 
@@ -58,8 +61,8 @@ def test_h200_profile_predicts_h100_collectives(op, h100_rows, h200_model_on_h10
 
 
 def test_blind_predictions_were_committed_before_the_bench():
-    pred = json.loads((ROOT / "calibrate" / "raw" / "blind-h100x2" / "predictions.json").read_text())
-    bench_run = next(json.loads(line)["run_id"] for line in (DATA / "h100x2" / "bench-graph.jsonl").open()
+    pred = json.loads((STUDY / "h100x2" / "predictions.json").read_text())
+    bench_run = next(json.loads(line)["run_id"] for line in BENCH["h100x2"].open()
                      if '"run_id"' in line)
     # run ids are UTC start times (YYYYMMDDTHHMMSSZ-...): the predictions are older than the bench
     assert pred["_meta"]["predicted_at"].replace("-", "").replace(":", "")[:15] < bench_run[:15]
@@ -70,11 +73,11 @@ def test_blind_predictions_were_committed_before_the_bench():
 def test_h100_link_model_from_2_ranks_predicts_4(op):
     """Fitted on the 2x H100 bench, predicting the 4x H100 bench (both 2026-11-27): issue 13's bar (10% mean
     at >= 1 MiB, 20% below). Blind, before the fitter held unidentified per-step latencies at NCCL's: all_reduce
-    12.7% and broadcast 9.6% (``calibrate/raw/blind-x4/predictions.json``)."""
+    12.7% and broadcast 9.6% (``validation/collectives-h100-blind_h100x2-h100x4_2026-11-27/h100x4/predictions.json``)."""
     from clustersim.calibration.fit.transfer import scale_check
 
     def rows(name):
-        got = read_measurements([str(DATA / name / "bench-graph.jsonl")]).rows
+        got = read_measurements([str(BENCH[name])]).rows
         return [r for r in got if r["kind"] == "collective" and r.get("mode") == "nccl" and not r.get("nvls")
                 and r.get("algorithm") is None and r.get("protocol") is None]
 

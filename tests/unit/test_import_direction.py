@@ -6,7 +6,7 @@ layers left of it, never one to its right (``errors`` is the base: units raise C
 on bad input). ``calibration`` is a side branch: it imports only errors, units, budget, roofline, config and
 collectives.formulas, collectives.linkmodel, collectives.ncclchoice, collectives.uncertainty (and itself), and only layers from simulate on may import it.
 
-Every module of the package is parsed with :mod:`ast` (the scanner of benchmarks/module_graph.py,
+Every module of the package is parsed with :mod:`ast` (the scanner of tools/module_graph.py,
 which also draws the graph in docs/modules.md); imports inside functions (and under ``if
 TYPE_CHECKING``) count like top-level ones, since they are dependencies all the same.
 
@@ -26,8 +26,8 @@ PKG = ROOT / "clustersim"
 
 
 def _load_module_graph():
-    """benchmarks/module_graph.py: the import scanner shared with the generated doc graph."""
-    spec = importlib.util.spec_from_file_location("module_graph", ROOT / "benchmarks" / "module_graph.py")
+    """tools/module_graph.py: the import scanner shared with the generated doc graph."""
+    spec = importlib.util.spec_from_file_location("module_graph", ROOT / "tools" / "module_graph.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -235,7 +235,7 @@ def test_calibration_stays_on_its_branch(tmp_path):
 def test_the_modules_page_shows_the_current_module_graph():
     doc = (ROOT / "docs" / "modules.md").read_text()
     assert MG.doc_with_graph(doc, MG.render()) == doc, \
-        "docs/modules.md shows an old module graph: run python benchmarks/module_graph.py --write-doc"
+        "docs/modules.md shows an old module graph: run python tools/module_graph.py --write-doc"
 
 
 def test_the_architecture_doc_links_the_modules_page():

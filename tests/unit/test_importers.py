@@ -150,9 +150,9 @@ def test_topo_m_pasted_with_nvidia_smi_reads_the_gpu_name():
 
 @pytest.mark.parametrize("name,gpus", [("h100", 1), ("h200x2", 2), ("h200x4", 4)])
 def test_topo_m_with_terminal_escape_codes(name, gpus, tmp_path):
-    """The project's own calibrate/raw/*/topo-m.txt (copied to tests/data/topo-m): nvidia-smi underlined the header
+    """The project's own profiles/measurements/*/topo-m.txt: nvidia-smi underlined the header
     with ANSI escapes ("\\x1b[4mGPU0 ... \\x1b[0m"), which used to end in 'no row for GPU0'."""
-    path = DATA.parent / "topo-m" / f"{name}.txt"
+    path = DATA.parents[2] / "profiles" / "measurements" / name / "topo-m.txt"
     assert "\x1b[" in path.read_text()  # the file really carries the escape codes
     data, _ = import_file(path, gpu="H200-SXM" if "h200" in name else "H100-SXM")
     spec = TopologySpec.model_validate(data)

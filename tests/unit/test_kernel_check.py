@@ -15,8 +15,8 @@ from clustersim.errors import ClusterSimError
 from clustersim.simulate.kernel_check import kernel_report
 
 ROOT = Path(__file__).resolve().parents[2]
-RAW = ROOT / "calibrate" / "raw"
-#: the kernel rows the shipped hgx-h200 compute tables were fitted on (calibrate/make_profiles.py)
+RAW = ROOT / "profiles" / "measurements"
+#: the kernel rows the shipped hgx-h200 compute tables were fitted on (profiles/make_profiles.py)
 FITTED_ON = RAW / "h200" / "kernels.jsonl"
 
 

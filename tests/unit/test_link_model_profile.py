@@ -1,7 +1,7 @@
 """The fitted link model as the simulator reads it: profile schema, precedence, physics, fidelities.
 
 The shipped ``hgx-h200`` profile carries a ``link_model`` section fitted by
-``calibrate/make_profiles.py`` from the 2- and 4-rank H200 bench (NVLink only, no network).
+``profiles/make_profiles.py`` from the 2- and 4-rank H200 bench (NVLink only, no network).
 """
 
 from __future__ import annotations

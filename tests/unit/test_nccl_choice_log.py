@@ -1,7 +1,7 @@
 """The link model's emulation of NCCL's choice against NCCL's own per-call log (2x H200, NCCL 2.28.9).
 
 ``tests/data/h200x2/nccl_tuning.log``: rank 0's ``NCCL_DEBUG_SUBSYS=TUNING`` lines, one per call, for
-all_gather, broadcast, all_reduce and reduce_scatter from 1 KiB to 4 GiB (``calibrate/device/coll_drift3_x2.sh``).
+all_gather, broadcast, all_reduce and reduce_scatter from 1 KiB to 4 GiB (``validation/probes/collective-startup-drift/coll_drift3_x2.sh``).
 NCCL logs ``nBytes``: the per-rank count for AllGather / ReduceScatter (the model's size over the ranks), the
 buffer for AllReduce / Broadcast.
 """

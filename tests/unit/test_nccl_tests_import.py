@@ -22,8 +22,9 @@ from clustersim.errors import ClusterSimError
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 H200 = DATA / "h200x2" / "nt_all_reduce.txt"
-A100_8 = DATA / "a100-azure-ndv4" / "all_reduce_8.log"
-A100_16 = DATA / "a100-azure-ndv4" / "all_reduce_16.log"
+A100 = Path(__file__).resolve().parents[2] / "profiles" / "measurements" / "a100-azure-ndv4"
+A100_8 = A100 / "all_reduce_8.log"
+A100_16 = A100 / "all_reduce_16.log"
 TAG = re.compile(r"\[\d+(?:,\d+)?\](?:<std(?:out|err)>:)?")
 
 

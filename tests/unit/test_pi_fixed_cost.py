@@ -1,9 +1,9 @@
-"""The measured fixed cost of the Monte-Carlo π timed section on one GPU (calibrate/raw/pi-h100).
+"""The measured fixed cost of the Monte-Carlo π timed section on one GPU (validation/probes/pi-timed-section/pi-h100).
 
 docs/studies.md ("Monte-Carlo π") rules out a per-process fixed cost as the cause of the
 exercise's 48-108 ms losses with these rows: c = (n T(N/n) - T(N)) / (n - 1) must stay far below
 the 100-140 ms such a cost would need. The rows are the measurement as written by
-calibrate/device/pi/run.sh; this test recomputes the documented numbers from them.
+validation/probes/pi-timed-section/run.sh; this test recomputes the documented numbers from them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-RAW = Path(__file__).resolve().parents[2] / "calibrate" / "raw" / "pi-h100"
+RAW = Path(__file__).resolve().parents[2] / "validation" / "probes" / "pi-timed-section" / "pi-h100"
 
 
 def _times() -> dict[int, list[float]]:

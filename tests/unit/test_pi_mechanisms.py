@@ -1,9 +1,9 @@
 """What several GPUs cost a one-program job (issue 15, the Monte-Carlo pi study): the slowest GPU of n and the
 first collective of a fresh communicator, both measured and held by the profile.
 
-The H100 strong-scaling runs of the exercise's timed section (``tests/data/pi-h100x4/pi-strong.jsonl``, a copy of
-``calibrate/raw/pi-h100x4``) are predicted here with the mechanisms measured on *another* GPU and with other
-programs (``hgx-h200``: the pi kernel on 4 H200 at once, ``calibrate/device/first_collective.py``): the test of the
+The H100 strong-scaling runs of the exercise's timed section (``profiles/measurements/h100x4/pi-strong.jsonl``, a copy of
+``validation/probes/pi-timed-section/pi-h100x4``) are predicted here with the mechanisms measured on *another* GPU and with other
+programs (``hgx-h200``: the pi kernel on 4 H200 at once, ``validation/probes/first-collective-cost/first_collective.py``): the test of the
 method, where the H100's own values are those runs' and could not fail.
 """
 
@@ -22,7 +22,7 @@ from clustersim.simulate.run import run_scenario
 from clustersim.workload.job import expected_max_normal
 
 ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "tests" / "data" / "pi-h100x4" / "pi-strong.jsonl"
+DATA = ROOT / "profiles" / "measurements" / "h100x4" / "pi-strong.jsonl"
 
 
 def _measured() -> dict[int, float]:
@@ -54,7 +54,7 @@ def test_h200_mechanisms_predict_the_h100_strong_scaling():
 
 
 def test_the_loss_is_the_slowest_gpu_and_the_first_collective():
-    prof = load_model(Profile, ROOT / "calibrate" / "profiles" / "dgx-h100.yaml")
+    prof = load_model(Profile, ROOT / "profiles" / "dgx-h100.yaml")
     one, four = _sim(1), _sim(4)
     assert one["host"] == 0.0                      # one rank: no communicator to connect
     ideal = one["compute"] / 4

@@ -1,4 +1,4 @@
-"""The shipped default profiles are what `calibrate/make_profiles.py` makes from the raw measurements."""
+"""The shipped default profiles are what `profiles/make_profiles.py` makes from the raw measurements."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from clustersim.collectives import resolve_profile
 
 ROOT = Path(__file__).resolve().parents[2]
-RAW = ROOT / "calibrate" / "raw"
+RAW = ROOT / "profiles" / "measurements"
 OPS = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv"}
 
 
@@ -37,12 +37,12 @@ def h100():
 
 
 def test_shipped_profiles_are_regenerated_from_the_raw_files():
-    r = subprocess.run([sys.executable, str(ROOT / "calibrate" / "make_profiles.py"), "--check"],
+    r = subprocess.run([sys.executable, str(ROOT / "profiles" / "make_profiles.py"), "--check"],
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stdout + r.stderr
     for name in ("hgx-h200", "dgx-h100"):
-        head = (ROOT / "calibrate" / "profiles" / f"{name}.yaml").read_text().splitlines()[:3]
-        assert any("python calibrate/make_profiles.py" in line for line in head)
+        head = (ROOT / "profiles" / f"{name}.yaml").read_text().splitlines()[:3]
+        assert any("python profiles/make_profiles.py" in line for line in head)
 
 
 def test_h200_source_is_the_measurement(h200):
@@ -52,26 +52,26 @@ def test_h200_source_is_the_measurement(h200):
     assert (s.gpu, s.driver, s.nccl_version, s.torch_version) == (meta["gpu"], meta["driver"], meta["nccl_version"],
                                                                    meta["torch_version"])
     assert s.date == meta["date"][:10]
-    kern = ["raw/h200/kernels.jsonl"] if (RAW / "h200" / "kernels.jsonl").is_file() else []
-    assert set(s.files) == {"raw/h200x2/bench-graph.jsonl", "raw/h200x4/bench-graph.jsonl",
-                            "raw/h200x2/bench-run1.jsonl", *kern,
+    kern = ["profiles/measurements/h200/kernels.jsonl"] if (RAW / "h200" / "kernels.jsonl").is_file() else []
+    assert set(s.files) == {"profiles/measurements/h200x2/bench-graph.jsonl", "profiles/measurements/h200x4/bench-graph.jsonl",
+                            "profiles/measurements/h200x2/bench-run1.jsonl", *kern,
                             # an eager attention core's batched GEMMs by shape (compute.bmm_table)
-                            "raw/attention-bmm/h200.jsonl", "raw/wave-sweep/h200.jsonl",
+                            "profiles/measurements/h200/attention-bmm.jsonl", "profiles/measurements/h200/wave-sweep.jsonl",
                             # the compute/NCCL overlap probe and the FSDP2 host probe (2 and 4 of 4 H200)
-                            "raw/overlap-h200/overlap.jsonl", "raw/host8/train_steps.jsonl",
+                            "profiles/measurements/h200x4/overlap.jsonl", "validation/host8-fsdp2-hook-h200_h200x4_2026-11-26/train_steps.jsonl",
                             # the pi kernel on 4 H200 at once and the first all-reduce of a fresh communicator
-                            "raw/pi-h200x4/pi-gpus.txt", "raw/first-collective/first_collective.jsonl",
+                            "profiles/measurements/h200x4/pi-gpus.txt", "profiles/measurements/h200x4/first_collective.jsonl",
                             # compute beside a waiting p2p kernel; the clock under idle gaps (2 H200, 2026-11-27)
-                            "raw/p2p-resident-h200/p2p_resident.jsonl", "raw/clock-idle-h200/clock_idle.jsonl",
+                            "profiles/measurements/h200x2/p2p_resident.jsonl", "profiles/measurements/h200/clock_idle.jsonl",
                             # the FSDP2 rows whose optimizer host windows give host.fsdp_optimizer_us (four 2x H200 VMs)
-                            "raw/fsdp16/train_steps.jsonl", "raw/blind15-h200/train_steps.jsonl",
-                            "raw/hostcpu17-h200/train_steps.jsonl", "raw/hostcpu17-h200b/train_steps.jsonl",
+                            "validation/fsdp16-host-width_h200x2_2026-11-27/train_steps.jsonl", "validation/blind15-memory_h100x2-h200x2_2026-11-27/h200/train_steps.jsonl",
+                            "validation/hostcpu17-fsdp2-host_h100x2-h200x2_2026-11-27/h200/train_steps.jsonl", "validation/hostcpu17-fsdp2-host_h100x2-h200x2_2026-11-27/h200b/train_steps.jsonl",
                             # the host probe program's runs behind host.speed_band (2x H200 VMs, docs/validation.md 6n)
-                            "raw/host9/train_steps.jsonl", "raw/hostprobe18-h200/train_steps.jsonl",
-                            "raw/hostprobe18-h200b/train_steps.jsonl", "raw/hostprobe18-h200c/train_steps.jsonl",
-                            "raw/hostprobe18-h200/first-call-summary.txt"}
+                            "validation/host9-fsdp2-rank-skew_h200x4_2026-11-26/train_steps.jsonl", "validation/hostprobe18-host-speed_h200x2_2026-11-27/train_steps.jsonl",
+                            "validation/hostprobe18-host-speed_h200x2_2026-11-27/b/train_steps.jsonl", "validation/hostprobe18-host-speed_h200x2_2026-11-27/c/train_steps.jsonl",
+                            "validation/hostprobe18-host-speed_h200x2_2026-11-27/first-call-summary.txt"}
     for f in s.files:
-        assert (ROOT / "calibrate" / f).is_file()
+        assert (ROOT / f).is_file(), f
 
 
 def test_h200_collective_entries_cover_ops_modes_and_rank_counts(h200):
@@ -137,18 +137,18 @@ def test_h100_is_published_links_plus_measured_compute_and_2_rank_collectives(h1
     assert h100.link_model is not None and h100.link_model.provenance.ranks == [2]
     assert h100.links["nvlink"].bandwidth_GBps == 370.8
     assert h100.source.gpu == rows(bench, "meta")[0]["gpu"]
-    kern = ["raw/h100/kernels-20261124.jsonl"] if (RAW / "h100" / "kernels-20261124.jsonl").is_file() else []
-    assert h100.source.files == ["raw/h100x2/bench-graph.jsonl", "raw/h100/bench.jsonl", *kern,
+    kern = ["profiles/measurements/h100/kernels-20261124.jsonl"] if (RAW / "h100" / "kernels-20261124.jsonl").is_file() else []
+    assert h100.source.files == ["profiles/measurements/h100x2/bench-graph.jsonl", "profiles/measurements/h100/bench.jsonl", *kern,
                                  # the H200's batched GEMMs (carried by roofline) and GEMM wave sweep
-                                 "raw/attention-bmm/h200.jsonl", "raw/wave-sweep/h200.jsonl",
-                                 "raw/blind6/overlap.jsonl", "raw/host7/train_steps.jsonl",
-                                 "raw/pi-h100x4/pi-strong.jsonl",
+                                 "profiles/measurements/h200/attention-bmm.jsonl", "profiles/measurements/h200/wave-sweep.jsonl",
+                                 "profiles/measurements/h100x2/overlap.jsonl", "validation/host7-fsdp2-hook_h100x2_2026-11-26/train_steps.jsonl",
+                                 "profiles/measurements/h100x4/pi-strong.jsonl",
                                  # compute beside a waiting p2p kernel; the clock under idle gaps (2026-11-27)
-                                 "raw/p2p-resident/p2p_resident-x4-run1.jsonl",
-                                 "raw/p2p-resident/p2p_resident-x4-run2.jsonl", "raw/clock-idle/clock_idle.jsonl",
+                                 "profiles/measurements/h100x4/p2p_resident-run1.jsonl",
+                                 "profiles/measurements/h100x4/p2p_resident-run2.jsonl", "profiles/measurements/h100/clock_idle.jsonl",
                                  # the FSDP2 rows whose optimizer host windows give host.fsdp_optimizer_us
-                                 "raw/blind15/train_steps.jsonl", "raw/blind15/diag/train_steps.jsonl",
-                                 "raw/blind16/train_steps.jsonl", "raw/hostcpu17-h100/train_steps.jsonl"]
+                                 "validation/blind15-memory_h100x2-h200x2_2026-11-27/train_steps.jsonl", "validation/blind15-memory_h100x2-h200x2_2026-11-27/diag/train_steps.jsonl",
+                                 "validation/blind16-memory-4gpu_h100x4_2026-11-27/train_steps.jsonl", "validation/hostcpu17-fsdp2-host_h100x2-h200x2_2026-11-27/h100/train_steps.jsonl"]
     assert "eager / framework rows of that bench are that VM's host and are not used" in h100.source.notes
     assert h100.host.per_call_overhead_us == 8.0        # the host is not refitted from the collective bench's VM
     c = h100.compute
@@ -164,7 +164,7 @@ def test_kernel_tables_reproduce_the_kernel_rows(name, raw):
     from clustersim.workload.compute import ComputeModel
 
     if not (RAW / raw).is_file():
-        pytest.skip(f"calibrate/raw/{raw} not measured")
+        pytest.skip(f"validation/{raw} not measured")
     prof = resolve_profile(name)
     c = prof.compute
     kern = rows(RAW / raw, "kernel")
@@ -222,9 +222,9 @@ def test_kernel_tables_reproduce_the_kernel_rows(name, raw):
 
 
 def test_h100_overlap_table_is_the_probe_rows_averaged_over_ranks(h100):
-    """compute.overlap_table: one point per (kernel, collective) of calibrate/raw/blind6/overlap.jsonl,
+    """compute.overlap_table: one point per (kernel, collective) of profiles/measurements/h100x2/overlap.jsonl,
     both ranks' slowdowns averaged; no other profile carries one (nothing measured there)."""
-    probe = [r for r in rows(RAW / "blind6" / "overlap.jsonl", "overlap")]
+    probe = [r for r in rows(RAW / "h100x2" / "overlap.jsonl", "overlap")]
     pts = h100.compute.overlap_table
     assert len(pts) == len({(r["compute"], r["collective"]) for r in probe}) == 9
     for p in pts:
@@ -244,7 +244,7 @@ def test_h100_pair_collectives_match_the_probe_alone():
     from clustersim.workload.ops import Coll
 
     comm = comm_cache_for(resolve_scenario(ROOT / "scenarios" / "ref-fsdp2.yaml", ["cluster.topology=dgx-h100"]))
-    probe = rows(RAW / "blind6" / "overlap.jsonl", "overlap")
+    probe = rows(RAW / "h100x2" / "overlap.jsonl", "overlap")
     for op in ("all_reduce", "reduce_scatter", "all_gather"):
         alone = [r["collective_alone_ms"] * 1e-3 for r in probe if r["collective"].startswith(op)]
         measured = sum(alone) / len(alone)

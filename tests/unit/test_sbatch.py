@@ -43,9 +43,9 @@ REPO = Path(__file__).resolve().parents[2]
 #: The example scripts shipped in calibrate/slurm/ and the options that render them.
 SHIPPED = {
     "h200x2.sbatch": SbatchSpec(nodes=1, gpus_per_node=2, job_name="calib-h200x2", time="01:00:00",
-                                output_dir="calibrate/raw/h200x2", python="python3"),
+                                output_dir="runs/h200x2", python="python3"),
     "multinode-2x8-torchrun.sbatch": SbatchSpec(nodes=2, gpus_per_node=8, launcher="torchrun", time="02:00:00",
-                                                job_name="calib-2x8", output_dir="calibrate/raw/2x8",
+                                                job_name="calib-2x8", output_dir="runs/2x8",
                                                 bench_args=["--scopes", "world,intra"], python="python3"),
     "cpu-smoke.sbatch": SbatchSpec(nodes=1, gpus_per_node=0, tasks_per_node=2, device="cpu", quick=True, time="10",
                                    job_name="calib-cpu-smoke", output_dir="calibrate-cpu-smoke", python="python3"),

@@ -13,7 +13,7 @@ from clustersim.collectives.profiles import resolve_profile
 from clustersim.roofline import library_fill, wave_efficiency
 
 ROOT = Path(__file__).resolve().parents[2]
-RAW = ROOT / "calibrate" / "raw" / "wave-sweep" / "h200.jsonl"
+RAW = ROOT / "profiles" / "measurements" / "h200" / "wave-sweep.jsonl"
 H200_PEAK, H200_HBM = 989.4e12, 4800e9
 
 

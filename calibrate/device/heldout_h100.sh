@@ -1,1 +1,0 @@
-timeout -k 5 75 python3 -m torch.distributed.run --standalone --nproc-per-node 1 calibrate/train_gpt.py scenarios/ref-single.yaml --set cluster.topology=dgx-h100 --set model.hidden=2048 --set model.ffn_hidden=8192 --set training.micro_batch=4 --set training.global_batch=16 --steps 10 --warmup 3 --run-id gb-single-h100 -o $OUT/train_steps.jsonl >> $OUT/train.log 2>&1; echo "rc=$?"
