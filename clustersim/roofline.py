@@ -51,7 +51,7 @@ def library_fill(tiles: int, sm_count: int, wave_loss: float) -> float:
     picks other tiles, split-K or stream-K where a partial last wave would idle SMs, and keeps only ``wave_loss``
     of that wave's idle share: the kernel takes ``x + wave_loss (ceil(x) - x)`` waves' time, so the share is
     ``x / (x + wave_loss (ceil(x) - x))``. ``wave_loss`` 1 is the one-tile model, 0 no loss at all; it is
-    measured per GEMM layout (``calibrate/device/wave_sweep.py``; a profile's ``wave_loss``).
+    measured per GEMM layout (``validation/probes/gemm-partial-wave/wave_sweep.py``; a profile's ``wave_loss``).
 
     >>> library_fill(144, 132, 1.0) == wave_efficiency(144, 132), library_fill(144, 132, 0.0)
     (True, 1.0)

@@ -421,12 +421,11 @@ def _run(name: str, overrides: tuple[str, ...] = (), fidelity: str | None = None
     return res.to_dict()
 
 
-def _data(*candidates: str) -> Path:
-    """The first of ``candidates`` (repository paths) that exists: a file's new home, then its old one."""
-    for c in candidates:
-        if (ROOT / c).exists():
-            return ROOT / c
-    raise FileNotFoundError(" nor ".join(candidates))
+def _data(path: str) -> Path:
+    """The repository file ``path``; FileNotFoundError (a figure that cannot be computed) when it is missing."""
+    if not (ROOT / path).exists():
+        raise FileNotFoundError(path)
+    return ROOT / path
 
 
 def _cli_env() -> dict[str, str]:
@@ -524,8 +523,7 @@ def _a100_heldout() -> float:
     """Mean |error| at >= 1 MiB of the 32-GPU A100 all_reduce log, held out of azure-ndv4's link-model fit."""
     from clustersim.calibration.fit import read_measurements
     from clustersim.calibration.transfer_report import model_rows
-    log = _data("validation/a100-link-model-32gpu-heldout_a100-azure-ndv4_2026-11-26/all_reduce_32.log",
-                "tests/data/a100-azure-ndv4/all_reduce_32.log")
+    log = _data("validation/a100-link-model-32gpu-heldout_a100-azure-ndv4_2026-11-26/all_reduce_32.log")
     rows = [r for r in model_rows(read_measurements([str(log)]).rows) if r["size_bytes"] >= MiB]
     m = _model("azure-ndv4", gpus=32)
     err = [abs(m.estimate("all_reduce", 32, r["size_bytes"]).time_s * 1e6 / r["time_us"] - 1) for r in rows]
@@ -572,8 +570,7 @@ def _blind16_memory() -> tuple[float, ...]:
     from clustersim.simulate.resolve import resolve_scenario
     from clustersim.workload.compute import ComputeModel
     from clustersim.workload.transformer import TransformerStep
-    path = _data("validation/blind16-memory-4gpu_h100x4_2026-11-27/train_steps.jsonl",
-                 "calibrate/raw/blind16/train_steps.jsonl")
+    path = _data("validation/blind16-memory-4gpu_h100x4_2026-11-27/train_steps.jsonl")
     out = []
     for r in _train_rows(path):
         if not r.get("peak_memory_bytes"):
@@ -723,7 +720,7 @@ def _symmetry_table() -> str:
 def _profile(name: str) -> dict:
     """A shipped profile, parsed (its new home, then its old one)."""
     import yaml
-    return yaml.safe_load(_data(f"profiles/{name}.yaml", f"calibrate/profiles/{name}.yaml").read_text())
+    return yaml.safe_load(_data(f"profiles/{name}.yaml").read_text())
 
 
 def _factor(name: str, *path: str) -> str:
@@ -742,7 +739,7 @@ for _name in ("hgx-h200", "dgx-h100"):
 @figure("calibration.link-model-hgx-h200")
 def _link_model_section() -> str:
     """The ``link_model:`` section of the shipped hgx-h200 profile as the file holds it, up to its provenance."""
-    lines = _data("profiles/hgx-h200.yaml", "calibrate/profiles/hgx-h200.yaml").read_text().splitlines()
+    lines = _data("profiles/hgx-h200.yaml").read_text().splitlines()
     start = lines.index("link_model:")
     end = next(i for i in range(start + 1, len(lines)) if lines[i][:1].isalpha() or lines[i] == "  provenance:")
     return "```yaml\n" + "\n".join(lines[start:end]) + "\n```\n"
@@ -751,7 +748,7 @@ def _link_model_section() -> str:
 @figure("calibration.collective-band")
 def _collective_band() -> str:
     """``python profiles/collective_band.py``: the held-out collective error of the shipped model (~15 s)."""
-    script = _data("profiles/collective_band.py", "calibrate/collective_band.py")
+    script = _data("profiles/collective_band.py")
     p = subprocess.run([sys.executable, str(script)], cwd=ROOT, env=_cli_env(), text=True, capture_output=True,
                        timeout=600)
     if p.returncode != 0:
@@ -911,7 +908,7 @@ def _model_check(n: int) -> tuple[tuple, ...]:
     """(op, size, measured us, measured busbw, model us, model busbw, alg/proto, error) per point: NCCL's
     structure alone (no profile entries) against the CUDA-graph bench on n H200, the model's kernel gap off."""
     import json
-    path = _data(f"profiles/measurements/h200x{n}/bench-graph.jsonl", f"tests/data/h200x{n}/bench-graph.jsonl")
+    path = _data(f"profiles/measurements/h200x{n}/bench-graph.jsonl")
     meas = {}
     for line in path.read_text().splitlines():
         r = json.loads(line)
@@ -960,8 +957,7 @@ def _superpod_table() -> str:
 
 def _log_busbw(name: str, sizes: tuple[int, ...]) -> str:
     from clustersim.calibration.nccl_tests import parse_nccl_tests_log
-    rows = parse_nccl_tests_log(_data(f"profiles/measurements/a100-azure-ndv4/{name}",
-                                      f"tests/data/a100-azure-ndv4/{name}"))
+    rows = parse_nccl_tests_log(_data(f"profiles/measurements/a100-azure-ndv4/{name}"))
     bw = {r["size_bytes"]: r["busbw_GBps"] for r in rows if r.get("kind") == "collective" and not r["inplace"]}
     return " / ".join(f"{bw[s]:.1f}" for s in sizes)
 
@@ -1187,8 +1183,8 @@ FIGURES["goodput.llama3.failures"] = lambda: f"~{round(_goodput_llama3()['failur
 
 
 def _script(name: str):
-    """A dev script by its new home (tools/) or its old one (benchmarks/), loaded as a module."""
-    return _module(_data(f"tools/{name}.py", f"benchmarks/{name}.py"), f"clustersim_doc_{name}")
+    """A dev script of tools/, loaded as a module."""
+    return _module(_data(f"tools/{name}.py"), f"clustersim_doc_{name}")
 
 
 @figure("goodput.scaling-table")

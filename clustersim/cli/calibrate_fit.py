@@ -111,9 +111,9 @@ def fit_cmd(
 
     Examples:
 
-      clustersim calibrate fit calibrate/raw/h200x2/*.jsonl -o calibrate/profiles/hgx-h200.yaml
+      clustersim calibrate fit profiles/measurements/h200x2/*.jsonl -o profiles/hgx-h200.yaml
 
-      clustersim calibrate fit calibrate/raw/h200x2/bench-graph.jsonl calibrate/raw/h200x4/bench-graph.jsonl
+      clustersim calibrate fit profiles/measurements/h200x2/bench-graph.jsonl profiles/measurements/h200x4/bench-graph.jsonl
       --topology hgx-h200 -o my-h200.yaml   (also writes the link_model section)
     """
     from clustersim.calibration.fit.pipeline import fit_files
@@ -201,10 +201,10 @@ def report_cmd(
 
       clustersim calibrate fit m.jsonl -o p.yaml --holdout odd; clustersim calibrate report m.jsonl --profile p.yaml
 
-      clustersim calibrate report tests/data/h200x2/bench-graph.jsonl tests/data/h200x4/bench-graph.jsonl
+      clustersim calibrate report profiles/measurements/h200x2/bench-graph.jsonl profiles/measurements/h200x4/bench-graph.jsonl
       -p hgx-h200 --holdout none --transfer   (size and scale checks, and the link model's learned parameters)
 
-      clustersim calibrate report calibrate/raw/h200-kernels-bench/kernels.jsonl -p hgx-h200   (kernel classes)
+      clustersim calibrate report validation/probes/kernel-bench-repeatability/kernels.jsonl -p hgx-h200   (kernel classes)
     """
     from clustersim.report.profile_check import check_profile
 

@@ -82,7 +82,7 @@ TABLE_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"
 P2P_OPS = ("all_to_all", "send_recv")
 #: starting values of the start-up transient (NCCL's cost model has none): a small depth and a 1 ms time constant.
 #: Why it exists, measured (docs/calibration.md, "What the drift is"): NCCL's Simple protocol emulated without
-#: NCCL on 2x H200 (calibrate/device/p2p_ramp/p2p_proto.cu, rounds 11-13) starts ~15% below the link on 24
+#: NCCL on 2x H200 (validation/probes/nvlink-store-ramp/p2p_ramp/p2p_proto.cu, rounds 11-13) starts ~15% below the link on 24
 #: channels exchanging both ways and reaches it over ~200 us (longer with the own chunk's copy), while one
 #: direction and 8 channels run flat; NCCL's large-call lines start 94-209 us late on 2-4 H200 ranks
 STARTUP_PRIOR_DEPTH = 0.05

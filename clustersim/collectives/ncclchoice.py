@@ -110,7 +110,7 @@ def p2p_channels(op: str, ranks: int, nodes: int, sizes: np.ndarray, *, sm: int,
 
     NCCL's p2p schedule (``scheduleP2pTasksToPlan`` / ``addP2pToPlan``, enqueue.cc): the p2p channel pool
     is the collective channel count rounded up to a power of two (24 on 2x H200 -> 32,
-    ``calibrate/raw/h200x2/nccl_debug.log``: "32 p2p channels, 32 p2p channels per peer"); one peer's
+    ``profiles/measurements/h200x2/nccl_debug.log``: "32 p2p channels, 32 p2p channels per peer"); one peer's
     operation starts on ``32 / ranks`` of them (16 on 2 ranks, 8 on 4) and doubles them while a part
     would exceed 32 x 512 KiB = 16 MiB. ``send_recv`` serves one peer; ``all_to_all`` its ``ranks - 1``
     peers at once, each with ``size / ranks``, on at most the whole pool. Across nodes (network rules)

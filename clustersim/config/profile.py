@@ -103,7 +103,7 @@ class Profile(StrictModel):
         "line rate (a class left out uses NCCL's own constants).")
     nvls: bool = Field(False, description="Default for in-network reduction (NVLS) when the scenario leaves nvls null.")
     link_model: LinkModelParams | None = Field(
-        None, description="Fitted link model (calibrate/make_profiles.py): used for collectives without a matching "
+        None, description="Fitted link model (profiles/make_profiles.py): used for collectives without a matching "
         "entry on communicators whose link classes it learned; none: the link-class model.")
     collectives: list[CollectiveEntry] = Field(default_factory=list, description="Calibrated collective entries; "
                                                "lookup takes the most specific match, else the link-class model.")

@@ -45,7 +45,7 @@ class AttentionPoint(StrictModel):
 
 class BmmPoint(StrictModel):
     """Measured efficiency of one batched GEMM of an eager (non-flash) attention core
-    (``calibrate/device/attention_bmm.py``): ``batch_heads`` slices of sequence ``seq`` and head size
+    (``validation/probes/attention-bmm-by-shape/attention_bmm.py``): ``batch_heads`` slices of sequence ``seq`` and head size
     ``head_dim`` (shapes: :func:`clustersim.roofline.bmm_shape`)."""
 
     kind: Literal["score", "context", "context_t"] = Field(
@@ -103,7 +103,7 @@ class ClockPoint(StrictModel):
 
 class OverlapPoint(StrictModel):
     """How much a compute kernel and an NCCL collective on the same GPU slow each other while they
-    overlap (``calibrate/device/overlap_probe.py``: a loop of the kernel alone, the collective alone,
+    overlap (``validation/probes/compute-beside-collectives/overlap_probe.py``: a loop of the kernel alone, the collective alone,
     then both at once on two streams; mean over the ranks that measured it).
 
     NCCL kernels occupy SMs (one block per channel) and HBM bandwidth, so a GEMM loses waves and a
@@ -123,7 +123,7 @@ class OverlapPoint(StrictModel):
 
 class P2PWaitPoint(StrictModel):
     """How much a compute kernel slows while a posted NCCL point-to-point kernel waits for its peer on the same
-    GPU (``calibrate/device/p2p_resident.py``: the kernel alone, then beside a posted receive or send whose
+    GPU (``validation/probes/p2p-waiting-kernel/p2p_resident.py``: the kernel alone, then beside a posted receive or send whose
     match the peer holds back).
 
     The waiting kernel holds its channels' thread blocks on the SMs, so a compute-bound kernel loses waves;
@@ -154,7 +154,7 @@ class ComputeParams(StrictModel):
     device_spread: NonNeg = Field(0.0, le=0.2, description=(
         "Relative standard deviation of one GPU's sustained speed on the same kernel across the GPUs of one job "
         "(same SKU and host type; manufacturing and power-management variation), measured by running one kernel on "
-        "every GPU at once (calibrate/device/diag8.sh pi, calibrate/device/pi/strong_scaling.py). A generic job's "
+        "every GPU at once (validation/probes/fsdp2-step-traces/diag8.sh pi, validation/probes/pi-timed-section/strong_scaling.py). A generic job's "
         "compute phase split over n GPUs (divide_among_ranks) waits for the slowest: its time is x (1 + "
         "device_spread x E[max of n standard normals]) (0.56 at 2 GPUs, 1.03 at 4, 1.42 at 8). 0: not measured. "
         "Not applied to training steps nor to per-rank job phases (at the measured 0.04-0.11% a step moves by "
@@ -166,7 +166,7 @@ class ComputeParams(StrictModel):
         "interpolates by log(FLOPs) among the points of the same pass, head_dim and seq.")
     wave_loss: dict[Literal["NT", "NN", "TN"], Annotated[float, Field(ge=0.0, le=1.0)]] = Field(
         default_factory=dict, description="Per GEMM layout, the share of a partial last wave's idle SMs (the "
-        "one-tile wave model's loss) the GEMM library still shows (calibrate/device/wave_sweep.py; "
+        "one-tile wave model's loss) the GEMM library still shows (validation/probes/gemm-partial-wave/wave_sweep.py; "
         "clustersim/roofline.py library_fill); a layout not listed, the batched and the square-sweep GEMMs take "
         "the mean of those listed. Empty: the one-tile model (1). Used where tables are read through the roofline.")
     bmm_table: list[BmmPoint] = Field(
@@ -185,7 +185,7 @@ class ComputeParams(StrictModel):
         "the burst timings of the tables above, by the step's compute duty (bench --kernels gemm_duty rows); "
         "empty: no slowdown.")
     clock_window_ms: Pos | None = Field(
-        None, description="Time over which the power limiter averages a GPU's load (calibrate/device/clock_idle.py: "
+        None, description="Time over which the power limiter averages a GPU's load (validation/probes/clock-idle-window/clock_idle.py: "
         "GEMMs cycled with idle time run at the clock of their average duty up to this period): a kernel's clock "
         "follows its rank's compute duty over this window around it, so idle time (a pipeline rank waiting for its "
         "peer) lets the kernels near it run faster. null: every kernel at the step's duty.")

@@ -37,7 +37,7 @@ class HostSpeedBand(StrictModel):
     """How far the host's own speed moved a host-bound step between runs on the machine the profile describes.
 
     ``time_factor`` is the 95% quantile of ``|log(predicted / measured)|`` over repeated runs of the FSDP2 host probe
-    program (a step its host issues, the GPU waiting: calibrate/host7_configs.txt) on VMs of that machine: a cloud
+    program (a step its host issues, the GPU waiting: validation/host7-fsdp2-hook_h100x2_2026-11-26/configs.txt) on VMs of that machine: a cloud
     VM's vCPU ran the same CPU work up to 2x slower from minute to minute (docs/validation.md 6n). `clustersim run
     --band` moves every op's host issue time by it (kernel and collective calls, FSDP2 hooks, the optimizer: x f on
     the slow side, / f on the fast side), so a host-bound step gets a band and a GPU-bound one hardly moves.
@@ -62,7 +62,7 @@ class HostParams(StrictModel):
         "Host CPU time of one FSDP2 hook of one unit (the pre-forward all-gather, the pre-backward all-gather "
         "or the post-backward reduce-scatter: its Python and DTensor work, the collective call and copy kernels "
         "it issues) beyond the unit's own compute kernels, microseconds; measured by the host probe "
-        "(calibrate/fsdp_hook.py) on the machine the profile describes. A number: at every shard-group size; "
+        "(profiles/fsdp_hook.py) on the machine the profile describes. A number: at every shard-group size; "
         "a mapping shard-group size (ranks) -> microseconds: measured at those sizes (the hook's host work grows "
         "with the ranks it shards over: 2 -> 4 ranks +20% on one H200 VM), interpolated in log2(ranks) "
         "between them and the nearest measured size outside them (not extrapolated). None: one "
@@ -70,14 +70,14 @@ class HostParams(StrictModel):
     fsdp_optimizer_us: OptimizerHost | None = Field(None, description=(
         "Host CPU time of optimizer.step() over FSDP2's sharded DTensor parameters (torch's foreach AdamW): "
         "measured from the optimizer call's host window in FSDP2 training runs on the machine the profile "
-        "describes (calibrate/train_gpt.py optimizer_host_s_ranks; calibrate/fsdp_hook.py fits base + per tensor "
+        "describes (reference/train_gpt.py optimizer_host_s_ranks; profiles/fsdp_hook.py fits base + per tensor "
         "over every rank's median window). None: one dispatch per tensor and foreach operation (9 for AdamW), "
         "an upper bound: the measured H100 and H200 hosts run 3-5x faster."))
     first_collective_us: NonNeg | dict[PositiveInt, NonNeg] | None = Field(None, description=(
         "GPU-side time the first collective of a freshly created NCCL communicator adds after a preceding kernel "
         "(NCCL >= 2.22 connects its peers and loads the collective's kernel at the first call; the part that runs on "
         "the host while the kernel still runs is hidden), microseconds, per communicator size (ranks) as in "
-        "fsdp_hook_us; measured (calibrate/device/first_collective.py, calibrate/device/pi/strong_scaling.py). "
+        "fsdp_hook_us; measured (validation/probes/first-collective-cost/first_collective.py, validation/probes/pi-timed-section/strong_scaling.py). "
         "Charged to generic jobs timed from fresh communicators (job.fresh_communicators), not to training steps "
         "(the steady state after warm-up). None: not measured, no cost."))
     speed_band: HostSpeedBand | None = Field(None, description=(

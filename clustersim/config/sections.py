@@ -124,7 +124,7 @@ class TrainingSection(StrictModel):
     precision: PrecisionSection = Field(default_factory=PrecisionSection)
     kernel_fusion: Literal["fused", "none"] = Field(
         "fused", description="fused: one kernel per RoPE, SwiGLU and masked softmax, native GQA (Megatron-LM, "
-        "Transformer Engine, compiled code); none: the separate PyTorch eager kernels (calibrate/train_gpt.py): "
+        "Transformer Engine, compiled code); none: the separate PyTorch eager kernels (reference/train_gpt.py): "
         "RoPE as neg/cat/mul/add, silu then mul, repeat_interleave of k and v, scale/masked_fill/softmax.")
     steps: bounded("steps") = Field(1, description="Optimizer steps to simulate (the report is per step).")
 

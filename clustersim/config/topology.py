@@ -161,7 +161,7 @@ _H100_NVL_SRC = ("NVIDIA H100 NVL datasheet (2023), per GPU: BF16 1,671 / FP8 3,
 #: 1410 (A100 whitepaper, 2020: peak = 108 SMs x 2,048 dense FP16 FLOP/clock x 1.41 GHz, "GPU Boost Clock
 #: 1410 MHz"). H100 SXM5: 1830 (H100 whitepaper, 2022: 132 SMs x 4,096 x 1.83 GHz = 989.4 TFLOPS) and 1980
 #: (the part's maximum SM clock, nvidia-smi; the clock every lent H100 and H200 ran the project's probe kernels at,
-#: calibrate/raw/pi-h100/clocks.csv, pi-h200x4/pi-clocks.csv). H200 SXM: the same die and clocks as H100 SXM.
+#: validation/probes/pi-timed-section/pi-h100/clocks.csv, pi-h200x4/pi-clocks.csv). H200 SXM: the same die and clocks as H100 SXM.
 #: B200, GB200, H100 PCIe / NVL: not stated here (unknown: the transfer then makes no clock correction).
 #: Max TDP (W) from the same datasheets as the peaks: A100 SXM 400, H100 SXM 700, H100 PCIe 350, H100 NVL
 #: 400 (datasheet 350-400), H200 SXM 700, B200 (HGX B200) 1000, GB200 (per GPU of the NVL72 superchip) 1200
@@ -174,7 +174,7 @@ _GB200_SRC = ("NVIDIA GB200 NVL72 datasheet (2024), 72 GPUs: FP8 720 PFLOPS, FP1
               "from third-party Blackwell tables (B200 75, GB300 80)")
 
 _VISIBLE_SRC = ("; visible memory: cudaMemGetInfo's total on the lent machines, 81,079 MiB on an H100 80GB HBM3 and "
-                "143,156 MiB on an H200 (nvidia-smi: 81,559 and 143,771; calibrate/raw/nccl-memory/device-total.txt)")
+                "143,156 MiB on an H200 (nvidia-smi: 81,559 and 143,771; validation/probes/nccl-memory-outside-allocator/h100x2/device-total.txt)")
 
 GPU_CATALOG: dict[str, GPUSpec] = {
     g.name: g

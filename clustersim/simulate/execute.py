@@ -255,7 +255,7 @@ def free_comm_bubble(graph: Graph) -> tuple[float, float]:
     """(bubble, work) of a step played with free communication: the makespan minus the busiest
     rank's compute time, and that compute time (seconds). With communication free, what is left
     between the busiest rank's ops is the schedule's own bubble (DeepSeek-V3 Table 2's closed forms
-    are of this quantity; ``benchmarks/pipeline_bubbles.py``).
+    are of this quantity; ``validation/zero-bubble-dualpipe_simulated_2026-11-26/pipeline_bubbles.py``).
 
     >>> from clustersim.workload.ops import Graph
     >>> g = Graph()

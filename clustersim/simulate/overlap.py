@@ -1,8 +1,8 @@
 """Compute and collectives that overlap on one GPU slow each other: the stretch both executors apply.
 
 NCCL runs a collective as kernels on the GPU that also computes: they hold SMs (one block per
-channel) and HBM bandwidth while they run. ``calibrate/device/overlap_probe.py`` measured it on
-2 H100 (``calibrate/raw/blind6/overlap.jsonl``): the GPT 1.2B layer GEMM (8192 x 2048 x 8192)
+channel) and HBM bandwidth while they run. ``validation/probes/compute-beside-collectives/overlap_probe.py`` measured it on
+2 H100 (``profiles/measurements/h100x2/overlap.jsonl``): the GPT 1.2B layer GEMM (8192 x 2048 x 8192)
 1.24-1.31x slower while a 256 MiB all_reduce / reduce_scatter / all_gather runs, a large square
 GEMM 1.07-1.22x, a 1 GiB elementwise add 1.11-1.13x, and the collectives 1.32-1.83x. The
 profile's ``overlap_table`` holds those rows and
@@ -150,7 +150,7 @@ def p2p_wait_stretch(graph: Graph, comp: list, start: list[float], end: list[flo
     A batch (:attr:`Graph.p2p_kernels`) is posted from its post op's start to its end op's end; one that
     holds a receive slows the compute beside it by ``graph.p2p_wait[0]``, a send-only one by
     ``graph.p2p_wait[1]`` (the residency probe: a waiting receive costs an 8192^3 GEMM x1.21-1.26, a waiting
-    send x1.10, a copy nothing; ``calibrate/raw/p2p-resident``).
+    send x1.10, a copy nothing; ``validation/probes/p2p-waiting-kernel/h100x4``).
 
     >>> g = Graph()
     >>> c = g.add(0, "compute", "F1", "compute", duration=4.0)
@@ -191,7 +191,7 @@ def idle_clock_stretch(graph: Graph, comp: list, start: list[float], end: list[f
     The profile's clock table (docs/validation.md section 8) gives the slowdown of compute-bound kernels by
     their share of a busy GPU's time. The power limiter averages the load over a window (``graph.clock[3]``,
     profile ``clock_window_ms``: GEMMs cycled with idle time ran at the clock of their average duty up to a
-    100 ms period, ``calibrate/raw/clock-idle``), so a rank that idles (a pipeline rank waiting for its peer,
+    100 ms period, ``validation/probes/clock-idle-window/h100``), so a rank that idles (a pipeline rank waiting for its peer,
     a rank waiting for its host) keeps a higher clock near its idle time. The kernels were costed at the
     step's duty ``d`` (slowdown ``s``); an op whose rank is busy (compute stream) for a share ``b`` of the
     window centred on it runs them at the slowdown of duty ``d x b``, ``s_op``: it changes by

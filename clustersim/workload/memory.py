@@ -102,7 +102,7 @@ def optimizer_update_bytes(precision, optimizer: str) -> float:
 
 def eager_layer_bytes(model: ModelDims, *, micro_batch: int, tp: int = 1, recompute: str = "none",
                       act_bytes: int = 2) -> float:
-    """Bytes one layer of the plain-PyTorch GPT (calibrate/train_gpt_model.py) saves for its backward.
+    """Bytes one layer of the plain-PyTorch GPT (reference/train_gpt_model.py) saves for its backward.
 
     Counted tensor by tensor from what autograd keeps (no dropout in that model), per token:
 
@@ -175,19 +175,19 @@ def layer_saved_bytes(model: ModelDims, *, micro_batch: int, tp: int = 1, sp: bo
 # logits) or the fp32 softmax (vocab-parallel cross entropy), 4 bytes, per micro-batch in flight.
 # Transient at the start of the loss backward, one micro-batch: F.cross_entropy allocates the fp32
 # gradient of the log-softmax output and the fp32 gradient of its input (4 + 4); the reference
-# vocab-parallel cross entropy (calibrate/train_gpt_model.py::_VocabParallelCE) a one-hot, the
+# vocab-parallel cross entropy (reference/train_gpt_model.py::_VocabParallelCE) a one-hot, the
 # difference and the scaled gradient (3 x 4); Megatron's fused cross entropy works in place on the saved
 # softmax and keeps only the 16-bit logits (2).
 LOSS_SAVED_PER_LOGIT = 4
 LOSS_TRANSIENT_PER_LOGIT = {"cross_entropy": 8, "vocab_parallel_reference": 12, "megatron": 2}
 
-# "Total needed" terms beyond the caching allocator's peak. Measured on one H100 (calibrate/raw/memory,
+# "Total needed" terms beyond the caching allocator's peak. Measured on one H100 (validation/memory-peak_h100_2026-11-25,
 # 7 runs of 2026-11-25, torch.cuda.mem_get_info and max_memory_reserved beside max_memory_allocated).
 CUDA_CONTEXT_BYTES = 767 * MiB
 """Device memory in use outside the caching allocator (CUDA context, kernel images, library handles):
 ``device_used_bytes - peak_reserved_bytes`` = 766.8 MiB in 6 of the 7 runs (750.8 in the 7th)."""
 # NCCL's device memory outside the caching allocator, measured step by step on 2x H100 80GB HBM3 with NCCL 2.28.9,
-# NVLS off (calibrate/device/nccl_memory.py, calibrate/raw/nccl-memory, 2026-11-27; cudaMemGetInfo less the
+# NVLS off (validation/probes/nccl-memory-outside-allocator/nccl_memory.py, validation/probes/nccl-memory-outside-allocator/h100x2, 2026-11-27; cudaMemGetInfo less the
 # allocator's reserved bytes after each step): creating the process group's communicator +372.1 MiB, its first
 # collective +474.0 MiB (later collectives of any kind +0), the first point-to-point +446.0 MiB, a second
 # communicator with a collective +486.0 MiB and its point-to-point +384.0 MiB.

@@ -1,13 +1,13 @@
 """The point-to-point program of a pipeline rank: which sends and receives go out together, when, and who waits.
 
-``torch.distributed.pipelining`` (the schedules ``calibrate/train_gpt.py`` runs; torch 2.11 on the lent GPUs, 2.13
+``torch.distributed.pipelining`` (the schedules ``reference/train_gpt.py`` runs; torch 2.11 on the lent GPUs, 2.13
 here: the programs below are the same in both) issues a pipeline rank's transfers as *batches*
 (``batch_isend_irecv``: one NCCL kernel per batch), in torch 2.11 all coalesced on the rank's one NCCL stream, so
 a batch starts only after the previous one on that rank has finished (torch 2.13's ``_batch_p2p`` issues a batch
 of only sends or only receives as plain ``isend`` / ``irecv`` instead, which this module does not model); the
 stream also waits for the compute issued before the call. A batch finishes when each of its transfers
 has found its peer's matching kernel. While it waits, the kernel holds its channels' thread blocks on the
-SMs (``calibrate/raw/p2p-resident``: an 8192^3 GEMM runs x1.21-1.26 beside a posted receive). Where the
+SMs (``validation/probes/p2p-waiting-kernel/h100x4``: an 8192^3 GEMM runs x1.21-1.26 beside a posted receive). Where the
 program waits for a batch, the compute stream waits for it (``work.wait()``), not the host.
 
 The three schedules differ in what goes together and when it is waited for:

@@ -4,7 +4,7 @@ Each unit (layer, embedding, head) is one compute op. Its weights are all-gather
 forward and again before its backward (blocks only: FSDP2 keeps the root module, embedding and
 head, unsharded from its forward to its backward), prefetched one unit ahead (two units
 resident), and its gradients are reduce-scattered after every micro-batch's backward (FSDP2's
-default without ``set_requires_gradient_sync(False)``, which calibrate/train_gpt.py does not set).
+default without ``set_requires_gradient_sync(False)``, which reference/train_gpt.py does not set).
 
 All-gathers and reduce-scatters go through one process group, whose NCCL calls run on one
 stream in issue order: within a pass the next unit's all-gather is issued before this unit's
@@ -20,7 +20,7 @@ sharded gradient.
 
 Each hook (a unit's pre-forward all-gather, pre-backward all-gather, post-backward reduce-scatter)
 costs the issue thread ``step.fsdp_hook_s`` when the profile measured it (``host.fsdp_hook_us``, the
-host probe of calibrate/fsdp_hook.py), else an estimate from the call and kernel costs:
+host probe of profiles/fsdp_hook.py), else an estimate from the call and kernel costs:
 :func:`hook_host_s`. A hook is an op of its own on the rank's ``host`` stream (no GPU time, its host
 seconds in issue order), and the collective it calls waits for it: a GPU cannot start an all-gather
 or reduce-scatter its host has not issued yet. A forward all-gather is issued in its unit's
@@ -30,7 +30,7 @@ hook of the unit before it, a reduce-scatter in the post-backward hook after its
 
 The optimizer's host time is measured where the profile has it (``host.fsdp_optimizer_us``: AdamW over
 FSDP2's DTensor shards held the host 4-16 ms, 2.7-5.6 ms plus 39-53 us per parameter tensor, on H100 and
-H200 hosts, calibrate/fsdp_hook.py), else estimated as one dispatch per tensor and foreach operation.
+H200 hosts, profiles/fsdp_hook.py), else estimated as one dispatch per tensor and foreach operation.
 
 Every function takes ``step``, the :class:`~clustersim.workload.transformer.TransformerStep` being
 built (its degrees, units and per-rank costs); this module does not import it, so the workload

@@ -2,7 +2,7 @@
 
 Per (tokens, hidden) point of the plan, ten rows: LayerNorm and RMSNorm forward and
 backward, tanh GELU forward and backward (on tokens x 4h), the residual add, and forward +
-backward of the unfused PyTorch sequences calibrate/train_gpt.py runs (rotary embedding,
+backward of the unfused PyTorch sequences reference/train_gpt.py runs (rotary embedding,
 SwiGLU, the GQA ``repeat_interleave``). ``bytes`` is each op's minimum HBM traffic (each
 tensor read or written once).
 """

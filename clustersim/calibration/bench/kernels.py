@@ -6,7 +6,7 @@ training layouts (NT, NN, TN), the memory-bound ops (:mod:`.elementwise`), mater
 ("eager") attention, cross-entropy over bf16 logits, an eager attention core's batched GEMMs by shape, GEMMs
 across the SMs' wave boundaries and one foreach AdamW step, then on
 GPUs the sustained-clock sweeps (:mod:`.sustained`). Each point builds its tensors the
-way calibrate/train_gpt.py does and is timed GPU-bound by
+way reference/train_gpt.py does and is timed GPU-bound by
 :func:`~clustersim.calibration.bench.gpu_bound.kernel_point`.
 """
 

@@ -24,7 +24,7 @@ def kernel_plan(cfg: BenchConfig) -> dict[str, list[tuple[int, ...]]]:
       three training layouts (forward NT, dgrad NN, wgrad TN).
     - ``elementwise``: (tokens, hidden) for LayerNorm and RMSNorm fwd/bwd, tanh GELU fwd/bwd (on
       tokens x 4h), residual add, and the unfused PyTorch sequences of the reference program
-      (calibrate/train_gpt.py), each forward + backward: rotary embedding (on the q view of a fused
+      (reference/train_gpt.py), each forward + backward: rotary embedding (on the q view of a fused
       QKV output, head_dim 128), SwiGLU ``silu(g) * u`` (on tokens x 4h), the GQA ``repeat_interleave``
       of k (4 query heads per KV head).
     - ``eager_attention``: (batch, seq, heads, head_dim): materialised attention as train_gpt runs

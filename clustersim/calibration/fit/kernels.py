@@ -4,7 +4,7 @@ Owns the step from the bench's ``kind: "kernel"`` rows (one GPU, GPU-bound: docs
 classes") to the tables the compute model reads: flash attention by pass and shape (``attention_table``), the
 training GEMMs of a linear layer by layout and shape (``gemm_layout_table``), memory-bound kernel classes by bytes
 (``memory_table``) and the sustained-clock slowdown by compute duty (``clock_table``). Used by ``clustersim
-calibrate fit`` (:func:`clustersim.calibration.fit.compute.compute_section`) and by ``calibrate/make_profiles.py``;
+calibrate fit`` (:func:`clustersim.calibration.fit.compute.compute_section`) and by ``profiles/make_profiles.py``;
 also an eager attention core's batched GEMMs (``bmm_table``) and the GEMM library's partial-wave loss
 (``wave_loss``) where the rows hold them.
 

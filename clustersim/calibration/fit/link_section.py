@@ -4,7 +4,7 @@ Owns the step from rows to the section the simulator reads (:class:`~clustersim.
 ``link_model``): :func:`~clustersim.calibration.fit.linkmodel.fit_link_model` at the line rates the
 topology gives the communicators measured, the learned parameters rounded to 4 significant digits, and
 the provenance (files, rank and node counts, line rates, fit residual). ``calibrate fit --topology``
-and ``calibrate/make_profiles.py`` both write it through here.
+and ``profiles/make_profiles.py`` both write it through here.
 
 >>> from clustersim.calibration.fit.measurements import Measurements
 >>> rows = [{"kind": "collective", "op": "all_reduce", "ranks": 2, "nodes": 1, "mode": "nccl",
