@@ -13,6 +13,16 @@ Slurm's mpi/pmix plugin loads, are installed with apt-get when missing), its sta
 the end by the PIDs it wrote (nothing else is killed). Tests that use it skip with
 the reason when it cannot run (not root, no packages), except under ``CI=true``,
 where they fail instead.
+
+Shared fixtures (for tests that only read what they get; a test that changes the object loads its own):
+``shared_cluster(name, nodes=None, gpus=None)`` is ``load_cluster`` cached for the session,
+``shared_profile(name)`` is ``resolve_profile`` cached for the session, ``cli`` runs
+``clustersim ARGS`` in-process (:func:`cli_inprocess.clustersim`). ``checks.assert_close`` and
+``checks.gap`` give the failure text of a numeric comparison (which row, by how much).
+
+Tiers: ``tests/unit`` runs in under a minute on two cores; ``tests/slow`` (marked ``slow``) holds
+the unit-level tests that take seconds each, ``tests/integration`` the end-to-end ones. The default
+``python -m pytest`` runs them all.
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from cli_inprocess import clustersim
 
 
 _NO_TORCH = "torch is not installed (pip install 'clustersim[calibrate]')"
@@ -218,3 +229,34 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscrib
         yield LocalSlurm(dir=d, conf=conf, env=env, pids=pids)
     finally:
         _stop(pids)
+
+
+@pytest.fixture(scope="session")
+def shared_cluster():
+    """``load_cluster(name_or_path, nodes=None, gpus=None)`` built once per session and argument set.
+
+    The same object is handed to every test that asks for the same arguments: use it only to read
+    (``with_p2p``/``with_gdr`` return copies); a test that changes a cluster loads its own.
+    """
+    from clustersim.topology import load_cluster
+
+    @cache
+    def get(name_or_path: str | Path, nodes: int | None = None, gpus: int | None = None):
+        return load_cluster(name_or_path, nodes=nodes, gpus=gpus)
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def shared_profile():
+    """``resolve_profile(name_or_path)`` read once per session: use it only to read."""
+    from clustersim.collectives import resolve_profile
+
+    return cache(resolve_profile)
+
+
+@pytest.fixture
+def cli():
+    """``cli(*args, cwd=None, env=None)``: ``clustersim ARGS`` in this process, a result with
+    ``returncode``, ``stdout`` and ``stderr`` (see ``tests/cli_inprocess.py``)."""
+    return clustersim
