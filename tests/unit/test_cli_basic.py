@@ -1,23 +1,15 @@
 """The command line's contract: --help everywhere, one JSON document, exit code 2 on user errors."""
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_inprocess import clustersim
 
 
-def cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "clustersim", *args], capture_output=True, text=True, cwd=cwd, timeout=120)
-
-
-def test_version_and_help():
-    r = cli("--version")
-    assert r.returncode == 0 and r.stdout.startswith("clustersim ")
-    r = cli("--help")
-    assert r.returncode == 0 and "Examples" in r.stdout
+def cli(*args, cwd=None, env=None):
+    """In-process (the real ``python -m clustersim`` process: tests/slow/test_cli_process.py)."""
+    return clustersim(*args, cwd=cwd, env=env)
 
 
 @pytest.mark.parametrize("kind", ["scenario", "topology", "profile"])
@@ -79,8 +71,7 @@ def test_run_flags_a_host_bound_step_only():
     """The FSDP2 reference row (the host 84% of the step) gets the host-bound line; a GPU-bound DDP step does not."""
     def run(scenario):
         path = Path(__file__).resolve().parents[2] / "scenarios" / f"{scenario}.yaml"
-        r = subprocess.run([sys.executable, "-m", "clustersim", "run", str(path), "--fidelity",
-                            "analytical"], capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "80"})
+        r = cli("run", str(path), "--fidelity", "analytical", env={"COLUMNS": "80"})
         assert r.returncode == 0, r.stderr
         return " ".join(r.stdout.split())
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -220,15 +218,3 @@ def test_cli_report_user_errors_exit_2(fitted, tmp_path, case):
     r = run_cli(*args)
     assert r.exit_code == 2, r.output
     assert "error:" in r.stderr
-
-
-def test_real_cli_entry_point(fitted):
-    """`python -m clustersim calibrate report|fit` in a real process (exit code 2 on a user error)."""
-    src, prof = fitted
-    r = subprocess.run([sys.executable, "-m", "clustersim", "calibrate", "report", str(src), "--profile", str(prof),
-                        "--json"], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    json.loads(r.stdout)
-    r = subprocess.run([sys.executable, "-m", "clustersim", "calibrate", "fit", "/nonexistent.jsonl", "-o", "x.yaml"],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 2 and "file not found" in r.stderr and "Traceback" not in r.stderr
