@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from cli_inprocess import CliResult, clustersim
 import yaml
 
 from clustersim.calibration.fit import read_measurements
@@ -18,9 +18,9 @@ RAW = ROOT / "calibrate" / "raw"
 TABLES = ("attention_table", "gemm_layout_table", "memory_table", "clock_table")
 
 
-def _fit(tmp_path: Path, *files: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "clustersim", "calibrate", "fit", *map(str, files),
-                           "-o", str(tmp_path / "p.yaml")], capture_output=True, text=True, cwd=ROOT)
+def _fit(tmp_path: Path, *files: Path) -> CliResult:
+    return clustersim("calibrate", "fit", *map(str, files),
+                      "-o", str(tmp_path / "p.yaml"), cwd=ROOT)
 
 
 def test_fit_reproduces_the_shipped_kernel_tables(tmp_path):

@@ -1,14 +1,13 @@
 """``clustersim goodput``: one JSON document, the closed form inside the Monte-Carlo CI, exit 2 on bad input."""
 
 import json
-import subprocess
-import sys
 
 import pytest
+from cli_inprocess import clustersim
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "clustersim", *args], capture_output=True, text=True, timeout=120)
+    return clustersim(*args)
 
 
 def test_goodput_json_llama3():

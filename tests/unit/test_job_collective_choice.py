@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 
 import pytest
+from cli_inprocess import clustersim
 
 from clustersim.collectives import CollectiveModel
 from clustersim.config.scenario import Scenario
@@ -61,7 +60,7 @@ def test_cli_exit_2_with_file_and_field(tmp_path):
     f = tmp_path / "bad.yaml"
     f.write_text("name: x\ncluster: {topology: hgx-h200}\njob:\n  phases:\n    - name: ar\n"
                  "      collective: {op: all_reduce, size: 1MiB, algorithm: no_such_algo}\n")
-    r = subprocess.run([sys.executable, "-m", "clustersim", "run", str(f)], capture_output=True, text=True, timeout=120)
+    r = clustersim("run", str(f))
     assert r.returncode == 2
     assert f"{f}: job.phases.0.collective.algorithm: all_reduce has no algorithm 'no_such_algo'" in r.stderr
     assert "Traceback" not in r.stderr

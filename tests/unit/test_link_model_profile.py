@@ -7,11 +7,10 @@ The shipped ``hgx-h200`` profile carries a ``link_model`` section fitted by
 from __future__ import annotations
 
 import copy
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_inprocess import clustersim
 import yaml
 
 from clustersim.collectives.flow import flow_simulation
@@ -60,8 +59,8 @@ def test_bad_link_model_exits_2_on_the_command_line(tmp_path, h200):
     data["link_model"]["links"]["nvlink"]["ll"]["latency_us"] = "fast"
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(data))
-    p = subprocess.run([sys.executable, "-m", "clustersim", "collective", "all_reduce", "-t", "hgx-h200",
-                        "--gpus", "8", "--size", "1GiB", "--profile", str(path)], capture_output=True, text=True)
+    p = clustersim("collective", "all_reduce", "-t", "hgx-h200",
+                   "--gpus", "8", "--size", "1GiB", "--profile", str(path))
     assert p.returncode == 2, p.stderr
     assert "link_model.links.nvlink.ll.latency_us" in p.stderr and "Traceback" not in p.stderr
 

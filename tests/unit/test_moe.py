@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_inprocess import clustersim
 
 from clustersim.simulate.run import run_scenario
 from clustersim.workload.moe import MoEDims, expert_popularity, routing
@@ -120,6 +119,5 @@ def test_flow_fidelity_runs_and_agrees():
     ("model.moe.router_skew=-1", "router_skew"),
 ])
 def test_bad_moe_inputs_exit_2(override, message):
-    r = subprocess.run([sys.executable, "-m", "clustersim", "validate", str(MIXTRAL), "--set", override],
-                       capture_output=True, text=True)
+    r = clustersim("validate", str(MIXTRAL), "--set", override)
     assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_inprocess import clustersim
 
 from clustersim.calibration.nccl_tests import (
     busbw_factor,
@@ -206,13 +205,13 @@ def test_import_logs_appends_jsonl(tmp_path):
 
 def test_cli_import(tmp_path):
     out = tmp_path / "m.jsonl"
-    res = subprocess.run([sys.executable, "-m", "clustersim", "calibrate", "import-nccl-tests", str(A100_16),
-                          "-o", str(out), "--out-of-place-only"], capture_output=True, text=True)
+    res = clustersim("calibrate", "import-nccl-tests", str(A100_16),
+                     "-o", str(out), "--out-of-place-only")
     assert res.returncode == 0, res.stderr
     rows = [json.loads(l) for l in out.read_text().splitlines()]
     assert sum(r["kind"] == "collective" for r in rows) == 25
-    res = subprocess.run([sys.executable, "-m", "clustersim", "calibrate", "import-nccl-tests", str(tmp_path / "x.log"),
-                          "-o", str(out)], capture_output=True, text=True)
+    res = clustersim("calibrate", "import-nccl-tests", str(tmp_path / "x.log"),
+                     "-o", str(out))
     assert res.returncode == 2 and "x.log" in res.stderr and "file not found" in res.stderr
     assert "Traceback" not in res.stderr
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from cli_inprocess import clustersim
 
 from clustersim.config.profile import ComputeParams, GemmPoint
 from clustersim.config.scenario import Scenario
@@ -301,10 +302,6 @@ def test_tp_comm_overlap_hides_tp_collectives_behind_gemms():
 
 
 def test_tp_comm_overlap_needs_sequence_parallel(tmp_path):
-    import subprocess
-    import sys
-
-    r = subprocess.run([sys.executable, "-m", "clustersim", "validate", str(ROOT_SCEN / "hybrid-tp2-pp2-dp2.yaml"),
-                        "--set", "parallelism.tp_comm_overlap=true", "--set", "parallelism.sequence_parallel=false"],
-                       capture_output=True, text=True)
+    r = clustersim("validate", str(ROOT_SCEN / "hybrid-tp2-pp2-dp2.yaml"),
+                   "--set", "parallelism.tp_comm_overlap=true", "--set", "parallelism.sequence_parallel=false")
     assert r.returncode == 2 and "sequence_parallel" in r.stderr and "Traceback" not in r.stderr
