@@ -119,15 +119,6 @@ def test_report_counts_and_ranking(small_report):
     assert rep.simulated >= 5
 
 
-def test_bound_pruning_loses_nothing(small_report):
-    full = plan(TP2, options=PlanOptions(workers=1, flow_top=0, top=5, exhaustive=True,
-                                         space=SpaceOptions(zero=[1], recompute=["none"])))
-    pruned = plan(TP2, options=PlanOptions(workers=1, flow_top=0, top=5,
-                                           space=SpaceOptions(zero=[1], recompute=["none"])))
-    assert full.simulated == full.feasible > pruned.simulated
-    assert [p.mix for p in full.plans[:5]] == [p.mix for p in pruned.plans[:5]]
-
-
 def test_winner_rerun_matches(small_report):
     ev = small_report.evaluator
     for p in small_report.plans[:3]:
