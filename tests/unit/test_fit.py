@@ -193,46 +193,6 @@ def test_synthetic_recovers_regimes_and_parameters():
         assert math.isclose(seg.algbw, bw, rel_tol=0.05)
 
 
-def test_synthetic_ci_covers_truth_in_most_seeds():
-    covered = total = 0
-    for seed in range(20):
-        S, t = synthetic(seed=100 + seed, noise=0.02)
-        segs = F.fit_piecewise(S, t)
-        if len(segs) != 3:
-            total += 6
-            continue
-        for seg, (_, alpha, bw) in zip(segs, TRUTH):
-            covered += seg.line.alpha_ci[0] <= alpha <= seg.line.alpha_ci[1]
-            covered += seg.line.algbw_ci[0] <= bw <= seg.line.algbw_ci[1]
-            total += 2
-    assert covered / total >= 0.8, f"95% intervals covered the truth in {covered}/{total}"
-
-
-def test_bootstrap_ci_covers_truth_and_is_seeded():
-    covered = total = 0
-    for seed in range(10):
-        S, t = synthetic(seed=200 + seed, noise=0.02)
-        segs = F.fit_piecewise(S, t, ci="bootstrap", rng=np.random.default_rng(seed))
-        if len(segs) != 3:
-            total += 6
-            continue
-        for seg, (_, alpha, bw) in zip(segs, TRUTH):
-            assert seg.line.alpha_ci[0] <= seg.alpha_s <= seg.line.alpha_ci[1]
-            covered += seg.line.alpha_ci[0] <= alpha <= seg.line.alpha_ci[1]
-            covered += seg.line.algbw_ci[0] <= bw <= seg.line.algbw_ci[1]
-            total += 2
-    assert covered / total >= 0.75, f"bootstrap intervals covered the truth in {covered}/{total}"
-    S, t = synthetic(seed=1)
-    a = [s.to_segment() for s in F.fit_piecewise(S, t, ci="bootstrap", rng=np.random.default_rng(42))]
-    b = [s.to_segment() for s in F.fit_piecewise(S, t, ci="bootstrap", rng=np.random.default_rng(42))]
-    c = [s.to_segment() for s in F.fit_piecewise(S, t, ci="t")]
-    assert a == b and a != c
-    # same point estimates, only the intervals differ
-    assert [(x.alpha_us, x.algbw_GBps) for x in a] == [(x.alpha_us, x.algbw_GBps) for x in c]
-    with pytest.raises(ClusterSimError):
-        F.fit_piecewise(S, t, ci="jackknife")
-
-
 def test_ci_width_shrinks_with_less_noise():
     S, t1 = synthetic(seed=7, noise=0.04)
     S, t2 = synthetic(seed=7, noise=0.005)
