@@ -13,6 +13,7 @@ TYPE_CHECKING``) count like top-level ones, since they are dependencies all the 
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from pathlib import Path
 
@@ -31,6 +32,8 @@ def _load_module_graph():
 
 
 MG = _load_module_graph()
+# parse each module once for the whole file: the direction check and the doc graph read the same imports
+MG.imports_of = functools.cache(MG.imports_of)
 
 #: (module prefix, layer rank); the longest matching prefix wins.
 LAYERS = [
