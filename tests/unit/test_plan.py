@@ -1,16 +1,12 @@
 """The planner (clustersim.plan): enumeration counts, constraint reasons, the step-time bound,
-the winner re-run through run_scenario, the --json document and --write-best."""
+the winner re-run through run_scenario; the --json document and --write-best: tests/slow/test_plan_cli_slow.py."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-import yaml
-from typer.testing import CliRunner
 
-from clustersim.cli import app, main
 from clustersim.plan import Mix, PlanOptions, SpaceOptions, plan, why_dropped
 from clustersim.plan.constraints import Context, structural_violation
 from clustersim.plan.evaluate import Evaluator
@@ -19,7 +15,6 @@ from clustersim.simulate.run import run_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 TP2 = ROOT / "scenarios" / "ref-tp2.yaml"  # 24-layer 0.35B GPT on 2 H200, global batch 8
-runner = CliRunner()
 
 
 def _count(n, layers, **kw):
@@ -125,41 +120,3 @@ def test_winner_rerun_matches(small_report):
         res = run_scenario(ev.resolved(ev.scenario_for(p.mix, p.fidelity)), fidelity=p.fidelity)
         assert res.step_time_s == p.step_time_s
         assert res.memory["peak_bytes_per_gpu"] == p.peak_bytes_per_gpu
-
-
-def test_cli_json_schema_and_write_best(tmp_path):
-    out = tmp_path / "best.yaml"
-    r = runner.invoke(app, ["plan", str(TP2), "--json", "--top", "3", "--flow-top", "1", "--workers", "1",
-                            "--write-best", str(out), "--why", "tp=2,pp=1,zero=3"])
-    assert r.exit_code == 0, r.output
-    d = json.loads(r.stdout)
-    assert {"evaluated", "feasible", "wall_s", "plans"} <= set(d)
-    assert d["evaluated"] == 672 and 0 < d["feasible"] <= d["evaluated"] and len(d["plans"]) == 3
-    keys = {"dp", "tp", "pp", "virtual_stages", "ep", "cp", "sequence_parallel", "zero", "schedule", "micro_batch",
-            "recompute", "step_time_s", "mfu", "tokens_per_s", "peak_bytes_per_gpu", "fits"}
-    for p in d["plans"]:
-        assert keys <= set(p)
-        assert 0 < p["mfu"] < 1 and p["fits"] is True
-    assert d["why"]["dropped"] is False
-    doc = yaml.safe_load(out.read_text())
-    assert doc["simulation"]["fidelity"] == "flow"
-    best = d["plans"][0]
-    assert doc["parallelism"]["tp"] == best["tp"] and doc["training"]["micro_batch"] == best["micro_batch"]
-    r2 = runner.invoke(app, ["run", str(out), "--json"])
-    assert r2.exit_code == 0, r2.output
-    got = json.loads(r2.stdout)
-    assert got["step_time_s"] == best["step_time_s"]
-    assert got["memory"]["peak_bytes_per_gpu"] == best["peak_bytes_per_gpu"]
-
-
-def test_cli_table_explain_and_bad_input(capsys):
-    r = runner.invoke(app, ["plan", str(TP2), "--top", "3", "--flow-top", "0", "--workers", "1", "--explain"],
-                      env={"COLUMNS": "80"})
-    assert r.exit_code == 0, r.output
-    assert "best plans" in r.output and "zero3-with-pipeline" in r.output
-    assert max(len(line) for line in r.output.splitlines()) <= 80
-    with pytest.raises(SystemExit) as e:
-        main(["plan", str(TP2), "--schedule", "zigzag"])
-    assert e.value.code == 2
-    assert "zigzag" in capsys.readouterr().err
-    assert runner.invoke(app, ["plan", "--help"]).exit_code == 0
