@@ -46,9 +46,9 @@ def errors(gpus: int) -> tuple[float, float]:
 
 
 @pytest.fixture(scope="module")
-def a100():
-    cluster = load_cluster("azure-ndv4", gpus=16)
-    return cluster, load_profile_for(cluster)
+def a100(shared_cluster, shared_profile):
+    cluster = shared_cluster("azure-ndv4", gpus=16)
+    return cluster, shared_profile(cluster.default_profile)
 
 
 def test_section_is_fitted_on_8_and_16_gpus_at_the_topologys_line_rates(a100):
@@ -93,20 +93,20 @@ def test_unmeasured_collectives_run_on_the_fitted_links_with_all_reduces_floor(a
         assert m.estimate(op, 16, 64 * MiB).source == "model"
 
 
-def test_dgx_a100_keeps_its_published_link_classes():
+def test_dgx_a100_keeps_its_published_link_classes(shared_cluster, shared_profile):
     """The NDv4 fit is that machine's (its host and fabric): the DGX A100 preset, whose published runs
     (Selene) the validation tables use, has no link model and keeps NCCL's constants."""
-    cluster = load_cluster("dgx-a100", gpus=16)
-    prof = load_profile_for(cluster)
+    cluster = shared_cluster("dgx-a100", gpus=16)
+    prof = shared_profile(cluster.default_profile)
     assert prof.name == "dgx-a100" and prof.link_model is None
     assert CollectiveModel(cluster, prof).estimate("all_reduce", 16, 64 * MiB).source == "model"
 
 
-def test_cannon_4xa100_keeps_nccls_constants():
+def test_cannon_4xa100_keeps_nccls_constants(shared_cluster, shared_profile):
     """Its node differs from the one measured: 4 GPUs NVLink-connected in pairs (100 GB/s per pair, no
     NVSwitch) and one 12.5 GB/s NIC per node for 4 GPUs, against 300 GB/s per GPU and 8 x 25 GB/s."""
-    cluster = load_cluster("cannon-4xa100", nodes=2)
-    prof = load_profile_for(cluster)
+    cluster = shared_cluster("cannon-4xa100", nodes=2)
+    prof = shared_profile(cluster.default_profile)
     assert prof.link_model is None
     ctx = CollectiveModel(cluster, None).context(tuple(range(8)))
     assert (ctx.intra_line, ctx.net_line, ctx.nccl.nics) == (100.0, 12.5, 1)

@@ -71,18 +71,17 @@ def test_bad_arguments_exit_2(args):
 
 
 # -- uncertainty band (issue 5: predictions carry the profile's uncertainty)
-def test_json_band_from_the_profile_entry_cis():
+def test_json_band_from_the_profile_entry_cis(shared_cluster, shared_profile):
     from clustersim.calibration.uncertainty import predict
-    from clustersim.collectives import CollectiveModel, load_profile_for
-    from clustersim.topology import load_cluster
+    from clustersim.collectives import CollectiveModel
 
     d = json.loads(run("collective", "all_reduce", "--topology", "hgx-h200", "--gpus", "2", "--size", "1GiB",
                        "--json").stdout)
     assert d["source"] == "profile"
     assert d["time_lo_s"] < d["time_s"] < d["time_hi_s"]
     # the band is the entry's own 95% band, moved onto the reported time (which adds the kernel gap)
-    c = load_cluster("hgx-h200", gpus=2)
-    m = CollectiveModel(c, load_profile_for(c))
+    c = shared_cluster("hgx-h200", gpus=2)
+    m = CollectiveModel(c, shared_profile(c.default_profile))
     entry, _ = m.match_entry("all_reduce", "auto", "auto", 2, "intra", 2**30)
     t, lo, hi = predict(entry, 2**30)
     assert d["time_s"] - d["time_lo_s"] == pytest.approx(t - lo, rel=1e-9)

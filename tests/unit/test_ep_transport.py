@@ -10,9 +10,7 @@ from clustersim.collectives import CollectiveModel
 from clustersim.collectives import formulas as F
 from clustersim.collectives.flow import flow_simulation
 from clustersim.errors import ClusterSimError
-from clustersim.simulate.resolve import load_profile
 from clustersim.simulate.run import run_scenario
-from clustersim.topology import load_cluster
 from clustersim.workload.segments import TPCollectiveSegment
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,9 +19,9 @@ SMALL = ["model.layers=4", "training.global_batch=128"]
 
 
 @pytest.fixture(scope="module", params=[1, 2])
-def model(request):
-    cluster = load_cluster("dgx-h100", nodes=request.param)
-    return CollectiveModel(cluster, load_profile(cluster.default_profile)[0])
+def model(request, shared_cluster, shared_profile):
+    cluster = shared_cluster("dgx-h100", nodes=request.param)
+    return CollectiveModel(cluster, shared_profile(cluster.default_profile))
 
 
 def test_nvshmem_is_a_per_message_latency_plus_the_same_bandwidth(model):

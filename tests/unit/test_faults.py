@@ -13,7 +13,6 @@ from clustersim.config.scenario import Scenario
 from clustersim.errors import ClusterSimError
 from clustersim.reliability.faults import FaultyCluster, select_links
 from clustersim.simulate.run import run_scenario
-from clustersim.topology import load_cluster
 
 #: a 1 GiB all-reduce between rank 0 (h0.gpu0) and rank 8 (h1.gpu0) of 2 DGX H100 nodes: both
 #: directions cross rail 0's NIC-leaf links, and nothing else runs
@@ -44,8 +43,8 @@ def test_degraded_link_slows_a_bandwidth_bound_collective_by_one_over_f():
     assert res[0.1]["slowdown"] / res[0.2]["slowdown"] == pytest.approx(2.0, rel=0.02)
 
 
-def test_link_down_reroutes_around_it():
-    c = load_cluster("dgx-h100", nodes=2)
+def test_link_down_reroutes_around_it(shared_cluster):
+    c = shared_cluster("dgx-h100", nodes=2)
     idx = select_links(c, "h0.nic0->leaf0", "f")
     fc = FaultyCluster.from_cluster(c, down=idx)
     r = fc.route(0, 8)
@@ -131,8 +130,8 @@ def test_cli_run_reports_faults_and_exits_2_without_a_path(tmp_path):
     assert r.returncode == 2 and "Traceback" not in r.stderr
 
 
-def test_degrading_scales_only_the_named_links():
-    c = load_cluster("dgx-h100", nodes=2)
+def test_degrading_scales_only_the_named_links(shared_cluster):
+    c = shared_cluster("dgx-h100", nodes=2)
     idx = select_links(c, "h0.nic0->leaf0", "f")
     fc = FaultyCluster.from_cluster(c, fractions={idx[0]: 0.25})
     diff = np.flatnonzero(fc.link_bandwidth != c.link_bandwidth)

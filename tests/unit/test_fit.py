@@ -588,11 +588,10 @@ def test_smooth_gap_is_bridged_with_an_interval():
     assert all(a.size_max == b.size_min for a, b in zip(new, new[1:]))
 
 
-def test_tuner_switches_only_for_tuned_ops():
+def test_tuner_switches_only_for_tuned_ops(shared_cluster):
     from clustersim.collectives.model import CollectiveModel, tuner_switches
-    from clustersim.topology import load_cluster
 
-    m = CollectiveModel(load_cluster("hgx-h200", gpus=2), None)
+    m = CollectiveModel(shared_cluster("hgx-h200", gpus=2), None)
     (sw,) = tuner_switches(m, "all_reduce", 2, 2**10, 2**32)
     assert 2**20 < sw < 2 * 2**20  # LL -> Simple between the measured 1 MiB and 2 MiB
     assert m.estimate("all_reduce", 2, sw - 1).protocol != m.estimate("all_reduce", 2, sw).protocol

@@ -22,8 +22,6 @@ import pytest
 
 from clustersim.calibration.fit import read_measurements
 from clustersim.collectives import CollectiveModel
-from clustersim.collectives.profiles import resolve_profile
-from clustersim.topology import load_cluster
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,8 +36,8 @@ def h100_rows():
 
 
 @pytest.fixture(scope="module")
-def h200_model_on_h100():
-    return CollectiveModel(load_cluster("dgx-h100", gpus=2), resolve_profile("hgx-h200"), nvls=False)
+def h200_model_on_h100(shared_cluster, shared_profile):
+    return CollectiveModel(shared_cluster("dgx-h100", gpus=2), shared_profile("hgx-h200"), nvls=False)
 
 
 @pytest.mark.parametrize("op", ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send_recv"])

@@ -29,9 +29,9 @@ GiB, MiB = 2**30, 2**20
 
 
 @pytest.fixture(scope="module")
-def h200():
-    c = load_cluster("hgx-h200", nodes=2)
-    return c, load_profile_for(c)
+def h200(shared_cluster, shared_profile):
+    c = shared_cluster("hgx-h200", nodes=2)
+    return c, shared_profile(c.default_profile)
 
 
 def _section(prof: Profile) -> dict:

@@ -41,13 +41,12 @@ def test_a_memo_hit_is_the_run_it_replaces():
     assert memo.hits == hits and c.digest != a.digest
 
 
-def test_flow_collectives_memo_changes_nothing():
+def test_flow_collectives_memo_changes_nothing(shared_cluster):
     """FlowCollectives memoises each collective's estimate, phases and result dict: a repeated
     collective runs as the first, and each record equals its own result's to_dict (key order too)."""
     from clustersim.collectives.flow import flow_simulation
-    from clustersim.topology import load_cluster
 
-    sim = flow_simulation(load_cluster("hgx-h200", gpus=2), None)
+    sim = flow_simulation(shared_cluster("hgx-h200", gpus=2), None)
     procs = []
     for _ in range(3):  # one after the other: uncontended, each takes the closed form
         p = sim.collective("all_reduce", [0, 1], 2**20, tag={"group": "dp"})

@@ -7,7 +7,6 @@ import pytest
 from clustersim.cli import main
 from clustersim.config.base import shipped_names
 from clustersim.topology.catalog import intra_node_fabric, preset_summary
-from clustersim.topology.cluster import load_cluster
 
 
 def run(capsys, *args):
@@ -72,8 +71,8 @@ def test_intra_node_kind_of_a_user_file(tmp_path, links, kind, per_gpu_GBps):
     assert s.nics_per_node == 0 and s.nic_speed_Gbps is None and s.nic_bandwidth_per_gpu_Bps == 0
 
 
-def test_one_gpu_node_has_no_intra_node_fabric():
-    c = load_cluster("hgx-h200")
+def test_one_gpu_node_has_no_intra_node_fabric(shared_cluster):
+    c = shared_cluster("hgx-h200")
     assert intra_node_fabric(c.template) == "NVSwitch"
     # a single-GPU node: nothing to connect
     from clustersim.config.topology import TopologySpec
