@@ -12,7 +12,6 @@ from clustersim.simulate.run import run_scenario
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-
 SMALL = ROOT / "tests" / "data" / "cp-small.yaml"  # 4-layer Llama 3 8B, 32k tokens, TP2 CP4 DP2 on 16 H100
 
 

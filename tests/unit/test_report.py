@@ -12,7 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 from clustersim.calibration import fit as F
-from clustersim.calibration.report import bar_check, evaluate, markdown, write_outputs
+from clustersim.calibration.report import bar_check, evaluate
 from clustersim.calibration.uncertainty import find_entry, predict, predict_many, segment_for
 from clustersim.cli import calibrate_fit
 from clustersim.config.profile import CollectiveEntry, Profile
@@ -137,19 +137,6 @@ def test_report_missing_entry_and_no_collectives(real):
         evaluate(rows[-3:], prof)
 
 
-def test_outputs_png_markdown_json(real, tmp_path):
-    meas, prof = real
-    rep = evaluate(meas.rows, prof, holdout="odd")
-    paths = write_outputs(rep, tmp_path / "rep")
-    pngs = [p for p in paths if p.suffix == ".png"]
-    assert len(pngs) == 1 and pngs[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    md = (tmp_path / "rep" / "summary.md").read_text()
-    assert "| all_reduce 2r intra |" in md and "1 GiB" in md
-    assert md == markdown(rep)
-    doc = json.loads((tmp_path / "rep" / "report.json").read_text())
-    assert doc["holdout"] == "odd" and len(doc["points"]) == 15
-
-
 # --------------------------------------------------------------------------- CLI
 
 
@@ -173,14 +160,6 @@ def fitted(tmp_path):
     r = run_cli("calibrate", "fit", str(src), "-o", str(prof), "--holdout", "odd")
     assert r.exit_code == 0, r.output
     return src, prof
-
-
-def test_cli_report_table_and_files(fitted, tmp_path):
-    src, prof = fitted
-    r = run_cli("calibrate", "report", str(src), "--profile", str(prof), "-o", str(tmp_path / "out"))
-    assert r.exit_code == 0, r.output
-    assert "all_reduce" in r.stdout and "summary" in r.stdout
-    assert (tmp_path / "out" / "summary.md").is_file() and list((tmp_path / "out").glob("*.png"))
 
 
 def test_cli_report_json(fitted):

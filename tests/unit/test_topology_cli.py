@@ -85,15 +85,6 @@ def test_binary_garbage_and_unknown_name_exit_2(capsys, tmp_path):
     assert code == 2 and "9 GPUs" in err
 
 
-def test_draw_writes_png(capsys, tmp_path):
-    out = tmp_path / "x.png"
-    code, _, err = run(capsys, "topo", "draw", "dgx-h100-superpod", "-o", str(out))
-    assert code == 0, err
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    code, _, err = run(capsys, "topo", "draw", "dgx-h100", "-o", str(tmp_path / "x.txt"))
-    assert code == 2 and ".png" in err
-
-
 def test_import_writes_loadable_yaml(capsys, tmp_path):
     out = tmp_path / "h200x2.yaml"
     code, stdout, err = run(capsys, "topo", "import", str(DATA / "nccl_topo.xml"), "-o", str(out))

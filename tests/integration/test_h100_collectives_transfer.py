@@ -26,6 +26,8 @@ from clustersim.collectives import CollectiveModel
 DATA = Path(__file__).resolve().parents[1] / "data"
 ROOT = Path(__file__).resolve().parents[2]
 MIB = 2 ** 20
+# moved from tests/unit with test_fit_transfer.py: a fit of real logs and 138 predictions of measured rows
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +54,9 @@ def test_h200_profile_predicts_h100_collectives(op, h100_rows, h200_model_on_h10
         err.setdefault(r["size_bytes"], []).append(abs(pred / r["time_us"] - 1))
     big = [statistics.fmean(v) for s, v in err.items() if s >= MIB]
     small = [statistics.fmean(v) for s, v in err.items() if s < MIB]
-    assert np.mean(big) <= 0.07 and np.mean(small) <= 0.10, (op, np.mean(big), np.mean(small))
+    assert np.mean(big) <= 0.07 and np.mean(small) <= 0.10, \
+        f"{op} on 2 H100 from the H200 profile: mean error {np.mean(big):.1%} at >= 1 MiB (bar 7%), " \
+        f"{np.mean(small):.1%} below (bar 10%)"
 
 
 def test_blind_predictions_were_committed_before_the_bench():
