@@ -28,7 +28,7 @@ import numpy as np
 
 from clustersim.calibration.figure import png_figure
 from clustersim.calibration.fit import group_collectives, split_holdout
-from clustersim.calibration.uncertainty import find_entry, predict
+from clustersim.collectives.uncertainty import find_entry, predict
 from clustersim.config.profile import Profile
 from clustersim.errors import ClusterSimError
 from clustersim.units import MiB, format_bytes

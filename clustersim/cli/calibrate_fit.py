@@ -1,12 +1,11 @@
 """`clustersim calibrate fit` and `clustersim calibrate report`.
 
-Thin layer: read the measurements, call :mod:`clustersim.calibration.fit` /
-:mod:`clustersim.calibration.report`, render. User errors exit with status 2.
+Thin layer: parse, call :func:`clustersim.calibration.fit.pipeline.fit_files` /
+:func:`clustersim.report.profile_check.check_profile`, render. User errors exit with status 2.
 """
 
 from __future__ import annotations
 
-import re
 import shlex
 from pathlib import Path
 from typing import Optional
@@ -47,7 +46,7 @@ def _size(n: float | None) -> str:
     return f"{n:.0f}"
 
 
-def _print_entries(entries, title: str) -> None:
+def render_entries(entries, title: str) -> None:
     """The fitted regimes, one small table per context, readable at 80 columns.
 
     An algbw at the fit's cap (a regime whose time does not grow with size) shows as ``flat``.
@@ -81,38 +80,6 @@ def _print_entries(entries, title: str) -> None:
     if any(sg.algbw_GBps >= cap for e in entries for sg in e.segments):
         console.print("flat: the time does not grow with size in that regime (the file holds the fit's cap, "
                       f"{MAX_ALGBW / 1e9:,.0f} GB/s)", highlight=False)
-
-
-def _check_fitted(res, meas, base) -> None:
-    """Refuse (exit 2, no profile written) a fit that learned nothing from the measurements.
-
-    Every collective context may be rejected (fewer than 2 sizes, all rows skipped as unreadable):
-    a profile then would claim ``measured: true`` with nothing measured in it.
-    """
-    before = [e.model_dump(mode="json") for e in base.collectives] if base is not None else []
-    new_entries = [e for e in res.profile.collectives if e.model_dump(mode="json") not in before]
-    other = [r for r in meas.rows if r["kind"] not in ("meta", "collective")]
-    if not new_entries and not other:
-        why = "; ".join(res.notes) or "no collective context had enough sizes"
-        skipped = f"; {len(meas.skipped)} line(s) skipped as unreadable" if meas.skipped else ""
-        raise ClusterSimError(f"nothing could be fitted ({why}{skipped}); no profile written",
-                              file=", ".join(meas.files) or None)
-
-
-def _fit_side(meas, holdout: str):
-    """``meas`` without the collective sizes ``--holdout`` leaves for ``calibrate report`` (per op, rank
-    count, node count and mode, as the piecewise fit splits them)."""
-    from clustersim.calibration.fit.grouping import split_holdout
-    from clustersim.calibration.fit.measurements import Measurements
-
-    if holdout == "none":
-        return meas
-    groups: dict = {}
-    for r in meas.rows:
-        if r.get("kind") == "collective":
-            groups.setdefault((r.get("op"), r.get("ranks"), r.get("nodes"), r.get("mode")), []).append(r)
-    kept = [r for g in groups.values() for r in split_holdout(g, holdout)[0]]
-    return Measurements(rows=[r for r in meas.rows if r.get("kind") != "collective"] + kept, files=meas.files)
 
 
 def _link_bw(lp) -> str:
@@ -149,62 +116,39 @@ def fit_cmd(
       clustersim calibrate fit calibrate/raw/h200x2/bench-graph.jsonl calibrate/raw/h200x4/bench-graph.jsonl
       --topology hgx-h200 -o my-h200.yaml   (also writes the link_model section)
     """
-    from clustersim.calibration.fit import fit_profile, load_profile, read_measurements, write_profile
+    from clustersim.calibration.fit.pipeline import fit_files
+    from clustersim.collectives.topology_lines import TopologyLines
 
+    # the command as it could be typed again: the profile's header and the link model's method text name it
+    command = _command_line(
+        measurements, output, name=name, base=base, holdout=None if holdout == "none" else holdout,
+        peak_tflops=peak_tflops, max_segments=None if max_segments == 6 else max_segments,
+        min_sizes=None if min_sizes == 3 else min_sizes, ci=None if ci == "t" else ci,
+        seed=None if ci == "t" else seed, topology=topology)
     try:
-        if peak_tflops is not None and peak_tflops <= 0:
-            raise ClusterSimError("--peak-tflops must be > 0")
-        meas = read_measurements(measurements, warn=_warn)
-        base_p = load_profile(base) if base else None
-        prof_name = name or (base_p.name if base_p else output.stem)
-        with progress("fitting the profile"):
-            res = fit_profile(meas, name=prof_name, base=base_p, holdout=holdout, peak_tflops=peak_tflops,
-                              max_segments=max_segments, min_sizes=min_sizes,
-                              files=[str(p) for p in measurements], ci=ci, seed=seed)
-        _check_fitted(res, meas, base_p)
-        command = _command_line(
-            measurements, output, name=name, base=base, holdout=None if holdout == "none" else holdout,
-            peak_tflops=peak_tflops, max_segments=None if max_segments == 6 else max_segments,
-            min_sizes=None if min_sizes == 3 else min_sizes, ci=None if ci == "t" else ci,
-            seed=None if ci == "t" else seed, topology=topology)
-        if topology is not None:
-            from clustersim.topology import load_cluster
-
-            cluster = load_cluster(topology)
-            rates = {k: cluster.class_line_rate(k) for k in ("nvlink", "pcie", "network")}
-            res.profile = res.profile.with_line_rates({k: v / 1e9 for k, v in rates.items() if v})
-            if any(r.get("kind") == "collective" and r.get("mode", "nccl") == "nccl" for r in meas.rows):
-                # the link model (NCCL's cost structure jointly over every op, size and rank count) at this
-                # topology's line rates: what the simulator uses for rank counts and sizes not measured
-                from clustersim.calibration.fit.link_section import link_model_section
-                from clustersim.collectives.model import communicator_lines
-                from clustersim.config.profile import LinkModelParams
-
-                side = _fit_side(meas, holdout)
-                lines, sm = communicator_lines(topology, max(int(r.get("ranks") or 2) for r in side.rows
-                                                              if r.get("kind") == "collective"))
-                with progress("fitting the link model"):
-                    sec = link_model_section(side, str(topology), lines, sm, command=command)
-                res.profile = res.profile.model_copy(update={"link_model": LinkModelParams.model_validate(sec)})
-        write_profile(res.profile, output, command=command)
+        with progress("fitting the profile") as update:
+            run = fit_files(measurements, output=output, name=name, base=base, holdout=holdout,
+                            peak_tflops=peak_tflops, max_segments=max_segments, min_sizes=min_sizes, ci=ci,
+                            seed=seed, topology=TopologyLines(topology) if topology is not None else None,
+                            command=command, warn=_warn, update=update)
     except ClusterSimError as exc:
         fail(exc)
         return
-    for cls, lp in res.profile.links.items():
-        if not lp.scales:
-            _warn(f"link class {cls}: an absolute bandwidth without the line rate it was measured on (give "
-                  "--topology): what-ifs on that class will not move it")
-    for note in res.notes:
-        _warn(note)
+    for msg in run.warnings:
+        _warn(msg)
     if json_out:
-        print_json(res.profile.model_dump(mode="json"))
+        print_json(run.to_dict())
         return
-    before = [e.model_dump(mode="json") for e in base_p.collectives] if base_p is not None else []
-    _print_entries([e for e in res.profile.collectives if e.model_dump(mode="json") not in before],
-                   f"profile {res.profile.name} -> {output}")
-    c = res.profile.compute
-    console.print(f"links: {', '.join(f'{k}: {v.latency_us:.3g} us, {_link_bw(v)}' for k, v in res.profile.links.items()) or 'none'}")
-    lm = res.profile.link_model
+    render_fit(run, output)
+
+
+def render_fit(run, output: Path) -> None:
+    """What ``calibrate fit`` prints: the new collective regimes, then one line per fitted section."""
+    meas, profile = run.measurements, run.profile
+    render_entries(run.new_entries, f"profile {profile.name} -> {output}")
+    c = profile.compute
+    console.print(f"links: {', '.join(f'{k}: {v.latency_us:.3g} us, {_link_bw(v)}' for k, v in profile.links.items()) or 'none'}")
+    lm = profile.link_model
     if lm is not None:
         pv = lm.provenance
         console.print(f"link model: {', '.join(lm.links)} at {pv.line_rates_GBps} GB/s line rate, {pv.rows} rows "
@@ -218,8 +162,8 @@ def fit_cmd(
     if meas.of("kernel"):
         console.print(f"kernel classes: {len(c.attention_table)} flash-attention, {len(c.gemm_layout_table)} layout "
                       f"GEMM, {len(c.memory_table)} memory-bound, {len(c.clock_table)} sustained-clock points")
-    h = res.profile.host
-    if meas.of("framework_call") or meas.of("comm_init") or any(e.mode == "framework" for e in res.profile.collectives):
+    h = profile.host
+    if meas.of("framework_call") or meas.of("comm_init") or any(e.mode == "framework" for e in profile.collectives):
         console.print(f"host: framework call {h.framework_call_us} us, per-call overhead {h.per_call_overhead_us} us, "
                       f"comm init {h.comm_init.base_s:.3g} s + {h.comm_init.per_rank_s:.3g} s/rank "
                       f"(measured ranks {h.comm_init.measured_ranks}{', extrapolated' if h.comm_init.extrapolated else ''})")
@@ -262,58 +206,33 @@ def report_cmd(
 
       clustersim calibrate report calibrate/raw/h200-kernels-bench/kernels.jsonl -p hgx-h200   (kernel classes)
     """
-    from clustersim.calibration.fit import load_profile, read_measurements
-    from clustersim.calibration.report import Report, evaluate, write_outputs
-    from clustersim.simulate.kernel_check import kernel_report, markdown_lines
+    from clustersim.report.profile_check import check_profile
 
     try:
-        meas = read_measurements(measurements, warn=_warn)
-        prof = load_profile(profile)
-        has_kernels = any(r.get("kind") == "kernel" for r in meas.rows)
-        if not meas.of("collective") and not has_kernels:
-            raise ClusterSimError("no collective or kernel measurements in the given files"
-                                  + (f" ({len(meas.skipped)} line(s) skipped)" if meas.skipped else ""))
-        fitted = re.search(r"holdout=(\w+)", prof.source.notes or "")
-        if holdout == "auto":  # the same split `calibrate fit` used (its default: none, in-sample)
-            holdout = fitted.group(1) if fitted else "none"
-        if fitted and fitted.group(1) != holdout and holdout != "none" and meas.of("collective"):
-            _warn(f"the profile says it was fitted with {fitted.group(1)!r} held out, "
-                  f"the report uses --holdout {holdout}: some 'held-out' points may have been fitted on")
         with progress("comparing the profile with the measurements") as update:
-            rep = (evaluate(meas.rows, prof, holdout=holdout) if meas.of("collective")
-                   else Report(holdout=holdout, profile=prof.name))
-            krep = kernel_report(meas.rows, prof) if has_kernels else None
-            if krep is not None:
-                rep.extra["kernels"] = krep.to_dict()
-                rep.extra_md = markdown_lines(krep)
-            update(f"writing plots to {output}")
-            written = write_outputs(rep, output) if output is not None else []
+            res = check_profile(measurements, profile, holdout=holdout, output=output, transfer=transfer,
+                                fit_ranks=fit_ranks, line_GBps=line_GBps, net_GBps=net_GBps,
+                                nics_per_node=nics_per_node, sm=sm, warn=_warn, update=update)
     except ClusterSimError as exc:
         fail(exc)
         return
-    if krep is not None and krep.measured_on and krep.gpu and krep.gpu not in krep.measured_on:
-        _warn(f"the kernel rows were measured on {', '.join(krep.measured_on)}, the profile describes {krep.gpu}")
-    for m in rep.missing:
-        _warn(f"no profile entry for {m}")
-    checks = params = None
-    if transfer:
-        got = _transfer(meas.rows, fit_ranks, output, intra_line_GBps=line_GBps, net_line_GBps=net_GBps,
-                        nics_per_node=nics_per_node, sm=sm)
-        if got is None:
-            return
-        checks, params = got
     if json_out:
-        print_json({**rep.to_dict(), **({"transfer": _strip_points(checks), "link_model": params} if checks else {})})
+        print_json(res.to_dict())
         return
+    render_report(res, output)
+
+
+def render_report(res, output: Optional[Path]) -> None:
+    """What ``calibrate report`` prints: the collective and kernel tables, the files, the transfer checks."""
     from rich.table import Table
 
-    if rep.rows:
-        _print_collectives(rep, holdout)
-    if krep is not None:
-        _print_kernels(krep)
-    if written:
-        console.print(f"wrote {len(written)} files to {output}")
-    for name, c in (checks or {}).items():
+    if res.report.rows:
+        render_collectives(res.report, res.holdout)
+    if res.kernels is not None:
+        render_kernels(res.kernels)
+    if res.written:
+        console.print(f"wrote {len(res.written)} files to {output}")
+    for name, c in (res.checks or {}).items():
         if c is None:
             continue
         tt = Table(title=f"{name} check: {c['title']} (link model; fit residual median "
@@ -324,11 +243,11 @@ def report_cmd(
             tt.add_row(row["op"], str(row["points"]), f"{row['mean_large_pct']:.1f}", f"{row['mean_small_pct']:.1f}",
                        f"{row['worst_pct']:.1f}")
         console.print(tt)
-    if params:
-        _print_parameters(params)
+    if res.params:
+        render_parameters(res.params)
 
 
-def _print_kernels(krep) -> None:
+def render_kernels(krep) -> None:
     """The kernel classes' table: per class, points, mean and worst |error| and the worst row."""
     from rich.table import Table
 
@@ -349,7 +268,7 @@ def _print_kernels(krep) -> None:
     console.print(t)
 
 
-def _print_collectives(rep, holdout: str) -> None:
+def render_collectives(rep, holdout: str) -> None:
     """The collective rows' table and the per-context summary."""
     from rich.table import Table
 
@@ -378,7 +297,7 @@ def _print_collectives(rep, holdout: str) -> None:
     console.print(s)
 
 
-def _print_parameters(params: dict) -> None:
+def render_parameters(params: dict) -> None:
     """The link model's learned parameters (fit on every row) as two tables."""
     from rich.table import Table
 
@@ -399,31 +318,6 @@ def _print_parameters(params: dict) -> None:
     tau = params.get("startup_us")
     table("per operation" + (f" (start-up time constant {tau:.0f} us)" if tau is not None else ""),
           ("op", "floor us", "op efficiency", "own chunk GB/s", "start-up depth"), ops)
-
-
-def _strip_points(checks: dict) -> dict:
-    return {k: (None if c is None else {kk: v for kk, v in c.items() if kk != "points"}) for k, c in checks.items()}
-
-
-def _transfer(rows: list, fit_ranks: Optional[str], output: Optional[Path], **lines) -> Optional[tuple[dict, dict]]:
-    """Run the transfer checks (and write their plots into ``output``) and fit the link model on every row:
-    (checks, learned parameters); None after reporting a user error."""
-    from clustersim.calibration.transfer_report import link_parameters, plot_transfer, transfer_checks
-
-    try:
-        ranks = [int(x) for x in fit_ranks.split(",")] if fit_ranks else None
-    except ValueError:
-        fail(ClusterSimError(f"--fit-ranks must be comma-separated integers, got {fit_ranks!r}", field="--fit-ranks"))
-        return None
-    try:
-        checks = transfer_checks(rows, fit_ranks=ranks, **lines)
-        params = link_parameters(rows, **lines)
-        if output is not None:
-            plot_transfer(checks, output)
-    except ClusterSimError as exc:
-        fail(exc)
-        return None
-    return checks, params
 
 
 def register(app: typer.Typer) -> None:

@@ -31,98 +31,19 @@ With a calibrated profile entry that has confidence intervals, the table shows t
 """
 
 
-def _onoff(value: str | None, name: str) -> bool | None:
-    if value is None:
-        return None
-    v = value.strip().lower()
-    if v in ("on", "true", "1", "yes"):
-        return True
-    if v in ("off", "false", "0", "no"):
-        return False
-    raise ClusterSimError(f"--{name} must be on or off, got {value!r}", field=name)
+def render_one(r: dict) -> None:
+    """One size's prediction on one line."""
+    from clustersim.cli.common import console
+
+    console.print(f"{r['op']} {r['size_bytes']} B on {r['gpus']} GPUs ({r['nodes']} node(s), "
+                  f"{r['topology']}, {r['fidelity']}): {r['time_us']:.2f} us, algbw {r['algbw_GBps']:.2f} "
+                  f"GB/s, busbw {r['busbw_GBps']:.2f} GB/s [{r['algorithm']}/{r['protocol']}, "
+                  f"{r['source']}]" + (f", 95% band {r['time_lo_s'] * 1e6:.2f} - {r['time_hi_s'] * 1e6:.2f} us"
+                                       if "time_lo_s" in r else ""), highlight=False, markup=False)
 
 
-def run_collective_command(op: str, topology: str, gpus: int | None, nodes: int | None, size: str | None,
-                           sizes: str | None, algorithm: str, protocol: str, nvls: str | None, p2p: str,
-                           gdr: str, profile: str | None, fidelity: str) -> list[dict]:
-    """The library side of the command: one result dict per size."""
-    from clustersim.collectives import CollectiveModel, load_profile_for
-    from clustersim.collectives.formulas import check_op
-    from clustersim.topology import load_cluster
-    from clustersim.units import parse_size, parse_size_range
-
-    check_op(op)
-    if op == "barrier":
-        # a barrier moves no data: a size would be silently dropped, so only 0 (or none) is accepted
-        if sizes is not None or (size is not None and parse_size(size) != 0):
-            raise ClusterSimError("a barrier moves no data; leave out --size and --sizes", field="size")
-        size = "0"
-    if (size is None) == (sizes is None):
-        raise ClusterSimError("give exactly one of --size S or --sizes START:END[:xF]", field="size")
-    if gpus is not None and nodes is not None:
-        raise ClusterSimError("give --gpus or --nodes, not both", field="gpus")
-    if fidelity not in ("analytical", "flow"):
-        raise ClusterSimError(f"--fidelity must be analytical or flow, got {fidelity!r}", field="fidelity")
-    size_list = [parse_size(size)] if size is not None else parse_size_range(sizes)
-    cluster = load_cluster(topology, nodes=nodes, gpus=gpus)
-    if fidelity == "flow":
-        from clustersim.budget import FLOW_EVENTS_PER_RANK, check_events
-
-        # each size is one discrete-event simulation whose flows grow with the ranks
-        check_events(len(size_list) * cluster.n_gpus * FLOW_EVENTS_PER_RANK,
-                     f"{len(size_list)} size(s) at flow fidelity on {cluster.n_gpus:,} GPUs", field="sizes")
-    prof = load_profile_for(cluster, profile)
-    kw = dict(nvls=_onoff(nvls, "nvls"), p2p=_onoff(p2p, "p2p"), gdr=_onoff(gdr, "gdr"))
-    n = cluster.n_gpus
-    out = []
-    m = None
-    if fidelity == "analytical":
-        m = CollectiveModel(cluster, prof, **kw)
-        results = [m.estimate(op, n, s, algorithm, protocol) for s in size_list]
-    else:
-        from clustersim.collectives.flow import flow_simulation
-
-        results = []
-        for s in size_list:
-            sim = flow_simulation(cluster, prof, **kw)
-            p = sim.collective(op, n, s, algorithm=algorithm, protocol=protocol)
-            sim.env.run()
-            results.append(p.value)
-    band_model = m if fidelity == "analytical" else CollectiveModel(cluster, prof, **kw)
-    for s, r in zip(size_list, results):
-        d = r.to_dict()
-        d.update(topology=cluster.name, fidelity=fidelity, profile=prof.name if prof is not None else None)
-        if r.source == "profile":
-            band = _band(band_model, op, n, s, algorithm, protocol, r.time_s)
-            if band is not None:
-                d["time_lo_s"], d["time_hi_s"] = band
-        out.append(d)
-    return out
-
-
-def _band(model, op: str, n: int, size: float, algorithm: str, protocol: str,
-          time_s: float) -> tuple[float, float] | None:
-    """95% band (lo, hi) in seconds around ``time_s`` from the CIs of the profile entry used, or None.
-
-    The band of the entry's line (:func:`clustersim.calibration.uncertainty.predict`) is moved onto the
-    reported time (which adds the kernel gap to the entry, and at flow fidelity is the simulated time).
-    """
-    from clustersim.calibration.uncertainty import predict
-    from clustersim.collectives.model import normalise_algorithm
-
-    rk = model.ranks_of(n)
-    hit = model.match_entry(op, normalise_algorithm(algorithm), (protocol or "auto").strip().lower(), len(rk),
-                            model.context(rk).scope, float(size))
-    if hit is None:
-        return None
-    entry, seg = hit
-    if seg.alpha_ci_us is None and seg.algbw_ci_GBps is None:
-        return None
-    t, lo, hi = predict(entry, float(size))
-    return max(0.0, time_s - (t - lo)), time_s + (hi - t)
-
-
-def _table(rows: list[dict]) -> None:
+def render_table(rows: list[dict]) -> None:
+    """The nccl-tests-style table: a row per size (the 95% band column when a row has one)."""
     from rich.table import Table
 
     from clustersim.cli.common import console
@@ -158,7 +79,7 @@ def _measured(path: str) -> list[tuple[int, float]]:
     return [(int(r["size_bytes"]), float(r["busbw_GBps"])) for r in rows]
 
 
-def plot_busbw(rows: list[dict], path: str, measured: str | None = None) -> Path:
+def render_busbw_plot(rows: list[dict], path: str, measured: str | None = None) -> Path:
     """busbw against size (log x), optionally with a measured nccl-tests log overlaid."""
     import matplotlib
 
@@ -217,25 +138,22 @@ def register(root: typer.Typer) -> None:
         max_events: int = max_events_option(),
     ) -> None:
         from clustersim.cli.common import budget, console, print_json, progress
+        from clustersim.collectives.table import collective_table
 
         if measured and not plot:
             raise ClusterSimError("--measured needs --plot FILE.png", field="measured")
         with budget(max_memory, max_events), progress(f"{op} on {topology} ({fidelity})"):
-            rows = run_collective_command(op, topology, gpus, nodes, size, sizes, algorithm, protocol, nvls, p2p,
-                                          gdr, profile, fidelity)
+            rows = collective_table(op, topology, gpus=gpus, nodes=nodes, size=size, sizes=sizes, algorithm=algorithm,
+                                    protocol=protocol, nvls=nvls, p2p=p2p, gdr=gdr, profile=profile,
+                                    fidelity=fidelity).rows
             if plot:
-                plot_busbw(rows, plot, measured)
+                render_busbw_plot(rows, plot, measured)
         if as_json:
             print_json(rows[0] if size is not None else rows)
             return
         if size is not None and not plot:
-            r = rows[0]
-            console.print(f"{r['op']} {r['size_bytes']} B on {r['gpus']} GPUs ({r['nodes']} node(s), "
-                          f"{r['topology']}, {r['fidelity']}): {r['time_us']:.2f} us, algbw {r['algbw_GBps']:.2f} "
-                          f"GB/s, busbw {r['busbw_GBps']:.2f} GB/s [{r['algorithm']}/{r['protocol']}, "
-                          f"{r['source']}]" + (f", 95% band {r['time_lo_s'] * 1e6:.2f} - {r['time_hi_s'] * 1e6:.2f} us"
-                                               if "time_lo_s" in r else ""), highlight=False, markup=False)
+            render_one(rows[0])
         else:
-            _table(rows)
+            render_table(rows)
         if plot:
             console.print(f"wrote {plot}", highlight=False)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Optional
 
@@ -11,7 +10,8 @@ import typer
 from clustersim.cli.common import console, print_json
 
 
-def _render(d: dict) -> None:
+def render_goodput(d: dict) -> None:
+    """The goodput report as one table: failures, checkpoint, the intervals and the Monte-Carlo check."""
     from rich.table import Table
 
     from clustersim.units import format_bytes, format_time
@@ -65,34 +65,13 @@ def register(root: typer.Typer) -> None:
 
           clustersim goodput scenarios/gpt3-175b.yaml --mtbf-gpu-hours 50000 --mtbf-node-hours 100000 --ckpt-write-GBps 100 --restart-min 15 --run-days 30 --gpus 16384 --json
         """
-        from clustersim.errors import ClusterSimError
-        from clustersim.reliability.goodput import DAY, goodput_report
-        from clustersim.simulate.resolve import resolve_scenario
+        from clustersim.reliability.scenario_goodput import scenario_goodput
 
-        rs = resolve_scenario(scenario, set_ or [])
-        c = rs.cluster
-        n_gpus, gpn = c.n_gpus, c.gpus_per_host
-        if gpus is not None:
-            if gpus < 1:
-                raise ClusterSimError(f"--gpus must be >= 1, got {gpus}", field="--gpus")
-            n_gpus = gpus
-        n_nodes = math.ceil(n_gpus / gpn)
-        if ckpt_GB is not None:
-            size = ckpt_GB * 1e9
-        else:
-            from clustersim.reliability.checkpoint import checkpoint_bytes
-
-            size = checkpoint_bytes(rs.scenario)
-        if not run_days > 0:
-            raise ClusterSimError(f"--run-days must be > 0, got {run_days}", field="--run-days")
-        if not restart_min >= 0:
-            raise ClusterSimError(f"--restart-min must be >= 0, got {restart_min}", field="--restart-min")
-        d = goodput_report(work_s=run_days * DAY, n_gpus=n_gpus, n_nodes=n_nodes, checkpoint_bytes=size,
-                           write_Bps=ckpt_write_GBps * 1e9, restart_s=restart_min * 60.0,
-                           mtbf_gpu_hours=mtbf_gpu_hours, mtbf_node_hours=mtbf_node_hours, trials=trials,
-                           seed=rs.scenario.simulation.seed if seed is None else seed)
-        d = {"scenario": rs.scenario.name, **d}
+        d = scenario_goodput(scenario, overrides=set_ or [], mtbf_gpu_hours=mtbf_gpu_hours,
+                             mtbf_node_hours=mtbf_node_hours, ckpt_write_GBps=ckpt_write_GBps,
+                             restart_min=restart_min, run_days=run_days, gpus=gpus, ckpt_GB=ckpt_GB, trials=trials,
+                             seed=seed)
         if as_json:
             print_json(d)
         else:
-            _render(d)
+            render_goodput(d)

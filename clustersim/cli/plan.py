@@ -10,9 +10,6 @@ import typer
 from clustersim.cli.common import console, print_json
 from clustersim.errors import ClusterSimError
 
-_MIX_KEYS = ("dp", "tp", "pp", "virtual_stages", "ep", "cp", "sequence_parallel", "zero", "schedule",
-             "micro_batch", "recompute")
-
 
 def _int_list(text: Optional[str], flag: str) -> Optional[list[int]]:
     if text is None:
@@ -36,42 +33,30 @@ def _str_list(text: Optional[str], flag: str, allowed: tuple[str, ...]) -> Optio
     return vals
 
 
-def _parse_mix(text: str, base, n_gpus: int):
-    """``tp=8,pp=8,...`` on top of the scenario's own parallelism and training fields."""
-    from clustersim.plan.space import Mix
+def _space(tp: Optional[str], pp: Optional[str], micro_batch: Optional[str], zero: Optional[str],
+           schedule: Optional[str], recompute: Optional[str]):
+    """The search space the options restrict (each left out: the planner's default)."""
+    from clustersim.plan.space import SCHEDULES, SpaceOptions
 
-    par, tr = base.parallelism, base.training
-    d = {"dp": par.dp, "tp": par.tp, "pp": par.pp, "virtual_stages": par.virtual_stages, "ep": par.ep,
-         "cp": par.cp, "sequence_parallel": par.sequence_parallel, "zero": par.zero, "schedule": par.schedule,
-         "micro_batch": tr.micro_batch, "recompute": tr.recompute}
-    given = set()
-    for item in text.replace(" ", ",").split(","):
-        if not item:
-            continue
-        k, sep, v = item.partition("=")
-        if not sep or k not in _MIX_KEYS:
-            raise ClusterSimError(f"--why: {item!r} is not key=value with key one of {', '.join(_MIX_KEYS)}", field="--why")
-        given.add(k)
-        if k in ("schedule", "recompute"):
-            d[k] = v
-        elif k == "sequence_parallel":
-            d[k] = v.lower() in ("1", "true", "yes", "on")
-        else:
-            try:
-                d[k] = int(v)
-            except ValueError:
-                raise ClusterSimError(f"--why: {k} needs an integer, not {v!r}", field="--why") from None
-    if "dp" not in given:
-        d["dp"] = max(1, n_gpus // (d["tp"] * d["pp"] * d["ep"] * d["cp"]))
-    return Mix(**d)
+    space = SpaceOptions(tp=_int_list(tp, "--tp"), pp=_int_list(pp, "--pp"))
+    if micro_batch is not None:
+        space.micro_batch = _int_list(micro_batch, "--micro-batch")
+    if zero is not None:
+        space.zero = [int(z) for z in _str_list(zero, "--zero", ("0", "1", "2", "3"))]
+    if schedule is not None:
+        space.schedule = _str_list(schedule, "--schedule", SCHEDULES)
+    if recompute is not None:
+        space.recompute = _str_list(recompute, "--recompute", ("none", "selective", "full"))
+    return space
 
 
-def _render(rep, top: int, explain: bool) -> None:
+def render_plan(run, top: int, explain: bool) -> None:
+    """The planning run as tables: the funnel, the best plans, the constraints, --why and --write-best."""
     from rich.table import Table
 
     from clustersim.units import format_time
 
-    d = rep.to_dict(top=top)
+    d = run.report.to_dict(top=top)
     console.print(f"{d['scenario']} on {d['n_gpus']} GPUs: {d['evaluated']:,} mixes, {d['feasible']:,} feasible, "
                   f"{d['simulated']:,} simulated (analytical), {d['pruned_by_bound']:,} skipped by the step-time "
                   f"bound, top {d['flow_reranked']} re-ranked at flow; {d['wall_s']:.1f} s", highlight=False)
@@ -103,6 +88,12 @@ def _render(rep, top: int, explain: bool) -> None:
             ex = f"{row['example']}: {row['reason']}" if row["example"] else ""
             ct.add_row(row["constraint"], f"{row['removed']:,}", ex)
         console.print(ct)
+    if run.why is not None:
+        verdict = f"dropped by {run.why['constraint']}: {run.why['reason']}" if run.why["dropped"] else "feasible"
+        console.print(f"{run.why['label']}: {verdict}", highlight=False)
+    if run.write_best is not None:
+        console.print(f"best plan written to {run.write_best} (clustersim run {run.write_best})" if run.written
+                      else "no feasible plan: nothing written", highlight=False)
 
 
 def register(root: typer.Typer) -> None:
@@ -143,50 +134,18 @@ def register(root: typer.Typer) -> None:
 
           clustersim run best.yaml --json
         """
-        from clustersim.plan import PlanOptions, SpaceOptions, plan, why_dropped
+        from clustersim.plan import PlanOptions
+        from clustersim.plan.explain import plan_run
 
         overrides = list(set_ or [])
         if gpus is not None:
             overrides.append(f"cluster.gpus={gpus}")
         if top < 1 or flow_top < 0 or workers < 1:
             raise ClusterSimError("--top and --workers must be >= 1, --flow-top >= 0", field="--top")
-        space = SpaceOptions(tp=_int_list(tp, "--tp"), pp=_int_list(pp, "--pp"))
-        if micro_batch is not None:
-            space.micro_batch = _int_list(micro_batch, "--micro-batch")
-        if zero is not None:
-            space.zero = [int(z) for z in _str_list(zero, "--zero", ("0", "1", "2", "3"))]
-        if schedule is not None:
-            from clustersim.plan.space import SCHEDULES
-
-            space.schedule = _str_list(schedule, "--schedule", SCHEDULES)
-        if recompute is not None:
-            space.recompute = _str_list(recompute, "--recompute", ("none", "selective", "full"))
-        opts = PlanOptions(top=top, flow_top=flow_top, space=space, tp_across_nodes=tp_across_nodes,
-                           workers=workers, exhaustive=exhaustive)
-        rep = plan(scenario, overrides=overrides, options=opts)
-        why_row = None
-        if why is not None:
-            ev = rep.evaluator
-            mix = _parse_mix(why, ev.base, ev.n_gpus)
-            res = why_dropped(ev.rs, mix, tp_across_nodes=tp_across_nodes)
-            why_row = {"mix": mix.as_dict(), "label": mix.label(), "dropped": res is not None,
-                       "constraint": res[0] if res else None, "reason": res[1] if res else None}
-        if write_best is not None and rep.plans:
-            from clustersim.plan.write import write_best as _write
-
-            _write(write_best, rep.evaluator, rep.plans[0])
+        opts = PlanOptions(top=top, flow_top=flow_top, space=_space(tp, pp, micro_batch, zero, schedule, recompute),
+                           tp_across_nodes=tp_across_nodes, workers=workers, exhaustive=exhaustive)
+        run = plan_run(scenario, overrides=overrides, options=opts, why=why, write_best=write_best)
         if as_json:
-            d = rep.to_dict(top=top)
-            if why_row is not None:
-                d["why"] = why_row
-            if write_best is not None:
-                d["written"] = str(write_best) if rep.plans else None
-            print_json(d)
+            print_json(run.to_dict(top=top))
             return
-        _render(rep, top, explain)
-        if why_row is not None:
-            verdict = f"dropped by {why_row['constraint']}: {why_row['reason']}" if why_row["dropped"] else "feasible"
-            console.print(f"{why_row['label']}: {verdict}", highlight=False)
-        if write_best is not None:
-            console.print(f"best plan written to {write_best} (clustersim run {write_best})" if rep.plans
-                          else "no feasible plan: nothing written", highlight=False)
+        render_plan(run, top, explain)

@@ -17,7 +17,7 @@ from clustersim.cli.common import budget, console, max_events_option, max_memory
 app = typer.Typer(help="run commands.", no_args_is_help=True, add_completion=False)
 
 
-def _render_jobs(d: dict) -> None:
+def render_jobs(d: dict) -> None:
     """The per-job table of a ``jobs:`` scenario: step time together and alone, slowdown."""
     from rich.table import Table
 
@@ -34,13 +34,14 @@ def _render_jobs(d: dict) -> None:
     console.print(t)
 
 
-def _render(d: dict) -> None:
+def render_run(d: dict) -> None:
+    """The step as tables: key metrics, where the step goes, memory, faults, busiest links."""
     from rich.table import Table
 
     from clustersim.units import format_bytes, format_time
 
     if d.get("jobs"):
-        _render_jobs(d)
+        render_jobs(d)
 
     t = Table(title=f"{d['scenario']} ({d['fidelity']}, {d['n_gpus']} GPUs)", show_header=True)
     t.add_column("metric")
@@ -161,7 +162,7 @@ def run_and_write(scenario, *, fidelity: str | None = None, overrides: list[str]
         from clustersim.simulate.band import band_factors, step_time_band
 
         lo_hi = step_time_band(rs, fidelity=fidelity, reduced=reduced)
-        res.extra["step_time_band_factors"] = band_factors(rs.profile)
+        res.band_factors = band_factors(rs.profile)
     return res, lo_hi
 
 
@@ -210,7 +211,7 @@ def register(root: typer.Typer) -> None:
         if as_json:
             print_json(d)
         else:
-            _render(d)
+            render_run(d)
             if band:
                 lo, hi = d["step_time_band_s"]
                 parts = ", ".join(f"{k} x{v:.4g}" for k, v in (d.get("step_time_band_factors") or {}).items() if v)

@@ -42,7 +42,8 @@ class _Bar:
             self.progress.stop()
 
 
-def _render(d: dict, res) -> None:
+def render_sweep(d: dict, res) -> None:
+    """One row per point, the files written, and the first failure if any point failed."""
     from rich.table import Table
 
     from clustersim.units import format_time
@@ -123,6 +124,6 @@ def register(root: typer.Typer) -> None:
         if as_json:
             print_json(d)
         else:
-            _render(d, res)
+            render_sweep(d, res)
         if d["failed"] == d["points"]:
             raise ClusterSimError("no point could be simulated", file=str(study))

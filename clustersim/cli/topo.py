@@ -38,6 +38,12 @@ def _links_json(cluster) -> list[dict]:
             for u, v, d in cluster.graph.edges(data=True)]
 
 
+def _nvlink_by_gpu(cluster) -> dict:
+    """Each GPU's NVLink bandwidth out of it, bytes/s (the sum over its NVLink edges)."""
+    return {g: float(sum(d["bandwidth"] for _, _, d in cluster.graph.out_edges(g, data=True) if d["kind"] == "nvlink"))
+            for g in cluster.gpus}
+
+
 @app.command("list")
 def list_(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON list (every field, full descriptions)."),
@@ -99,21 +105,23 @@ def show(
 
       clustersim topo show dgx-a100 --nodes 4
     """
-    from clustersim.units import format_bandwidth
-
     with budget(max_memory, max_events):
         c = _load(topology, nodes, gpus)
         s = c.summary()
         if as_json:
             s["links"] = _links_json(c)  # builds the device graph (checked against --max-memory)
     if as_json:
-        s["nvlink_bandwidth_Bps_by_gpu"] = {
-            g: float(sum(d["bandwidth"] for _, _, d in c.graph.out_edges(g, data=True) if d["kind"] == "nvlink"))
-            for g in c.gpus
-        }
+        s["nvlink_bandwidth_Bps_by_gpu"] = _nvlink_by_gpu(c)
         print_json(s)
         return
+    render_topology(c, s)
+
+
+def render_topology(c, s: dict) -> None:
+    """The summary of cluster ``c`` (``s``: its :meth:`~clustersim.topology.Cluster.summary`) as one table."""
     from rich.table import Table
+
+    from clustersim.units import format_bandwidth
 
     t = Table(title=f"{c.name}: {c.spec.description or ''}", show_header=True, header_style="bold")
     t.add_column("property")

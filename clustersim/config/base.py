@@ -71,6 +71,10 @@ class StrictModel(BaseModel):
         return value
 
 
+#: A positive float field, and a non-negative one (the profile's and the topology's rates, times, fractions).
+Pos = Annotated[float, Field(gt=0)]
+NonNeg = Annotated[float, Field(ge=0)]
+
 #: Largest magnitude of any integer field (exact as a float64).
 MAX_EXACT_INT = 2**53
 

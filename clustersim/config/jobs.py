@@ -1,24 +1,29 @@
-"""Several jobs on one cluster (a scenario's ``jobs:`` list): each job's own scenario, its size,
-where it runs, and the rules that need all of them together.
+"""Several jobs on one cluster (a scenario's ``jobs:`` list): each job's size, where it runs, and the
+rules that need all of them together.
 
-A ``jobs:`` entry (:class:`~clustersim.config.scenario.JobEntry`) holds the sections a one-job
+A ``jobs:`` entry (:class:`~clustersim.config.sections.JobEntry`) holds the sections a one-job
 scenario has (``model`` or ``job``, ``training``, ``parallelism``) and a ``placement``. Each entry
-becomes a one-job :class:`~clustersim.config.scenario.Scenario` (:func:`job_scenario`) on the
-parent's ``cluster:`` and ``simulation:`` sections, so every rule of a one-job scenario applies
-to it unchanged. The rules between jobs:
+becomes a one-job :class:`~clustersim.config.scenario.Scenario`
+(:func:`~clustersim.config.scenario.job_scenario`) on the parent's ``cluster:`` and
+``simulation:`` sections, so every rule of a one-job scenario applies to it unchanged. The rules
+between jobs:
 
 * names are unique; a generic job gives its size (``job.ranks``) or an explicit placement;
 * an explicit placement lists as many distinct GPUs as the job has ranks, and no GPU is in two
-  jobs' lists (:func:`check_jobs_section`, file only);
+  jobs' lists (:func:`check_placement`, file only);
 * the ranks exist and the jobs together fit the cluster (:func:`check_jobs_fit`, needs the GPU count);
 * :func:`place_jobs` turns ``packed`` and ``spread`` into GPU lists: explicit lists first, then the
   other jobs in file order on the GPUs still free.
+
+The rules that need only the file run when a scenario is validated
+(:func:`clustersim.config.scenario.check_jobs_section`); this module reads the entries alone, so
+the scenario imports it and not the other way round.
 
 >>> from clustersim.config.scenario import Scenario
 >>> sc = Scenario.model_validate({"name": "two", "cluster": {"topology": "dgx-h100", "nodes": 2}, "jobs": [
 ...     {"name": "a", "job": {"ranks": 4, "phases": [{"name": "w", "compute": {"seconds": 1.0}}]}, "placement": "spread"},
 ...     {"name": "b", "job": {"ranks": 4, "phases": [{"name": "w", "compute": {"seconds": 1.0}}]}, "placement": "packed"}]})
->>> place_jobs(sc, [0] * 8 + [1] * 8)
+>>> place_jobs(sc.jobs, [0] * 8 + [1] * 8)
 [[0, 1, 8, 9], [2, 3, 4, 5]]
 """
 
@@ -26,10 +31,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from pydantic import ValidationError
-
-from clustersim.config.base import validation_error
-from clustersim.config.scenario import JobEntry, ParallelismSection, Scenario, TrainingSection, estimate_events
+from clustersim.config.sections import JobEntry
 from clustersim.errors import ClusterSimError
 
 
@@ -45,67 +47,29 @@ def job_size(entry: JobEntry) -> int | None:
     return None
 
 
-def job_scenario(parent: Scenario, index: int) -> Scenario:
-    """The one-job scenario of ``parent.jobs[index]``: its sections on the parent's cluster and simulation.
-
-    A generic job without ``job.ranks`` takes the length of its explicit placement. Errors name
-    ``jobs.<index>.<field>``.
-    """
-    entry = parent.jobs[index]
-    data: dict = {"name": entry.name, "cluster": parent.cluster, "simulation": parent.simulation,
-                  "training": entry.training, "parallelism": entry.parallelism}
-    if entry.model is not None:
-        data["model"] = entry.model
-    if entry.job is not None:
-        data["job"] = entry.job if entry.job.ranks is not None else \
-            entry.job.model_copy(update={"ranks": job_size(entry)})
-    try:
-        return Scenario.model_validate(data)
-    except ValidationError as exc:
-        err = validation_error(exc, None)
-        raise ClusterSimError(err.reason, field=f"jobs.{index}" + (f".{err.field}" if err.field else "")) from None
+def check_placement(entry: JobEntry, index: int, size: int, taken: dict[int, str]) -> None:
+    """An explicit placement (``jobs.<index>.placement``) lists ``size`` distinct GPUs, none in ``taken``
+    (GPU -> the job placed there by an earlier entry), which it then joins; ``packed``/``spread`` pass."""
+    if not isinstance(entry.placement, list):
+        return
+    where = f"jobs.{index}.placement"
+    if not entry.placement:
+        raise ClusterSimError("an explicit placement lists at least one GPU", field=where)
+    if len(entry.placement) != size:
+        raise ClusterSimError(f"lists {len(entry.placement)} GPUs but the job has {size} ranks", field=where)
+    dup = sorted({r for r in entry.placement if entry.placement.count(r) > 1})
+    if dup:
+        raise ClusterSimError(f"lists GPU(s) {dup} more than once", field=where)
+    for r in entry.placement:
+        if r in taken:
+            raise ClusterSimError(f"GPU {r} is placed in job {taken[r]!r} too (jobs may not share a GPU)", field=where)
+        taken[r] = entry.name
 
 
-def check_jobs_section(sc: Scenario) -> None:
-    """The rules of a ``jobs:`` scenario that need only the file (see the module docstring)."""
-    # compared with the defaults, not by presence: a dumped scenario (clustersim validate) loads again
-    if sc.training != TrainingSection() or sc.parallelism != ParallelismSection():
-        key = "training" if sc.training != TrainingSection() else "parallelism"
-        raise ClusterSimError(f"with jobs:, give {key} inside each job", field=key)
-    if sc.faults is not None:
-        raise ClusterSimError("faults are not simulated with jobs: (run each job as a one-job scenario)", field="faults")
-    seen: dict[str, int] = {}
-    taken: dict[int, str] = {}
-    for i, e in enumerate(sc.jobs):
-        if (e.model is None) == (e.job is None):
-            raise ClusterSimError("give exactly one of model (a transformer) or job (generic phases)", field=f"jobs.{i}")
-        if e.name in seen:
-            raise ClusterSimError(f"job name {e.name!r} is used by jobs.{seen[e.name]} too", field=f"jobs.{i}.name")
-        seen[e.name] = i
-        n = job_size(e)
-        if n is None:
-            raise ClusterSimError("a generic job needs job.ranks (its size) or an explicit placement list",
-                                  field=f"jobs.{i}.job.ranks")
-        if isinstance(e.placement, list):
-            if not e.placement:
-                raise ClusterSimError("an explicit placement lists at least one GPU", field=f"jobs.{i}.placement")
-            if len(e.placement) != n:
-                raise ClusterSimError(f"lists {len(e.placement)} GPUs but the job has {n} ranks", field=f"jobs.{i}.placement")
-            dup = sorted({r for r in e.placement if e.placement.count(r) > 1})
-            if dup:
-                raise ClusterSimError(f"lists GPU(s) {dup} more than once", field=f"jobs.{i}.placement")
-            for r in e.placement:
-                if r in taken:
-                    raise ClusterSimError(f"GPU {r} is placed in job {taken[r]!r} too (jobs may not share a GPU)",
-                                          field=f"jobs.{i}.placement")
-                taken[r] = e.name
-        job_scenario(sc, i)  # every rule of a one-job scenario
-
-
-def check_jobs_fit(sc: Scenario, n_gpus: int, file: str | None = None) -> None:
+def check_jobs_fit(jobs: Sequence[JobEntry], n_gpus: int, file: str | None = None) -> None:
     """The jobs' explicit GPUs exist and all jobs together fit the ``n_gpus`` GPUs of the cluster."""
     total = 0
-    for i, e in enumerate(sc.jobs):
+    for i, e in enumerate(jobs):
         n = job_size(e)
         total += n
         if isinstance(e.placement, list):
@@ -114,11 +78,11 @@ def check_jobs_fit(sc: Scenario, n_gpus: int, file: str | None = None) -> None:
                 raise ClusterSimError(f"GPU(s) {bad} do not exist (the cluster has GPUs 0..{n_gpus - 1})",
                                       file=file, field=f"jobs.{i}.placement")
     if total > n_gpus:
-        sizes = " + ".join(str(job_size(e)) for e in sc.jobs)
+        sizes = " + ".join(str(job_size(e)) for e in jobs)
         raise ClusterSimError(f"the jobs need {sizes} = {total} GPUs but the cluster has {n_gpus}", file=file, field="jobs")
 
 
-def place_jobs(sc: Scenario, host_of: Sequence[int]) -> list[list[int]]:
+def place_jobs(jobs: Sequence[JobEntry], host_of: Sequence[int]) -> list[list[int]]:
     """GPU ranks of every job (its local rank ``i`` runs on GPU ``result[job][i]``), given the host of each GPU.
 
     Explicit lists first; then, in file order on the free GPUs, ``packed`` takes the lowest ones
@@ -128,10 +92,10 @@ def place_jobs(sc: Scenario, host_of: Sequence[int]) -> list[list[int]]:
     """
     hosts = [int(h) for h in host_of]
     n = len(hosts)
-    check_jobs_fit(sc, n)
-    out: list[list[int] | None] = [list(e.placement) if isinstance(e.placement, list) else None for e in sc.jobs]
+    check_jobs_fit(jobs, n)
+    out: list[list[int] | None] = [list(e.placement) if isinstance(e.placement, list) else None for e in jobs]
     free = sorted(set(range(n)) - {r for p in out if p is not None for r in p})
-    for i, e in enumerate(sc.jobs):
+    for i, e in enumerate(jobs):
         if out[i] is not None:
             continue
         size = job_size(e)
@@ -157,10 +121,3 @@ def place_jobs(sc: Scenario, host_of: Sequence[int]) -> list[list[int]]:
         taken = set(pick)
         free = [r for r in free if r not in taken]
     return [list(p) for p in out]
-
-
-def jobs_events(sc: Scenario, n_gpus: int, *, reduced: bool = True) -> float:
-    """Simulated events of all jobs: each simulated in full (every replica, so that all of its
-    traffic loads the shared links), twice (together, then alone for its slowdown)."""
-    del reduced  # several jobs are always simulated without the symmetry reduction
-    return 2 * sum(estimate_events(job_scenario(sc, i), job_size(e), reduced=False) for i, e in enumerate(sc.jobs))

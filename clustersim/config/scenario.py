@@ -1,357 +1,52 @@
-"""The scenario file: cluster + model (or a generic job) + training + parallelism.
+"""The scenario file: cluster + model (or a generic job, or several jobs) + training + parallelism.
 
 This is the contract that ``clustersim run`` simulates and that the reference
 training script in ``calibrate/`` executes on real GPUs. Every field carries its
-default and meaning; ``clustersim schema scenario`` exports the JSON Schema.
+default and meaning; ``clustersim schema scenario`` exports the JSON Schema. The sections
+are :mod:`clustersim.config.sections` (every name re-exported here).
 
 Cross-field rules live in one place: :meth:`Scenario._rules` (rules that need
-only the file) and :func:`check_world_size` (the rule that needs the GPU count
-of the resolved topology).
+only the file, those of a ``jobs:`` list included: :func:`check_jobs_section`) and
+:func:`check_world_size` (the rule that needs the GPU count of the resolved topology).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
-
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from clustersim.budget import check_events, check_memory, events_bytes, job_events, transformer_events
-from clustersim.config.base import StrictModel, bounded
+from clustersim.config.base import StrictModel, validation_error
+from clustersim.config.jobs import check_jobs_fit, check_placement, job_size
+from clustersim.config.sections import (
+    CollectivePhase,
+    ComputePhase,
+    FaultsSection,
+    JobEntry,
+    JobSection,
+    LinkDegraded,
+    LinkDown,
+    LinkSelector,
+    ModelSection,
+    MoESection,
+    NodeLost,
+    ParallelismSection,
+    Phase,
+    PrecisionSection,
+    ScenarioClusterSection,
+    SimulationSection,
+    Straggler,
+    StragglerDistribution,
+    TrainingSection,
+)
 from clustersim.errors import ClusterSimError
-from clustersim.units import parse_size
 
-# Counts that scale work, each with its bound (clustersim.budget.BOUNDS: the value and the reason)
-GPUs = bounded("gpus")
-Nodes = bounded("nodes")
-Layers = bounded("layers")
-Width = bounded("model width")
-Heads = bounded("heads")
-Experts = bounded("experts")
-SeqLen = bounded("seq_len")
-Batch = bounded("global_batch")
-Dtype = Literal["fp32", "bf16", "fp16", "fp8"]
-
-
-class ScenarioClusterSection(StrictModel):
-    """The ``cluster:`` section of a scenario: which hardware the scenario runs on."""
-
-    topology: str = Field(description="Shipped topology name (hgx-h200) or a path, resolved against the scenario's folder, then the cwd.")
-    gpus: GPUs | None = Field(None, description="Use the first N GPUs of the topology (default: all).")
-    nodes: Nodes | None = Field(None, description="Replicate the node preset N times on the topology's fabric (clusters).")
-    profile: str | None = Field(None, description="Calibration profile file or shipped name; default: the topology's default profile.")
-    nvls: bool | None = Field(None, description="In-network reduction on NVSwitch/SHARP: true, false, or null (the profile decides).")
-    p2p: bool = Field(True, description="GPU peer-to-peer over NVLink/PCIe; false stages through host memory.")
-    gpudirect_rdma: bool = Field(True, description="NIC reads/writes GPU memory directly; false stages through host memory.")
-
-
-class MoESection(StrictModel):
-    """Mixture-of-experts MLPs (``model.moe``): routed experts, optional shared experts, and which layers have them."""
-
-    experts: Experts = Field(description="Routed experts per MoE layer.")
-    top_k: Experts = Field(description="Experts each token is sent to.")
-    expert_ffn_hidden: Width = Field(description="Inner width of one expert's MLP (same activation as model.mlp).")
-    shared_experts: bounded("experts", minimum=0) = Field(0, description="Always-active experts per MoE layer (a dense MLP of shared_experts*expert_ffn_hidden, TP-split).")
-    moe_every: Layers = Field(1, description="Every n-th layer (after first_dense_layers) is MoE; 1 = all of them.")
-    first_dense_layers: bounded("layers", minimum=0) = Field(0, description="Leading layers that keep the dense MLP (model.ffn_hidden).")
-    capacity_factor: float | None = Field(None, gt=0, description="Tokens an expert takes, as a multiple of the mean load; null = dropless.")
-    router_skew: float = Field(0.0, ge=0, description="Zipf exponent of expert popularity (seeded by simulation.seed); 0 = uniform routing.")
-
-    @model_validator(mode="after")
-    def _k(self) -> "MoESection":
-        if self.top_k > self.experts:
-            raise ValueError(f"model.moe.top_k ({self.top_k}) exceeds model.moe.experts ({self.experts})")
-        return self
-
-
-class ModelSection(StrictModel):
-    """A decoder-only transformer. ``preset`` fills every field; explicit fields override it."""
-
-    preset: str | None = Field(None, description="gpt3-175b | llama3-8b | llama3-70b | llama3-405b | gpt-1b | ... (see clustersim.config.presets).")
-    layers: Layers | None = Field(None, description="Transformer layers.")
-    hidden: Width | None = Field(None, description="Model width h.")
-    heads: Heads | None = Field(None, description="Attention (query) heads.")
-    kv_heads: Heads | None = Field(None, description="Key/value heads (GQA); default = heads.")
-    ffn_hidden: Width | None = Field(None, description="MLP inner width; default 4*hidden.")
-    vocab: Width | None = Field(None, description="Vocabulary size.")
-    seq_len: SeqLen | None = Field(None, description="Sequence length in tokens.")
-    mlp: Literal["gelu", "swiglu"] | None = Field(None, description="gelu: two matrices; swiglu: three.")
-    norm: Literal["layernorm", "rmsnorm"] | None = Field(None, description="Normalisation layers.")
-    bias: bool | None = Field(None, description="Linear layers carry biases.")
-    tied_embeddings: bool | None = Field(None, description="LM head shares the input embedding matrix.")
-    position_embedding: Literal["learned", "rope", "none"] | None = Field(None, description="learned adds a seq_len x hidden table.")
-    attention: Literal["flash", "eager"] | None = Field(None, description="flash: fused, no s^2 scores stored; eager: materialised scores.")
-    moe: MoESection | None = Field(None, description="Mixture-of-experts MLPs; null = dense model.")
-
-    @model_validator(mode="after")
-    def _fill(self) -> "ModelSection":
-        from clustersim.config.presets import MODEL_DEFAULTS, MODEL_PRESETS
-
-        base: dict[str, Any] = dict(MODEL_DEFAULTS)
-        if self.preset is not None:
-            if self.preset not in MODEL_PRESETS:
-                raise ValueError(f"unknown model preset {self.preset!r} (known: {', '.join(sorted(MODEL_PRESETS))})")
-            base.update(MODEL_PRESETS[self.preset])
-        explicit = {k: v for k, v in self.__dict__.items() if v is not None}
-        base.update(explicit)
-        for key in ("layers", "hidden", "heads", "vocab", "seq_len"):
-            if base.get(key) is None:
-                raise ValueError(f"model.{key} is required (give it or a preset)")
-        if base.get("kv_heads") is None:
-            base["kv_heads"] = base["heads"]
-        if base.get("ffn_hidden") is None:
-            base["ffn_hidden"] = 4 * base["hidden"]
-        if base["hidden"] % base["heads"]:
-            raise ValueError(f"hidden ({base['hidden']}) must be divisible by heads ({base['heads']})")
-        if base["heads"] % base["kv_heads"]:
-            raise ValueError(f"heads ({base['heads']}) must be divisible by kv_heads ({base['kv_heads']})")
-        for k, v in base.items():
-            object.__setattr__(self, k, v)
-        return self
-
-
-class PrecisionSection(StrictModel):
-    """Number formats of model state. Pure bf16: params bf16, grads bf16, optimizer_states bf16, master_weights false."""
-
-    params: Dtype = Field("bf16", description="Working copy of the weights used in forward/backward.")
-    grads: Dtype = Field("fp32", description="Gradient accumulation buffer (Megatron main grads are fp32).")
-    optimizer_states: Dtype = Field("fp32", description="AdamW moments (m, v).")
-    master_weights: bool = Field(True, description="Keep an fp32 master copy of the weights for the update.")
-
-
-class TrainingSection(StrictModel):
-    """Batch, optimizer and memory-saving settings."""
-
-    global_batch: Batch = Field(8, description="Sequences per optimizer step (all DP replicas together).")
-    micro_batch: Batch = Field(1, description="Sequences per forward/backward pass on one rank.")
-    optimizer: Literal["adamw", "sgd"] = Field("adamw", description="adamw keeps two moments per parameter; sgd none (no momentum).")
-    recompute: Literal["none", "selective", "full"] = Field("none", description="Activation recomputation.")
-    precision: PrecisionSection = Field(default_factory=PrecisionSection)
-    kernel_fusion: Literal["fused", "none"] = Field(
-        "fused", description="fused: one kernel per RoPE, SwiGLU and masked softmax, native GQA (Megatron-LM, "
-        "Transformer Engine, compiled code); none: the separate PyTorch eager kernels (calibrate/train_gpt.py): "
-        "RoPE as neg/cat/mul/add, silu then mul, repeat_interleave of k and v, scale/masked_fill/softmax.")
-    steps: bounded("steps") = Field(1, description="Optimizer steps to simulate (the report is per step).")
-
-
-class ParallelismSection(StrictModel):
-    """Degrees of parallelism and how they are scheduled (dp*tp*pp*ep*cp = GPUs)."""
-
-    dp: GPUs = Field(1, description="Data-parallel replicas.")
-    tp: GPUs = Field(1, description="Tensor-parallel degree (Megatron column/row split).")
-    pp: GPUs = Field(1, description="Pipeline stages.")
-    ep: GPUs = Field(1, description="Expert-parallel degree (needs model.moe). Megatron-Core convention: EP is carved "
-                       "out of the dp*tp ranks of a pipeline stage and does not multiply the GPU count; expert "
-                       "data parallel = dp*tp/(ep*expert_tp).")
-    expert_tp: GPUs = Field(1, description="Tensor-parallel degree inside each expert (splits expert_ffn_hidden).")
-    ep_dispatcher: Literal["alltoall", "allgather"] = Field(
-        "alltoall", description="Token dispatch/combine: all-to-all over the EP group, or all-gather then reduce-scatter.")
-    ep_transport: Literal["nccl", "nvshmem"] = Field(
-        "nccl", description="Transport of the EP dispatch/combine: nccl (an all-to-all collective, launched per call) "
-        "or nvshmem (one-sided GPU-initiated puts as DeepEP sends them: a few us per message, no collective launch, "
-        "the same bandwidth; needs ep_dispatcher: alltoall).")
-    ep_max_nodes: Nodes | None = Field(
-        None, description="Node-limited routing (DeepSeek-V3, arXiv 2412.19437 section 2.1.2): each token's top_k routed "
-        "experts lie on at most this many nodes of its EP group, and the dispatch/combine runs as DeepEP does: one "
-        "copy per target node over the network, then NVLink to the experts. null: unrestricted routing, one "
-        "all-to-all. At most the nodes the EP group spans; needs ep_dispatcher: alltoall.")
-    ep_comm_overlap: bool = Field(False, description="MoE batch-level overlap (Megatron-Core >= 0.14 --overlap-moe-expert-parallel-comm): "
-                                  "each layer's EP dispatch/combine runs beside the attention and shared-expert compute of "
-                                  "another micro-batch; modelled as hidden behind the same amount of the layer's own dense compute.")
-    cp: GPUs = Field(1, description="Context-parallel degree: the sequence split over cp ranks (zig-zag, 2*cp chunks); "
-                       "the ranks hold the same weights, so gradients reduce over dp*cp.")
-    cp_algorithm: Literal["ring", "allgather"] = Field(
-        "ring", description="ring: K/V blocks passed point to point around the CP group, each overlapped with the "
-                            "attention block it feeds (TransformerEngine p2p); allgather: K/V all-gathered before "
-                            "attention, dK/dV reduce-scattered after it (Llama 3).")
-    sequence_parallel: bool = Field(False, description="With tp > 1: norms/dropout split along the sequence (RS/AG instead of AR).")
-    tp_comm_overlap: bool = Field(False, description="With tp > 1 and sequence_parallel: each TP all-gather/reduce-scatter "
-                                  "runs beside the GEMM it feeds or drains (Megatron-Core --tp-comm-overlap, TE userbuffers).")
-    vocab_parallel: bool = Field(True, description="With tp > 1: embedding and LM head split across TP ranks; false replicates them.")
-    zero: Literal[0, 1, 2, 3] = Field(0, description="0 = DDP, 1 = shard optimizer states, 2 = + gradients, 3 = + parameters (FSDP).")
-    schedule: Literal["gpipe", "1f1b", "interleaved", "zb_h1", "zb_v", "dualpipe", "dualpipe_v"] = Field(
-        "1f1b", description="Pipeline schedule (zb_*: zero-bubble, backward split into input and weight "
-                            "gradients; dualpipe*: DeepSeek-V3's bidirectional schedules).")
-    virtual_stages: Layers = Field(1, description="Model chunks per pipeline rank (interleaved; 2 for zb_v and dualpipe_v).")
-    pp_p2p: Literal["when_ready", "torch"] = Field(
-        "when_ready", description="Pipeline point-to-point program. when_ready: each chunk's output goes to the next "
-        "stage when it is ready and the receiver waits for it; nothing waits resident on the GPU (an idealised program "
-        "that posts every exchange as it needs it). torch: torch.distributed.pipelining's programs (torch 2.11 "
-        "Schedule1F1B, ScheduleGPipe, ScheduleInterleaved1F1B; schedules 1f1b, gpipe, interleaved): sends and receives "
-        "in batches coalesced on one NCCL stream per rank, receives posted ahead of need, and a posted kernel that waits for "
-        "its peer slows the compute beside it (profile compute.p2p_wait_table).")
-    ddp_bucket_mb: float = Field(25.0, gt=0, le=1e9, description="DDP gradient bucket size in MB (PyTorch default 25).")
-    dp_overlap: bool = Field(True, description="DDP / ZeRO-1/2: gradient reduction bucket by bucket during the backward (PyTorch DDP, "
-                             "Megatron --overlap-grad-reduce); false: all buckets after the whole backward (Megatron "
-                             "before --overlap-grad-reduce, most published A100 runs).")
-    order: str = Field("tp-cp-ep-dp-pp", description="Rank layout, innermost first: tp ranks are adjacent (same node), pp outermost.")
-
-    @field_validator("zero", mode="before")
-    @classmethod
-    def _zero_not_bool(cls, v: Any) -> Any:
-        if isinstance(v, bool):  # a Literal of ints would take true as 1
-            raise ValueError(f"must be 0, 1, 2 or 3, got {str(v).lower()} (a boolean)")
-        return v
-
-    @field_validator("order")
-    @classmethod
-    def _order(cls, v: str) -> str:
-        parts = v.split("-")
-        if sorted(parts) != sorted(["tp", "cp", "ep", "dp", "pp"]):
-            raise ValueError("order must be a permutation of tp-cp-ep-dp-pp")
-        return v
-
-
-class ComputePhase(StrictModel):
-    """Work on each rank's GPU: by FLOPs and bytes (roofline with the profile) or by seconds."""
-
-    flops: float | None = Field(None, ge=0, description="Floating-point operations per rank (after divide_among_ranks).")
-    bytes: float | None = Field(None, ge=0, description="HBM bytes moved per rank.")
-    seconds: float | None = Field(None, ge=0, description="Fixed duration; overrides flops/bytes.")
-    dtype: Dtype = Field("bf16", description="Arithmetic type: selects the peak FLOP/s of the GPU.")
-    efficiency: float | None = Field(None, gt=0, le=1, description="Fraction of peak reached; default: the profile's GEMM efficiency.")
-    divide_among_ranks: bool = Field(False, description="Strong scaling: flops/bytes are job totals split evenly over the ranks.")
-
-    @model_validator(mode="after")
-    def _some(self) -> "ComputePhase":
-        if self.flops is None and self.bytes is None and self.seconds is None:
-            raise ValueError("compute needs flops, bytes or seconds")
-        return self
-
-
-class CollectivePhase(StrictModel):
-    """A collective among a group of ranks (nccl-tests size conventions)."""
-
-    op: Literal["broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-                "scatter", "gather", "send_recv", "barrier"]
-    size: str | int = Field(0, description="Bytes (4096, '8B', '256MiB'); nccl-tests convention per op.")
-    group: Literal["all", "node", "dp", "tp", "pp"] | list[int] = Field("all", description="all ranks, the ranks of each node, or explicit ranks.")
-    algorithm: str = Field("auto")
-    protocol: str = Field("auto")
-
-    @field_validator("size")
-    @classmethod
-    def _size(cls, v: str | int) -> str | int:
-        try:
-            parse_size(v)
-        except ClusterSimError as exc:
-            raise ValueError(exc.reason) from None
-        return v
-
-
-class Phase(StrictModel):
-    """One step of a generic job; runs on every rank (or on ``ranks``) ``repeat`` times."""
-
-    name: str
-    compute: ComputePhase | None = None
-    collective: CollectivePhase | None = None
-    host_seconds: float | None = Field(None, ge=0, description="Host-side time (launch, init, I/O) during which the GPU idles.")
-    repeat: bounded("repeat") = 1
-    ranks: list[Annotated[int, Field(ge=0)]] | None = Field(None, description="Ranks that run this phase (default: all).")
-
-    @model_validator(mode="after")
-    def _one(self) -> "Phase":
-        n = sum(x is not None for x in (self.compute, self.collective, self.host_seconds))
-        if n != 1:
-            raise ValueError("a phase has exactly one of compute, collective, host_seconds")
-        return self
-
-
-class JobSection(StrictModel):
-    """A generic job: per-rank phases instead of a transformer model."""
-
-    ranks: GPUs | None = Field(None, description="Ranks (GPUs) taking part; default: all GPUs of the cluster.")
-    iterations: bounded("iterations") = Field(1, description="Times the whole phase list runs.")
-    samples_per_iteration: float | None = Field(None, gt=0, description="For throughput reporting (samples/s).")
-    fresh_communicators: bool = Field(False, description=(
-        "The timed run starts right after its communicators were created (as a program's timed section after "
-        "ncclCommInitRank): the first collective of each communicator pays the profile's "
-        "host.first_collective_us (NCCL's peer connection and kernel load). False: a steady state, no such cost."))
-    phases: list[Phase] = Field(min_length=1)
-
-
-class JobEntry(StrictModel):
-    """One job of a ``jobs:`` scenario: the sections of a one-job scenario plus where it runs.
-
-    The cross-field rules of a one-job scenario apply to each entry, and the placement rules
-    (sizes, overlaps, the cluster's GPU count) to all of them together: :mod:`clustersim.config.jobs`.
-    """
-
-    name: str = Field(description="Short unique name of the job (tables, traces).")
-    model: ModelSection | None = Field(None, description="A transformer, as in a one-job scenario.")
-    job: JobSection | None = Field(None, description="Generic phases, as in a one-job scenario (job.ranks: its size).")
-    training: TrainingSection = Field(default_factory=TrainingSection)
-    parallelism: ParallelismSection = Field(default_factory=ParallelismSection)
-    placement: Literal["packed", "spread"] | list[Annotated[int, Field(ge=0)]] = Field(
-        "packed", description="Cluster GPUs the job's ranks 0..n-1 run on: an explicit list of GPU ranks; packed: the "
-        "lowest free GPUs (fewest nodes); spread: as evenly as it can over every node with free GPUs, each "
-        "node's share contiguous. Explicit lists are placed first, then packed/spread jobs in file order.")
-
-
-class SimulationSection(StrictModel):
-    """How to simulate."""
-
-    fidelity: Literal["flow", "analytical"] = Field("flow", description="flow: discrete-event with link sharing; analytical: closed forms.")
-    seed: int = Field(0, ge=0, description="Seed for any randomness (none in the default models).")
-
-
-class LinkSelector(StrictModel):
-    """Links picked by kind and/or the node (host index) they touch."""
-
-    kind: str | None = Field(None, description="Link kind: nvlink, pcie, infiniband, ethernet, cpu-interconnect...")
-    node: int | None = Field(None, ge=0, description="Host index the link touches (h<node>.* on either end).")
-
-
-LinkRef = Annotated[str | LinkSelector, Field(description='A link name "src->dst" as `clustersim topo show` lists it, or {kind:, node:}.')]
-
-
-class LinkDown(StrictModel):
-    """A failed link: routes that crossed it take another path, or the run fails naming the link."""
-
-    link: LinkRef
-
-
-class LinkDegraded(StrictModel):
-    """A link running at a fraction of its line rate (flapping lanes, a bad cable, a throttled port)."""
-
-    link: LinkRef
-    fraction: float = Field(gt=0, le=1, description="Remaining share of the bandwidth, 0 < fraction <= 1.")
-
-
-class Straggler(StrictModel):
-    """One slow rank: every compute kernel of the rank takes ``slowdown`` times as long, and its host (the
-    thread that issues its kernels and collectives) ``host_slowdown`` times as long."""
-
-    rank: int = Field(ge=0)
-    slowdown: float = Field(1.0, ge=1, description="Compute-time factor (1.3 = 30 % slower).")
-    host_slowdown: float = Field(1.0, gt=0, description=(
-        "Host-CPU-time factor of the rank's issue thread: its kernel and collective calls, FSDP2 hooks and "
-        "optimizer (2.0: a CPU at half speed, e.g. a cloud VM's vCPU whose physical core another tenant shares; "
-        "below 1: a host faster than the one the profile measured; docs/validation.md 6n). Moves the step only "
-        "where the host is what the GPU waits for."))
-
-
-class StragglerDistribution(StrictModel):
-    """Every rank's compute-time factor drawn from a seeded distribution (values below 1 count as 1)."""
-
-    distribution: Literal["lognormal"] = "lognormal"
-    sigma: float = Field(gt=0, description="Standard deviation of ln(factor); the median factor is 1.")
-    seed: int | None = Field(None, description="Default: simulation.seed.")
-
-
-class NodeLost(StrictModel):
-    """A node (host) that dies ``at_s`` seconds into the run."""
-
-    node: int = Field(ge=0)
-    at_s: float = Field(ge=0)
-
-
-class FaultsSection(StrictModel):
-    """Faults injected into the simulated cluster; the run reports the slowdown against the healthy one."""
-
-    link_down: list[LinkDown] = Field(default_factory=list)
-    link_degraded: list[LinkDegraded] = Field(default_factory=list)
-    stragglers: list[Straggler] | StragglerDistribution = Field(default_factory=list)
-    node_lost: NodeLost | None = None
+__all__ = [
+    "CollectivePhase", "ComputePhase", "FaultsSection", "JobEntry", "JobSection", "LinkDegraded", "LinkDown",
+    "LinkSelector", "ModelSection", "MoESection", "NodeLost", "ParallelismSection", "Phase", "PrecisionSection",
+    "Scenario", "ScenarioClusterSection", "SimulationSection", "Straggler", "StragglerDistribution", "TrainingSection",
+    "check_jobs_section", "check_work", "check_world_size", "estimate_events", "job_scenario", "jobs_events",
+    "split_schedule_problem",
+]
 
 
 class Scenario(StrictModel):
@@ -374,8 +69,6 @@ class Scenario(StrictModel):
         if sum(x is not None for x in (self.model, self.job, self.jobs)) != 1:
             raise ValueError("give exactly one of model (a transformer), job (generic phases) or jobs (several jobs)")
         if self.jobs is not None:
-            from clustersim.config.jobs import check_jobs_section
-
             check_jobs_section(self)
             return self
         par, tr = self.parallelism, self.training
@@ -520,6 +213,53 @@ def _cp_rules(m: ModelSection | None, par: ParallelismSection) -> None:
         raise ValueError("parallelism.cp > 1 with zero: 3 is not supported; use zero <= 2")
 
 
+def job_scenario(parent: Scenario, index: int) -> Scenario:
+    """The one-job scenario of ``parent.jobs[index]``: its sections on the parent's cluster and simulation.
+
+    A generic job without ``job.ranks`` takes the length of its explicit placement. Errors name
+    ``jobs.<index>.<field>``.
+    """
+    entry = parent.jobs[index]
+    data: dict = {"name": entry.name, "cluster": parent.cluster, "simulation": parent.simulation,
+                  "training": entry.training, "parallelism": entry.parallelism}
+    if entry.model is not None:
+        data["model"] = entry.model
+    if entry.job is not None:
+        data["job"] = entry.job if entry.job.ranks is not None else \
+            entry.job.model_copy(update={"ranks": job_size(entry)})
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        err = validation_error(exc, None)
+        raise ClusterSimError(err.reason, field=f"jobs.{index}" + (f".{err.field}" if err.field else "")) from None
+
+
+def check_jobs_section(sc: Scenario) -> None:
+    """The rules of a ``jobs:`` scenario that need only the file (:mod:`clustersim.config.jobs`): the
+    sections given per job, no faults, one of model or job, unique names, a size, a sound explicit
+    placement (:func:`~clustersim.config.jobs.check_placement`), and every rule of a one-job scenario."""
+    # compared with the defaults, not by presence: a dumped scenario (clustersim validate) loads again
+    if sc.training != TrainingSection() or sc.parallelism != ParallelismSection():
+        key = "training" if sc.training != TrainingSection() else "parallelism"
+        raise ClusterSimError(f"with jobs:, give {key} inside each job", field=key)
+    if sc.faults is not None:
+        raise ClusterSimError("faults are not simulated with jobs: (run each job as a one-job scenario)", field="faults")
+    seen: dict[str, int] = {}
+    taken: dict[int, str] = {}
+    for i, e in enumerate(sc.jobs):
+        if (e.model is None) == (e.job is None):
+            raise ClusterSimError("give exactly one of model (a transformer) or job (generic phases)", field=f"jobs.{i}")
+        if e.name in seen:
+            raise ClusterSimError(f"job name {e.name!r} is used by jobs.{seen[e.name]} too", field=f"jobs.{i}.name")
+        seen[e.name] = i
+        n = job_size(e)
+        if n is None:
+            raise ClusterSimError("a generic job needs job.ranks (its size) or an explicit placement list",
+                                  field=f"jobs.{i}.job.ranks")
+        check_placement(e, i, n, taken)
+        job_scenario(sc, i)  # every rule of a one-job scenario
+
+
 def check_world_size(scenario: Scenario, n_gpus: int, file: str | None = None) -> None:
     """The rule that needs the resolved topology: the degrees multiply to the GPU count."""
     if scenario.model is not None and scenario.world_size != n_gpus:
@@ -531,9 +271,7 @@ def check_world_size(scenario: Scenario, n_gpus: int, file: str | None = None) -
     if scenario.job is not None and scenario.job.ranks is not None and scenario.job.ranks > n_gpus:
         raise ClusterSimError(f"job.ranks ({scenario.job.ranks}) exceeds the GPU count ({n_gpus})", file=file, field="job.ranks")
     if scenario.jobs is not None:
-        from clustersim.config.jobs import check_jobs_fit
-
-        check_jobs_fit(scenario, n_gpus, file=file)
+        check_jobs_fit(scenario.jobs, n_gpus, file=file)
 
 
 def estimate_events(scenario: Scenario, n_gpus: int, *, reduced: bool = True) -> float:
@@ -543,8 +281,6 @@ def estimate_events(scenario: Scenario, n_gpus: int, *, reduced: bool = True) ->
     See :func:`clustersim.budget.transformer_events` and :func:`clustersim.budget.job_events`.
     """
     if scenario.jobs is not None:
-        from clustersim.config.jobs import jobs_events
-
         return jobs_events(scenario, n_gpus, reduced=reduced)
     if scenario.model is not None:
         par = scenario.parallelism
@@ -558,6 +294,13 @@ def estimate_events(scenario: Scenario, n_gpus: int, *, reduced: bool = True) ->
     n = job.ranks or n_gpus
     items = sum(ph.repeat * (len(ph.ranks) if ph.ranks is not None else n) for ph in job.phases)
     return job_events(iterations=job.iterations, phase_items=items)
+
+
+def jobs_events(sc: Scenario, n_gpus: int, *, reduced: bool = True) -> float:
+    """Simulated events of all jobs: each simulated in full (every replica, so that all of its
+    traffic loads the shared links), twice (together, then alone for its slowdown)."""
+    del reduced  # several jobs are always simulated without the symmetry reduction
+    return 2 * sum(estimate_events(job_scenario(sc, i), job_size(e), reduced=False) for i, e in enumerate(sc.jobs))
 
 
 def check_work(scenario: Scenario, n_gpus: int, *, reduced: bool = True, file: str | None = None) -> None:

@@ -29,16 +29,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from clustersim.budget import BOUNDS
-from clustersim.config.base import StrictModel, bounded, load_yaml, resolve_file, validate
+from clustersim.config.base import NonNeg, Pos, StrictModel, bounded, load_yaml, resolve_file, validate
 from clustersim.errors import ClusterSimError
 
-Pos = Annotated[float, Field(gt=0)]
-NonNeg = Annotated[float, Field(ge=0)]
 Devices = bounded("node devices", minimum=0)
 #: Most devices one range (``gpu[0-4095]``) may name, and most links one node may expand to.
 MAX_NODE_DEVICES = BOUNDS["node devices"][0]

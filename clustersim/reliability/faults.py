@@ -23,17 +23,23 @@ What each fault does to the simulation (docs/goodput-and-faults.md):
 
 Link faults need flow fidelity: the analytical closed forms use the topology's line rates, not
 the flow network's link capacities.
+
+:func:`apply` applies every kind a scenario configures, in the order a run needs them: the link
+faults on the cluster before the step is built on it, the stragglers' compute and host slowdowns
+on the built graph; :meth:`FaultedStep.finish` checks a lost node against the run's end and adds
+each link fault's busy share once the run has been executed.
 """
 
 from __future__ import annotations
 
-import math
 import re
+from dataclasses import dataclass
+from typing import Callable, Generic, Protocol, TypeVar
 
 import networkx as nx
 import numpy as np
 
-from clustersim.config.scenario import FaultsSection, LinkSelector, StragglerDistribution
+from clustersim.config.scenario import FaultsSection, LinkSelector, Scenario, StragglerDistribution
 from clustersim.errors import ClusterSimError
 from clustersim.topology.cluster import Cluster
 from clustersim.workload.layout import Layout
@@ -303,11 +309,6 @@ def describe_stragglers(factors: dict[int, float], top: int = 8, key: str = "slo
     return out
 
 
-def finite_ratio(a: float, b: float) -> float:
-    """``a / b`` (nan when ``b`` is 0)."""
-    return a / b if b > 0 else math.nan
-
-
 def annotate_link_causes(causes: list[dict], cluster: Cluster, busy, makespan: float) -> None:
     """Add each link fault's busiest share of the faulty run (and the pairs rerouted) to its entry."""
     index = {n: i for i, n in enumerate(cluster.link_names)}
@@ -319,3 +320,71 @@ def annotate_link_causes(causes: list[dict], cluster: Cluster, busy, makespan: f
             c["busy_fraction"] = min(max(b) / makespan, 1.0)
         if c["kind"] == "link_down" and isinstance(cluster, FaultyCluster):
             c["rerouted_pairs"] = cluster.rerouted_pairs
+
+
+class BuiltGraph(Protocol):
+    """What :func:`apply` needs of a built step: its op graph and the ranks it executes."""
+
+    graph: Graph
+    exec_ranks: list[int]
+
+
+B = TypeVar("B", bound=BuiltGraph)
+
+
+@dataclass
+class FaultedStep(Generic[B]):
+    """A step built with a scenario's faults applied (:func:`apply`).
+
+    ``cluster``: the cluster it was built on (a :class:`FaultyCluster` where links are down or
+    degraded); ``built``: what the build returned, its graph slowed for the stragglers;
+    ``causes``: one entry per fault applied so far (link faults, then compute, then host stragglers).
+    """
+
+    faults: FaultsSection | None
+    cluster: Cluster
+    built: B
+    causes: list[dict]
+
+    def finish(self, run_end_s: float, link_busy: np.ndarray | None, makespan: float) -> list[dict]:
+        """The causes once the run is executed: a lost node checked against the run's end
+        (``run_end_s``; raises when it dies before), each link fault's busiest share of
+        ``makespan`` (``link_busy``: the flow network's busy seconds per link) and its rerouted pairs."""
+        if self.faults is None:
+            return self.causes
+        self.causes += check_node_lost(self.faults, self.cluster, run_end_s)
+        annotate_link_causes(self.causes, self.cluster, link_busy, makespan)
+        return self.causes
+
+
+def apply(faults: FaultsSection | None, cluster: Cluster, build: Callable[[Cluster, bool], B], *,
+          scenario: Scenario, fidelity: str) -> FaultedStep[B]:
+    """Apply every fault kind ``faults`` configures to one run of ``scenario``, in order.
+
+    1. ``link_down`` and ``link_degraded``: a copy of ``cluster`` with those links rerouted around
+       or slowed (flow fidelity only: the analytical closed forms do not see link capacities);
+    2. ``build(cluster, rerouted)`` builds the step on that cluster (``rerouted``: link faults
+       changed it) and returns an object with its ``graph`` and ``exec_ranks``;
+    3. ``stragglers[].slowdown`` (or a straggler distribution): the GPU work of the slowed ranks'
+       compute ops, folded onto the executed ranks (:func:`fold_onto_exec_ranks`);
+    4. ``stragglers[].host_slowdown``: the host issue time of every op of those ranks.
+
+    ``node_lost`` needs the run's length: :meth:`FaultedStep.finish` checks it. Without ``faults``
+    the step is built on ``cluster`` as it is.
+    """
+    if faults is None:
+        return FaultedStep(None, cluster, build(cluster, False), [])
+    if (faults.link_down or faults.link_degraded) and fidelity != "flow":
+        raise ClusterSimError("link faults need fidelity flow (the analytical closed forms use the topology's "
+                              "line rates, not the flow network's link capacities)", field="faults")
+    cluster, causes = apply_link_faults(cluster, faults)
+    built = build(cluster, bool(causes))
+    graph, exec_ranks = built.graph, built.exec_ranks
+    seed = scenario.simulation.seed
+    factors = straggler_factors(faults, cluster.n_gpus, seed)
+    slow_compute(graph, fold_onto_exec_ranks(factors, scenario, exec_ranks))
+    causes += describe_stragglers(factors)
+    hosts = host_factors(faults, cluster.n_gpus, seed)
+    slow_host(graph, fold_onto_exec_ranks(hosts, scenario, exec_ranks))
+    causes += describe_stragglers(hosts, key="host_slowdown")
+    return FaultedStep(faults, cluster, built, causes)

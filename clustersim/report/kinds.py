@@ -1,8 +1,11 @@
 """The kinds of ops a report draws: colour, legend label, and which breakdown key maps to which kind.
 
 One vocabulary for the timeline data (:mod:`clustersim.report.timeline`), its SVG
-(:mod:`clustersim.report.svg`) and the page (:mod:`clustersim.report.html`).
+(:mod:`clustersim.report.svg`) and the page (:mod:`clustersim.report.html`); the breakdown's
+parts are the simulator's own (:mod:`clustersim.breakdown`).
 """
+
+from clustersim.breakdown import BREAKDOWN_KEYS
 
 # colour of each op kind (trace category); "idle" is the compute stream waiting (bubble / exposed comm)
 KIND_COLORS = {
@@ -31,9 +34,9 @@ KIND_LABELS = {
     "idle": "idle (bubble / waiting)",
     "other": "other",
 }
-# breakdown keys (clustersim.simulate.run.BREAKDOWN_KEYS) -> colour kind
-BREAKDOWN_KIND = {"compute": "compute", "comm_dp": "comm_dp", "comm_tp": "comm_tp", "comm_pp": "comm_pp",
-                  "comm_ep": "comm_ep", "comm_cp": "comm_cp", "bubble": "idle", "optimizer": "optimizer", "host": "host", "other": "other"}
+#: breakdown part (:data:`clustersim.breakdown.BREAKDOWN_KEYS`, in its order) -> colour kind: each part is the
+#: kind of its name, except the bubble, which is the compute stream idle
+BREAKDOWN_KIND = {k: "idle" if k == "bubble" else k for k in BREAKDOWN_KEYS}
 
 
 #: host share of the step from which a report flags the step as host-bound (a display rule, not a model parameter)

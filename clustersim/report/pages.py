@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from clustersim.breakdown import BREAKDOWN_KEYS
 from clustersim.report.charts import SERIES_COLORS, SERIES_CSS, bars_svg, lines_svg, stacked_bars_svg
 from clustersim.report.html import html_table, header_table, metric_html, page, render_html
 from clustersim.report.kinds import BREAKDOWN_KIND
@@ -27,8 +28,8 @@ from clustersim.units import format_bytes, format_time
 
 #: stacked bars drawn per page at most (22 px each: 200 bars are a 4,400 px chart); the table lists every point
 MAX_BAR_ROWS = 200
-#: breakdown parts in the order the simulator reports them (clustersim.simulate.run.BREAKDOWN_KEYS)
-PARTS = tuple(BREAKDOWN_KIND)
+#: breakdown parts in the order the simulator reports them
+PARTS = BREAKDOWN_KEYS
 
 PAGE_CSS = SERIES_CSS + ".plots{display:flex;flex-wrap:wrap;gap:16px}.plots figure{margin:0}" \
     "figcaption{font-size:12px;color:#555;max-width:560px}img.png{max-width:100%;border:1px solid #eee}" \

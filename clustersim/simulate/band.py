@@ -21,12 +21,15 @@ parameters, which only say how well the fitted lines are pinned down (docs/calib
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Sequence
 
 from clustersim.config.profile import Profile
+from clustersim.simulate.resolve import ResolvedScenario
 
 
-def _at(value: float, ci: Any, side: int, floor: float) -> float:
+def _at(value: float, ci: Sequence[float] | None, side: int, floor: float) -> float:
+    """The ``side`` end (0 low, 1 high) of the confidence interval ``ci`` of ``value`` (a dumped
+    profile's ``[low, high]``), at least ``floor``; ``value`` itself where it has none."""
     if not ci:
         return value
     return max(float(ci[side]), floor)
@@ -99,7 +102,7 @@ def band_factors(profile: Profile) -> dict[str, float | None]:
             "host": profile.host.speed_band.time_factor if profile.host.speed_band is not None else None}
 
 
-def step_time_band(resolved: Any, fidelity: str | None = None, reduced: bool = True) -> tuple[float, float]:
+def step_time_band(resolved: ResolvedScenario, fidelity: str | None = None, reduced: bool = True) -> tuple[float, float]:
     """(fast, slow) step times of a :class:`ResolvedScenario` at the profile's bounds: its collectives'
     (:func:`profile_at_bound`) and, where the profile measured it, its host's speed (``host.speed_band``)."""
     from clustersim.simulate.run import run_scenario

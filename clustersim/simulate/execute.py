@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from clustersim.breakdown import BREAKDOWN_KEYS, exposed_comm_part, inner_comm_part
 from clustersim.errors import ClusterSimError
 from clustersim.workload.ops import Coll, Graph, Op
 from clustersim.workload.segments import ComputeSegment, TPCollectiveSegment, segment_time
@@ -71,19 +72,10 @@ def compute_parts(op: Op, comm_time) -> tuple[float, dict[str, float]]:
             comp += hidden
             comm += exposed
             if exposed:
-                key = comm_key(seg.coll.axis)
+                key = inner_comm_part(seg.coll.axis)
                 parts[key] = parts.get(key, 0.0) + exposed
     parts["compute"] = comp
     return comp + comm, parts
-
-
-def comm_key(axis: str) -> str:
-    """Breakdown key of a collective inside a compute op: ``comm_ep`` for the MoE dispatch/combine
-    (and the expert-TP collectives), ``comm_cp`` for the context-parallel K/V exchange, ``comm_tp``
-    otherwise."""
-    if axis == "cp":
-        return "comm_cp"
-    return "comm_ep" if axis in ("ep", "etp", "ep_inter", "ep_intra") else "comm_tp"
 
 
 def host_issue(graph: Graph) -> dict[int, tuple[float, float]]:
@@ -195,8 +187,7 @@ def breakdown(graph: Graph, tl: Timeline, ranks: list[int], step: float) -> dict
     ends at a host-only op (stream ``host``: an FSDP2 hook the collective waited for), else pipeline bubble. Time after the last op
     up to the step end is ``other``.
     """
-    keys = ["compute", "comm_dp", "comm_tp", "comm_pp", "comm_ep", "comm_cp", "bubble", "optimizer", "host", "other"]
-    tot = {k: 0.0 for k in keys}
+    tot = {k: 0.0 for k in BREAKDOWN_KEYS}
     by_rank: dict[int, list[Op]] = {r: [] for r in ranks}
     for op in graph.ops:
         if op.stream == "compute" and op.rank in by_rank:
@@ -218,8 +209,7 @@ def breakdown(graph: Graph, tl: Timeline, ranks: list[int], step: float) -> dict
                         break
                     lo = max(tl.start[cur], prev)
                     if hi > lo:
-                        ax = dop.coll.axis
-                        tot["comm_" + ax if ax in ("dp", "tp", "pp", "ep", "cp") else "other"] += hi - lo
+                        tot[exposed_comm_part(dop.coll.axis)] += hi - lo
                         exposed += hi - lo
                         hi = lo
                     cur = _binding(dop, tl)

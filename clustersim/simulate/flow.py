@@ -16,7 +16,8 @@ and ``sim.collective`` only.
 
 from __future__ import annotations
 
-from clustersim.simulate.execute import Timeline, comm_key, host_issue
+from clustersim.breakdown import inner_comm_part
+from clustersim.simulate.execute import Timeline, host_issue
 from clustersim.workload.ops import Graph
 from clustersim.workload.segments import ComputeSegment, segment_time
 
@@ -39,7 +40,7 @@ def _play_segments(env, op, comm_time, private_tp: bool, coll_events, credit: fl
             acc += busy
             comp += hidden
             if exposed:
-                key = comm_key(seg.coll.axis)
+                key = inner_comm_part(seg.coll.axis)
                 comm[key] = comm.get(key, 0.0) + exposed
             continue
         if acc > 0:
@@ -55,7 +56,7 @@ def _play_segments(env, op, comm_time, private_tp: bool, coll_events, credit: fl
             evs = evs + [env.timeout(hide)]
         yield env.all_of(evs)
         comp += hide
-        key = comm_key(seg.coll.axis)
+        key = inner_comm_part(seg.coll.axis)
         comm[key] = comm.get(key, 0.0) + env.now - t1 - hide
     if acc > 0:
         take = min(credit, acc)

@@ -19,13 +19,20 @@ collective on an idle fabric, so they cannot show one job's traffic slowing anot
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
-from clustersim.config.jobs import job_scenario, place_jobs
+from clustersim.config.jobs import place_jobs
+from clustersim.config.scenario import job_scenario
+from clustersim.config.topology import GPUSpec
 from clustersim.errors import ClusterSimError
-from clustersim.simulate.execute import CommCache, breakdown
+from clustersim.simulate.execute import CommCache, Timeline, breakdown
+from clustersim.simulate.fidelity import execute_graph
 from clustersim.simulate.resolve import ResolvedScenario
-from clustersim.workload.ops import Graph, Op
+from clustersim.simulate.result import JobRow, JobsReport, JobStep, RunResult, StepTimeline, step_metrics
+from clustersim.simulate.step import apply_host_factor, build_graph, collective_model, effective_cluster
+from clustersim.topology.cluster import Cluster
+from clustersim.workload.ops import Coll, Graph, Op
+from clustersim.workload.transformer import TransformerStep
 
 
 def relabel_ranks(graph: Graph, gpus: list[int]) -> Graph:
@@ -93,19 +100,17 @@ class _Job:
     gpus: list[int]
     graph: Graph
     exec_ranks: list[int]
-    step: object
+    #: the transformer step (None: a generic job)
+    step: TransformerStep | None
     iterations: int
-    alone: dict = field(default_factory=dict)
 
 
-def _build(rs: ResolvedScenario, cluster, comm: CommCache) -> list[_Job]:
-    """Place the jobs and build each one's graph on its GPUs."""
-    from clustersim.simulate.run import _build_step_graph
-
+def _build(rs: ResolvedScenario, cluster: Cluster, comm: CommCache) -> list[_Job]:
+    """Place the jobs and build each one's graph on its GPUs (a band's host speed applied)."""
     sc = rs.scenario
     fname = str(rs.file) if rs.file is not None else None
     try:
-        placement = place_jobs(sc, cluster.host_of)
+        placement = place_jobs(sc.jobs, cluster.host_of)
     except ClusterSimError as exc:
         raise exc.with_file(fname) if fname else exc from None
     jobs = []
@@ -118,13 +123,13 @@ def _build(rs: ResolvedScenario, cluster, comm: CommCache) -> list[_Job]:
         view = _JobView(cluster, gpus)
         jrs = replace(rs, scenario=jsc, cluster=view)
         try:
-            graph, exec_ranks, step = _build_step_graph(jrs, view, reduced=False, fault_causes=[],
-                                                        comm=_LocalComm(comm, gpus))
+            built = build_graph(jrs, view, reduced=False, comm=_LocalComm(comm, gpus))
         except ClusterSimError as exc:
             field = f"jobs.{i}" + (f".{exc.field}" if exc.field else "")
             raise ClusterSimError(exc.reason, file=fname, field=field) from None
-        relabel_ranks(graph, gpus)
-        jobs.append(_Job(jsc.name, jrs, gpus, graph, [gpus[r] for r in exec_ranks], step,
+        apply_host_factor(built.graph, jrs.host_factor)
+        relabel_ranks(built.graph, gpus)
+        jobs.append(_Job(jsc.name, jrs, gpus, built.graph, [gpus[r] for r in built.exec_ranks], built.step,
                          jsc.job.iterations if jsc.job is not None else 1))
     return jobs
 
@@ -132,7 +137,7 @@ def _build(rs: ResolvedScenario, cluster, comm: CommCache) -> list[_Job]:
 class _JobView:
     """What building a job's graph reads of the cluster, seen from the job: its GPUs as ranks 0..n-1."""
 
-    def __init__(self, cluster, gpus: list[int]):
+    def __init__(self, cluster: Cluster, gpus: list[int]):
         self.n_gpus = len(gpus)
         self.host_of = cluster.host_of[gpus]
         self.gpu_spec = cluster.gpu_spec
@@ -145,33 +150,28 @@ class _LocalComm:
     def __init__(self, comm: CommCache, gpus: list[int]):
         self.comm, self.gpus = comm, gpus
 
-    def __call__(self, coll) -> float:
+    def __call__(self, coll: Coll) -> float:
         return self.comm(replace(coll, groups=[[self.gpus[r] for r in g] for g in coll.groups]))
 
 
-def _job_report(job: _Job, graph: Graph, tl, ids: range, spec, extra_out: dict) -> dict:
+def _job_step(job: _Job, graph: Graph, tl: Timeline, ids: range, spec: GPUSpec) -> JobStep:
     """Step time, throughput and breakdown of one job from a timeline of ``graph`` (its ops: ``ids``)."""
-    from clustersim.simulate.run import _step_metrics
-
     makespan = max((tl.end[i] for i in ids), default=0.0)
     step_time = makespan / job.iterations
     bd = {k: v / job.iterations for k, v in breakdown(graph, tl, job.exec_ranks, makespan).items()}
     if job.step is None or job.step.experts is None:
         bd.pop("comm_ep", None)
-    extra: dict = {}
-    tokens_per_s, samples_per_s, mfu, memory = _step_metrics(job.rs.scenario, job.step, spec, n=len(job.gpus),
-                                                             step_time=step_time, makespan=makespan,
-                                                             exec_ranks=job.exec_ranks, extra=extra)
-    extra_out.update(extra)
-    return {"step_time_s": step_time, "tokens_per_s": tokens_per_s, "samples_per_s": samples_per_s, "mfu": mfu,
-            "breakdown": bd, "memory_fits": memory["fits"] if memory else None,
-            "tflops_per_gpu": extra.get("tflops_per_gpu")}
+    m = step_metrics(job.rs.scenario, job.step, spec, n=len(job.gpus), step_time=step_time, makespan=makespan,
+                     exec_ranks=job.exec_ranks)
+    return JobStep(step_time_s=step_time, tokens_per_s=m.tokens_per_s, samples_per_s=m.samples_per_s, mfu=m.mfu,
+                   breakdown=bd, memory_fits=m.memory["fits"] if m.memory else None,
+                   tflops_per_gpu=m.transformer.tflops_per_gpu if m.transformer is not None else None)
 
 
-def run_jobs(rs: ResolvedScenario, fidelity: str, *, top_links: int = 8, keep_timeline: bool = False):
+def run_jobs(rs: ResolvedScenario, fidelity: str, *, top_links: int = 8, keep_timeline: bool = False) -> RunResult:
     """Simulate every job of a ``jobs:`` scenario together on one fabric, and each alone.
 
-    Returns a :class:`~clustersim.simulate.run.RunResult` whose ``extra["jobs"]`` lists, per job,
+    Returns a :class:`~clustersim.simulate.result.RunResult` whose ``jobs`` part lists, per job,
     its GPUs, step time together and alone, slowdown, throughput and breakdown. Its own
     ``step_time_s`` is the slowest job's; its breakdown averages every placed GPU up to that time
     (a faster job's GPUs are ``other`` after their step ends).
@@ -182,9 +182,6 @@ def run_jobs(rs: ResolvedScenario, fidelity: str, *, top_links: int = 8, keep_ti
     >>> [j["name"] for j in d["jobs"]], all(j["slowdown"] > 1.0 for j in d["jobs"])
     (['dp-a', 'dp-b'], True)
     """
-    from clustersim.simulate.run import RunResult, StepTimeline, _busiest_links, _collective_model, \
-        _effective_cluster, _execute_graph
-
     t_wall = time.perf_counter()
     sc = rs.scenario
     fname = str(rs.file) if rs.file is not None else None
@@ -192,45 +189,40 @@ def run_jobs(rs: ResolvedScenario, fidelity: str, *, top_links: int = 8, keep_ti
         raise ClusterSimError("several jobs on one fabric need fidelity flow: the analytical closed forms price each "
                               "collective on an idle fabric, so one job's traffic could not slow another's "
                               "(run with --fidelity flow)", file=fname, field="simulation.fidelity")
-    cluster = _effective_cluster(rs)
-    comm = CommCache(_collective_model(cluster, rs.profile, sc))
+    cluster = effective_cluster(rs)
+    comm = CommCache(collective_model(cluster, rs.profile, sc))
     jobs = _build(rs, cluster, comm)
     graph, spans = join_graphs([j.graph for j in jobs])
-    extra: dict = {}
-    tl, sim, private = _execute_graph(rs, cluster, graph, comm, fidelity=fidelity, extra=extra)
+    ex = execute_graph(rs, cluster, graph, comm, fidelity=fidelity)
     spec = cluster.gpu_spec
     rows = []
     slowest = 0.0
     for j, ids in zip(jobs, spans):
-        together = _job_report(j, graph, tl, ids, spec, {})
-        alone_tl, _, _ = _execute_graph(rs, cluster, j.graph, comm, fidelity=fidelity, extra={})
-        alone = _job_report(j, j.graph, alone_tl, range(len(j.graph.ops)), spec, {})
+        together = _job_step(j, graph, ex.timeline, ids, spec)
+        alone_tl = execute_graph(rs, cluster, j.graph, comm, fidelity=fidelity).timeline
+        alone = _job_step(j, j.graph, alone_tl, range(len(j.graph.ops)), spec)
         hosts = sorted({int(h) for h in cluster.host_of[j.gpus]})
-        rows.append({"name": j.name, "kind": "model" if j.step is not None else "job", "gpus": len(j.gpus),
-                     "nodes": hosts, "ranks": list(j.gpus), **together,
-                     "alone_step_time_s": alone["step_time_s"],
-                     "slowdown": together["step_time_s"] / alone["step_time_s"] if alone["step_time_s"] > 0 else 1.0})
-        slowest = max(slowest, together["step_time_s"])
+        rows.append(JobRow(name=j.name, kind="model" if j.step is not None else "job", gpus=len(j.gpus), nodes=hosts,
+                           ranks=list(j.gpus), together=together, alone_step_time_s=alone.step_time_s,
+                           slowdown=together.step_time_s / alone.step_time_s if alone.step_time_s > 0 else 1.0))
+        slowest = max(slowest, together.step_time_s)
     # where the placed GPUs' time goes until the slowest job ends its step, averaged over them
     n_placed = sum(len(j.gpus) for j in jobs)
     bd: dict[str, float] = {}
     for j, row in zip(jobs, rows):
         w = len(j.gpus) / n_placed
-        for k, v in row["breakdown"].items():
+        for k, v in row.together.breakdown.items():
             bd[k] = bd.get(k, 0.0) + w * v
-        bd["other"] = bd.get("other", 0.0) + w * (slowest - row["step_time_s"])
-    makespan = tl.makespan
-    links = _busiest_links(cluster, graph, tl, comm, fidelity=fidelity, sim=sim, private=private,
-                           makespan=makespan, top_links=top_links)
-    tok = [r["tokens_per_s"] for r in rows]
-    extra["jobs"] = rows
-    extra["placed_gpus"] = n_placed
+        bd["other"] = bd.get("other", 0.0) + w * (slowest - row.together.step_time_s)
+    links = ex.busiest_links(cluster, graph, comm, top=top_links)
+    tok = [r.together.tokens_per_s for r in rows]
     res = RunResult(scenario=sc.name, fidelity=fidelity, step_time_s=slowest,
                     tokens_per_s=sum(tok) if all(t is not None for t in tok) else None,
                     samples_per_s=None, mfu=None, breakdown=bd, memory=None, links=links, n_gpus=cluster.n_gpus,
-                    ops=len(graph), wall_s=0.0, extra=extra)
+                    ops=len(graph), wall_s=0.0, tp_closed_form=ex.tp_closed_form, overlap=ex.overlap,
+                    jobs=JobsReport(jobs=rows, placed_gpus=n_placed))
     if keep_timeline:
         labels = {g: f"{j.name} rank {r}" for j in jobs for r, g in enumerate(j.gpus)}
-        res.step = StepTimeline(graph=graph, timeline=tl, cluster=cluster, comm_time=comm, rank_labels=labels)
+        res.step = StepTimeline(graph=graph, timeline=ex.timeline, cluster=cluster, comm_time=comm, rank_labels=labels)
     res.wall_s = time.perf_counter() - t_wall
     return res

@@ -11,11 +11,11 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from clustersim.config.base import apply_overrides, load_model, load_yaml, resolve_file, validate
 from clustersim.config.profile import Profile
 from clustersim.config.scenario import Scenario, check_work, check_world_size
+from clustersim.config.topology import TopologySpec
 from clustersim.errors import ClusterSimError
 from clustersim.workload.moe import check_ep_max_nodes
 
@@ -48,7 +48,7 @@ class ScenarioInputs:
 
     scenario: Scenario
     file: Path | None
-    topology: Any  # config.topology.TopologySpec
+    topology: TopologySpec
     topology_file: Path
     profile: Profile
     profile_file: Path | None

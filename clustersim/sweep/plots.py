@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from clustersim.breakdown import BREAKDOWN_KEYS
 from clustersim.sweep.analysis import scaling, series_of
-from clustersim.sweep.point import BREAKDOWN_KEYS
 from clustersim.sweep.study import BreakdownPlot, ScalingPlot, SensitivityPlot
 
 # one fixed colour per breakdown part, so bars of different studies read the same way

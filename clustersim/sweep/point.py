@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from clustersim.breakdown import BREAKDOWN_KEYS
 from clustersim.config.base import resolve_file
 from clustersim.errors import ClusterSimError
 from clustersim.simulate.resolve import ScenarioInputs, build_resolved, read_inputs
-from clustersim.simulate.run import BREAKDOWN_KEYS
 from clustersim.sweep.expand import expand
 from clustersim.sweep.study import Study
 

@@ -90,7 +90,7 @@ def test_h200_collective_entries_cover_ops_modes_and_rank_counts(h200):
 
 def test_h200_entries_follow_the_measured_nccl_level_times(h200):
     """In-sample: every measured size of every NCCL-level entry within 10% (the held-out Bar is in test_fit)."""
-    from clustersim.calibration.uncertainty import predict
+    from clustersim.collectives.uncertainty import predict
 
     for n in (2, 4):
         for r in rows(RAW / f"h200x{n}" / "bench-graph.jsonl", "collective"):

@@ -33,6 +33,6 @@ def test_uncertainty_imports_without_torch():
     import subprocess
     import sys
 
-    code = "import sys, clustersim.calibration.uncertainty, clustersim.cli.collective; print('torch' in sys.modules)"
+    code = "import sys, clustersim.collectives.uncertainty, clustersim.cli.collective; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -72,7 +72,7 @@ def test_bad_arguments_exit_2(args):
 
 # -- uncertainty band (issue 5: predictions carry the profile's uncertainty)
 def test_json_band_from_the_profile_entry_cis(shared_cluster, shared_profile):
-    from clustersim.calibration.uncertainty import predict
+    from clustersim.collectives.uncertainty import predict
     from clustersim.collectives import CollectiveModel
 
     d = json.loads(run("collective", "all_reduce", "--topology", "hgx-h200", "--gpus", "2", "--size", "1GiB",

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from clustersim.calibration import fit as F
 from clustersim.calibration.report import bar_check, evaluate
-from clustersim.calibration.uncertainty import find_entry, predict
+from clustersim.collectives.uncertainty import find_entry, predict
 from clustersim.cli import calibrate_fit
 from clustersim.config.base import load_model
 from clustersim.config.profile import Profile

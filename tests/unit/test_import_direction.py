@@ -1,14 +1,17 @@
 """Imports inside ``clustersim`` go one way (docs/architecture.md, "Import direction").
 
-``errors -> units, budget, roofline -> config -> topology -> collectives.formulas (linkmodel, ncclchoice) -> engine -> collectives -> workload
+``errors -> units, budget, roofline, breakdown -> config -> topology -> collectives.formulas (linkmodel, ncclchoice) -> engine -> collectives -> workload
 -> simulate (plan, sweep) -> trace, report -> cli``: a module may import its own layer and the
 layers left of it, never one to its right (``errors`` is the base: units raise ClusterSimError
 on bad input). ``calibration`` is a side branch: it imports only errors, units, budget, roofline, config and
-collectives.formulas, collectives.linkmodel, collectives.ncclchoice (and itself), and only layers from simulate on may import it.
+collectives.formulas, collectives.linkmodel, collectives.ncclchoice, collectives.uncertainty (and itself), and only layers from simulate on may import it.
 
 Every module of the package is parsed with :mod:`ast` (the scanner of benchmarks/module_graph.py,
-which also draws the graph in docs/architecture.md); imports inside functions (and under ``if
+which also draws the graph in docs/modules.md); imports inside functions (and under ``if
 TYPE_CHECKING``) count like top-level ones, since they are dependencies all the same.
+
+No two modules import each other, directly or around a longer loop, not even inside one layer
+(:func:`import_cycles`): a circle is two concepts that cannot be read, tested or moved apart.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ LAYERS = [
     ("clustersim.units", 1),
     ("clustersim.budget", 1),  # bounds and the work/memory budget: numbers only (errors, units)
     ("clustersim.roofline", 1),  # roofline of a tiled kernel (wave quantisation, HBM bound): numbers only
+    ("clustersim.breakdown", 1),  # the names of a step's breakdown parts: simulate, sweep and report read them
     ("clustersim.config", 2),
     ("clustersim.topology", 3),
     ("clustersim.collectives.formulas", 4),
@@ -49,6 +53,8 @@ LAYERS = [
     # calibration fits the very function the simulator evaluates
     ("clustersim.collectives.linkmodel", 4),
     ("clustersim.collectives.ncclchoice", 4),
+    # a calibrated entry's time with its 95% band: read by the collective table and by calibrate report
+    ("clustersim.collectives.uncertainty", 4),
     ("clustersim.engine", 5),
     ("clustersim.collectives", 6),
     ("clustersim.workload", 7),
@@ -65,7 +71,8 @@ LAYERS = [
 #: Layers a module of ``calibration`` may import (besides its own package).
 CALIBRATION_MAY_IMPORT = ("clustersim.errors", "clustersim.units", "clustersim.budget", "clustersim.roofline",
                           "clustersim.config", "clustersim.collectives.formulas", "clustersim.collectives.linkmodel",
-                          "clustersim.collectives.ncclchoice", "clustersim.calibration")
+                          "clustersim.collectives.ncclchoice", "clustersim.collectives.uncertainty",
+                          "clustersim.calibration")
 
 
 def _under(name: str, prefix: str) -> bool:
@@ -95,6 +102,68 @@ def violations(pkg: Path = PKG) -> list[str]:
             elif t_rank > my_rank:
                 bad.append(f"{where}: {me} ({my_layer}) imports {target} ({t_layer}), a layer to its right")
     return bad
+
+
+def import_cycles(pkg: Path = PKG) -> list[str]:
+    """One line per import cycle among the modules of ``pkg``: the modules around it, each with the
+    ``file:line`` of its import of the next (``a -> b (a.py:3) -> a (b.py:7)``), sorted.
+
+    A cycle is a strongly connected set of more than one module, or a module importing itself;
+    one loop through each set is shown (Tarjan's algorithm, then a walk inside the set).
+    """
+    graph = MG.scan(pkg)
+    where: dict[tuple[str, str], str] = {}
+    succ: dict[str, list[str]] = {m: [] for m in graph}
+    for m, imps in graph.items():
+        path = pkg.parent / Path(*m.split("."))
+        rel = (path / "__init__.py" if path.is_dir() else path.with_suffix(".py")).relative_to(pkg.parent)
+        for line, target, _lazy in imps:
+            if target in succ and (m, target) not in where:
+                where[(m, target)] = f"{rel}:{line}"
+                succ[m].append(target)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    sccs: list[list[str]] = []
+
+    def strongconnect(v: str) -> None:  # Tarjan: the package's few hundred modules stay far below the recursion limit
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in succ[v]:
+            if w not in index:
+                strongconnect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1 or (v, v) in where:
+                sccs.append(sorted(comp))
+
+    for v in sorted(succ):
+        if v not in index:
+            strongconnect(v)
+    out = []
+    for comp in sccs:
+        inside = set(comp)
+        loop, seen = [comp[0]], {comp[0]}
+        while True:  # follow imports inside the set until a module repeats: that closes a loop
+            nxt = next(w for w in succ[loop[-1]] if w in inside)
+            if nxt in seen:
+                loop = loop[loop.index(nxt):] + [nxt]
+                break
+            loop.append(nxt)
+            seen.add(nxt)
+        out.append(loop[0] + "".join(f" -> {b} ({where[(a, b)]})" for a, b in zip(loop, loop[1:])))
+    return sorted(out)
 
 
 def test_every_module_has_a_layer():
@@ -131,6 +200,31 @@ def test_the_check_catches_upward_imports(tmp_path, source, expected):
     assert [v.split(": ")[0] for v in violations(root)] == expected
 
 
+def test_no_import_cycle():
+    cycles = import_cycles()
+    assert not cycles, "modules that import each other (directly or around a loop):\n" + "\n".join(cycles)
+
+
+def test_the_cycle_check_finds_loops_lazy_ones_included(tmp_path):
+    """The cycle scanner itself: a loop through a function-level import and a longer loop are found,
+    a one-way chain is not."""
+    root = tmp_path / "clustersim"
+    (root / "p").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "p" / "__init__.py").write_text("")
+    (root / "p" / "a.py").write_text("from clustersim.p import b\n")
+    (root / "p" / "b.py").write_text("def f():\n    from clustersim.p.a import x\n")
+    (root / "p" / "c.py").write_text("import clustersim.p.d\n")
+    (root / "p" / "d.py").write_text("from . import e\n")
+    (root / "p" / "e.py").write_text("from clustersim.p import c\n")
+    (root / "p" / "f.py").write_text("from clustersim.p import a\n")  # into a loop, not part of one
+    assert import_cycles(root) == [
+        "clustersim.p.a -> clustersim.p.b (clustersim/p/a.py:1) -> clustersim.p.a (clustersim/p/b.py:2)",
+        "clustersim.p.c -> clustersim.p.d (clustersim/p/c.py:1) -> clustersim.p.e (clustersim/p/d.py:1)"
+        " -> clustersim.p.c (clustersim/p/e.py:1)",
+    ]
+
+
 def test_calibration_stays_on_its_branch(tmp_path):
     root = tmp_path / "clustersim"
     (root / "calibration").mkdir(parents=True)
@@ -141,7 +235,12 @@ def test_calibration_stays_on_its_branch(tmp_path):
     assert [v.split(": ")[0] for v in violations(root)] == ["clustersim/calibration/fit.py:2"]
 
 
-def test_the_architecture_doc_shows_the_current_module_graph():
-    doc = (ROOT / "docs" / "architecture.md").read_text()
+def test_the_modules_page_shows_the_current_module_graph():
+    doc = (ROOT / "docs" / "modules.md").read_text()
     assert MG.doc_with_graph(doc, MG.render()) == doc, \
-        "docs/architecture.md shows an old module graph: run python benchmarks/module_graph.py --write-doc"
+        "docs/modules.md shows an old module graph: run python benchmarks/module_graph.py --write-doc"
+
+
+def test_the_architecture_doc_links_the_modules_page():
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    assert "(modules.md)" in doc and MG.BEGIN not in doc, "docs/architecture.md should link docs/modules.md, not hold the graph"

@@ -64,9 +64,9 @@ def test_alone_equals_a_one_job_run_on_the_same_gpus():
 def test_placements():
     sc = two_jobs(dp_job("a", 4, [12, 13, 14, 15]), dp_job("b", 6, "spread"))
     hosts = [r // 4 for r in range(16)]
-    assert place_jobs(sc, hosts) == [[12, 13, 14, 15], [0, 1, 4, 5, 8, 9]]
+    assert place_jobs(sc.jobs, hosts) == [[12, 13, 14, 15], [0, 1, 4, 5, 8, 9]]
     sc = two_jobs(dp_job("a", 6, "packed"), dp_job("b", 3, "spread"))
-    assert place_jobs(sc, hosts) == [[0, 1, 2, 3, 4, 5], [6, 8, 12]]
+    assert place_jobs(sc.jobs, hosts) == [[0, 1, 2, 3, 4, 5], [6, 8, 12]]
 
 
 @pytest.mark.parametrize("a,b,field,needle", [

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from clustersim.calibration import fit as F
 from clustersim.calibration.report import bar_check, evaluate
-from clustersim.calibration.uncertainty import find_entry, predict, predict_many, segment_for
+from clustersim.collectives.uncertainty import find_entry, predict, predict_many, segment_for
 from clustersim.cli import calibrate_fit
 from clustersim.config.profile import CollectiveEntry, Profile
 from clustersim.errors import ClusterSimError

@@ -246,7 +246,8 @@ def test_flow_bubble_equals_analytical_with_the_network(sched, v, tmp_path):
     import yaml
 
     from clustersim.simulate.resolve import resolve_scenario
-    from clustersim.simulate.run import _effective_cluster, _execute_graph, comm_cache_for
+    from clustersim.simulate.fidelity import execute_graph
+    from clustersim.simulate.step import comm_cache_for, effective_cluster
     from clustersim.workload.schedule import closed_form_bubble
 
     doc = _scenario(4, 8, sched, v, layers=128).model_dump(exclude_none=True)  # 32 layers a stage
@@ -259,7 +260,7 @@ def test_flow_bubble_equals_analytical_with_the_network(sched, v, tmp_path):
     comm = comm_cache_for(rs)
     bubbles = []
     for tl in (execute_analytical(graph, comm),
-               _execute_graph(rs, _effective_cluster(rs), graph, comm, fidelity="flow", extra={})[0]):
+               execute_graph(rs, effective_cluster(rs), graph, comm, fidelity="flow").timeline):
         busy: dict[int, float] = {}
         for op in graph.ops:
             if op.category == "compute":

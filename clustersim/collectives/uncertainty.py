@@ -15,6 +15,10 @@ narrower than adding the half-widths. It is the uncertainty of the fitted
 line, not a prediction interval for one noisy measurement, and it says nothing
 about regimes the measurements did not cover.
 
+Engine-free and below the engine like :mod:`~clustersim.collectives.linkmodel`: the collective
+table (:mod:`clustersim.collectives.table`) prints this band and ``calibrate report``
+(:mod:`clustersim.calibration.report`) checks it against held-out measurements.
+
 Examples
 --------
 >>> from clustersim.config.profile import CollectiveEntry
