@@ -76,7 +76,8 @@ def test_simulator_evaluates_the_section_across_nodes(a100):
     m = CollectiveModel(cluster, prof)
     for size in (4096, 3 * MiB, 2**30):
         e = lm.estimate("all_reduce", 16, 2, size, intra_line_GBps=300.0, net_line_GBps=25.0, nics_per_node=8, sm=80)
-        assert m.estimate("all_reduce", 16, size).time_s == pytest.approx(e.time_us * 1e-6 + m.launch_s, rel=1e-9)
+        assert m.estimate("all_reduce", 16, size).time_s == pytest.approx(e.time_us * 1e-6 + m.launch_s, rel=1e-9), \
+            f"{size=}"
 
 
 def test_unmeasured_collectives_run_on_the_fitted_links_with_all_reduces_floor(a100):

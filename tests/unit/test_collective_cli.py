@@ -37,7 +37,7 @@ def test_json_sweep_is_a_list_and_flow_agrees():
                        "--fidelity", "flow", "--json").stdout)
     assert [x["size_bytes"] for x in a] == [2**20, 2**22, 2**24, 2**26]
     for x, y in zip(a, f):
-        assert y["time_s"] == pytest.approx(x["time_s"], rel=0.01)
+        assert y["time_s"] == pytest.approx(x["time_s"], rel=0.01), f"{x=}, {y=}"
 
 
 def test_table_and_options():

@@ -62,7 +62,7 @@ def test_two_collectives_sharing_a_bottleneck_each_get_half():
     nic = 50e9  # 400 Gb/s NIC shared by both groups: each gets half of it
     assert GiB / ra.bandwidth_time_s > nic / 2  # alone, a group runs faster than half the NIC
     for p in (pa, pb):
-        assert p.value.time_s == pytest.approx(ra.latency_s + GiB / (nic / 2), rel=0.01)
+        assert p.value.time_s == pytest.approx(ra.latency_s + GiB / (nic / 2), rel=0.01), f"{p=}"
 
 
 def test_oversubscribed_fat_tree_slows_inter_leaf_all_reduce_by_expected_factor():
@@ -79,12 +79,12 @@ def test_oversubscribed_fat_tree_slows_inter_leaf_all_reduce_by_expected_factor(
     base = times[1.0][0]
     # non-blocking: every pair runs at its uncontended rate
     for r in times[1.0]:
-        assert r.time_s == pytest.approx(base.time_s, rel=0.01)
+        assert r.time_s == pytest.approx(base.time_s, rel=0.01), f"{r=}"
     # 3:1 -> leaf 0 (hosts 0-5) has 2 uplink cables of 50 GB/s for 6 flows each way: 100/6 GB/s per flow
     rate = size / base.bandwidth_time_s
     expect = base.latency_s + size / min(rate, 2 * 50e9 / 6)
     for r in times[3.0]:
-        assert r.time_s == pytest.approx(expect, rel=0.02)
+        assert r.time_s == pytest.approx(expect, rel=0.02), f"{r=}"
     assert times[3.0][0].time_s / base.time_s > 2.5
 
 
@@ -130,7 +130,7 @@ def test_concurrent_collectives_on_disjoint_gpus_do_not_interfere(shared_cluster
     sim.env.run()
     a = sim.collectives.model.estimate("all_reduce", [0, 1], GiB, algorithm="ring")
     for p in ps:
-        assert p.value.time_s == pytest.approx(a.time_s, rel=0.01)
+        assert p.value.time_s == pytest.approx(a.time_s, rel=0.01), f"{p=}"
 
 
 def test_the_engine_runs_collectives_only_through_the_algorithms_it_is_given(shared_cluster):

@@ -53,7 +53,8 @@ def test_allgather_bytes_per_layer_equal_the_analytical_volume():
     assert [c.op for c in fwd] == ["all_gather"] * LAYERS
     assert [c.op for c in bwd] == ["all_gather", "reduce_scatter"] * LAYERS  # re-gather K, V; scatter dK, dV
     for c in fwd + bwd:
-        assert c.size_bytes * (CP - 1) / CP == pytest.approx((CP - 1) * kv)  # nccl-tests size: the gathered buffer
+        assert c.size_bytes * (CP - 1) / CP == pytest.approx((CP - 1) * kv), \
+            f"{c=}"  # nccl-tests size: the gathered buffer
         assert c.ranks == [0, 2, 4, 6]  # CP inside the node, after TP (tp-cp-ep-dp-pp)
 
 

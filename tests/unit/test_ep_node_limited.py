@@ -76,8 +76,9 @@ def test_inter_node_bytes_follow_the_node_limit(max_nodes):
     want = TOKENS * min(top_k, max_nodes) * HIDDEN * 2 * (nodes - 1) / nodes
     for c in inter:  # the rail group: one EP rank per node, (N-1)/N of the send buffer crosses the network
         assert c.ranks == [0, 8, 16, 24] and len(c.groups) == 8
-        assert c.size_bytes * (nodes - 1) / nodes == pytest.approx(want)
-        assert c.size_bytes * (nodes - 1) / nodes == pytest.approx(inter_node_bytes(TOKENS, HIDDEN, top_k, max_nodes, nodes))
+        assert c.size_bytes * (nodes - 1) / nodes == pytest.approx(want), f"{c=}"
+        assert c.size_bytes * (nodes - 1) / nodes == pytest.approx(inter_node_bytes(TOKENS, HIDDEN, top_k, max_nodes, nodes)), \
+            f"{c=}"
     for c in intra:  # NVLink carries every expert copy inside the node
         assert c.ranks == list(range(8)) and len(c.groups) == 4
         assert c.size_bytes == TOKENS * top_k * HIDDEN * 2
@@ -93,7 +94,7 @@ def test_unrestricted_inter_node_bytes_are_reached_exactly_when_the_limit_reache
     assert unrestricted == pytest.approx(inter_node_bytes(TOKENS, HIDDEN, 4, None, 4))
     for m, same in ((4, True), (3, False)):  # top_k = 4: M >= top_k sends every expert copy
         limited = inter_node_bytes(TOKENS, HIDDEN, 4, m, 4)
-        assert (limited == pytest.approx(unrestricted)) is same
+        assert (limited == pytest.approx(unrestricted)) is same, f"{m=}, {same=}"
 
 
 def test_node_limited_routing_speeds_up_a_multi_node_ep_step():

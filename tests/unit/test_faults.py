@@ -34,11 +34,11 @@ def test_degraded_link_slows_a_bandwidth_bound_collective_by_one_over_f():
     assert "faults" not in healthy.to_dict()
     res = {f: run(PAIR, degraded(f)).to_dict()["faults"] for f in (0.5, 0.2, 0.1)}
     for f, d in res.items():
-        assert d["healthy_step_time_s"] == pytest.approx(healthy.step_time_s)
+        assert d["healthy_step_time_s"] == pytest.approx(healthy.step_time_s), f"{f=}, {d=}"
         # the healthy flow runs just under the 50 GB/s line rate (the profile's efficiency), so the
         # slowdown is 1/f times that efficiency: within 10 % of 1/f
-        assert d["slowdown"] == pytest.approx(1 / f, rel=0.10)
-        assert d["causes"][0]["kind"] == "link_degraded" and d["causes"][0]["busy_fraction"] > 0.9
+        assert d["slowdown"] == pytest.approx(1 / f, rel=0.10), f"{f=}, {d=}"
+        assert d["causes"][0]["kind"] == "link_degraded" and d["causes"][0]["busy_fraction"] > 0.9, f"{f=}, {d=}"
     # once the degraded link is the bottleneck, time goes exactly as 1/f
     assert res[0.1]["slowdown"] / res[0.2]["slowdown"] == pytest.approx(2.0, rel=0.02)
 

@@ -187,10 +187,10 @@ def test_synthetic_recovers_regimes_and_parameters():
         lo, hi = seg.line.alpha_ci
         blo, bhi = seg.line.algbw_ci
         # seed 1 (1% noise): every 95% interval covers the truth, and each estimate is within 5% of it
-        assert lo <= alpha <= hi
-        assert math.isclose(seg.alpha_s, alpha, rel_tol=0.05)
-        assert blo <= bw <= bhi
-        assert math.isclose(seg.algbw, bw, rel_tol=0.05)
+        assert lo <= alpha <= hi, f"{seg=}, {alpha=}, {bw=}"
+        assert math.isclose(seg.alpha_s, alpha, rel_tol=0.05), f"{seg=}, {alpha=}, {bw=}"
+        assert blo <= bw <= bhi, f"{seg=}, {alpha=}, {bw=}"
+        assert math.isclose(seg.algbw, bw, rel_tol=0.05), f"{seg=}, {alpha=}, {bw=}"
 
 
 def test_ci_width_shrinks_with_less_noise():
@@ -217,7 +217,7 @@ def test_noise_alone_does_not_buy_segments():
 def test_min_sizes_per_segment_and_cap():
     S, t = synthetic(seed=2)
     for cap in (1, 2):
-        assert len(F.fit_piecewise(S, t, max_segments=cap)) <= cap
+        assert len(F.fit_piecewise(S, t, max_segments=cap)) <= cap, f"{cap=}"
     assert len(F.fit_piecewise(S, t, segments=4)) == 4  # forced, even where BIC prefers 3
     segs = F.fit_piecewise(S, t, min_sizes=5)
     assert all(len({x for x in S if s.line.size_lo <= x <= s.line.size_hi}) >= 5 for s in segs)
@@ -271,8 +271,8 @@ def test_profile_from_real_log_round_trips(tmp_path):
     for a, b in zip(e.segments, e.segments[1:]):
         assert a.size_max_bytes == b.size_min_bytes
     for s in e.segments:
-        assert s.alpha_ci_us[0] <= s.alpha_us <= s.alpha_ci_us[1]
-        assert s.algbw_ci_GBps[0] <= s.algbw_GBps <= s.algbw_ci_GBps[1]
+        assert s.alpha_ci_us[0] <= s.alpha_us <= s.alpha_ci_us[1], f"{s=}"
+        assert s.algbw_ci_GBps[0] <= s.algbw_GBps <= s.algbw_ci_GBps[1], f"{s=}"
     assert sum(s.points for s in e.segments) == 60
     # source from the meta row
     assert back.source.measured and back.source.gpu == "NVIDIA H200"
@@ -290,8 +290,8 @@ def test_link_class_from_topology():
         prof = F.fit_profile(measurements([{"kind": "meta", "topo_m": topo}, *rows]), name="l").profile
         assert set(prof.links) == {cls, "network"}
         # send_recv: one step, busbw factor 1 -> the fit itself
-        assert math.isclose(prof.links[cls].latency_us, 5.0, rel_tol=1e-3)
-        assert math.isclose(prof.links["network"].bandwidth_GBps, 20.0, rel_tol=1e-3)
+        assert math.isclose(prof.links[cls].latency_us, 5.0, rel_tol=1e-3), f"{topo=}, {cls=}"
+        assert math.isclose(prof.links["network"].bandwidth_GBps, 20.0, rel_tol=1e-3), f"{topo=}, {cls=}"
 
 
 def _has_importer() -> bool:
@@ -311,7 +311,7 @@ def test_gemm_efficiency_from_real_sweep():
     assert len(c.gemm_table) == len(rows) == 25
     for p in c.gemm_table:
         tf = [r["tflops"] for r in rows if (r["m"], r["n"], r["k"]) == (p.m, p.n, p.k)]
-        assert any(math.isclose(p.efficiency, x / 989.4, rel_tol=1e-3) for x in tf)
+        assert any(math.isclose(p.efficiency, x / 989.4, rel_tol=1e-3) for x in tf), f"{p=}"
     big = sorted(rows, key=lambda r: r["m"] * r["n"] * r["k"])[-8:]
     effs = [r["tflops"] / 989.4 for r in big]
     assert min(effs) <= c.gemm_efficiency <= max(effs)
@@ -554,7 +554,7 @@ def test_smooth_gap_is_bridged_with_an_interval():
     assert gap
     for x in gap:
         truth = t[S == x][0]
-        assert abs(_predict(new, x) - truth) <= abs(_predict(old, x) - truth) + 1e-12
+        assert abs(_predict(new, x) - truth) <= abs(_predict(old, x) - truth) + 1e-12, f"{x=}"
     # contiguous, from 0 to unbounded
     assert new[0].size_min == 0 and new[-1].size_max is None
     assert all(a.size_max == b.size_min for a, b in zip(new, new[1:]))

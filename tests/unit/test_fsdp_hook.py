@@ -85,7 +85,7 @@ def test_hgx_h200_hook_per_shard_group_size_is_its_probe_pair():
         (h_lo, n_lo), (h_hi, n_hi) = step_host(lo, 0.0), step_host(hi, 0.0)
         per_mb = (hi["step_time_s"] - lo["step_time_s"]) / (hi["micro_batches"] - lo["micro_batches"])
         expected = (per_mb - (h_hi - h_lo) / 2) / ((n_hi - n_lo) / 2) * 1e6
-        assert table[ranks] == pytest.approx(expected, abs=0.1)
+        assert table[ranks] == pytest.approx(expected, abs=0.1), f"{ranks=}, {lo=}, {hi=}"
     # the 4-rank probe costs more host time per hook than the 2-rank one on the same VM (165.1 vs 136.9 ms
     # per micro-batch of 32 layers, docs/validation.md 6e)
     assert table[4] > 1.2 * table[2]
@@ -170,7 +170,7 @@ def test_every_collective_waits_for_the_hook_that_issues_it():
     tl = execute_analytical(graph, CommCache(CollectiveModel(rs.cluster, rs.profile)))
     for op in colls:
         hook = max((d for d in op.deps if graph.ops[d].stream == "host"), key=lambda d: tl.end[d])
-        assert tl.start[op.id] >= tl.end[hook] - 1e-12
+        assert tl.start[op.id] >= tl.end[hook] - 1e-12, f"{op=}"
     # host-bound probe: the GPU waits for its host, and the breakdown says so
     res = run_scenario(ROOT / row["scenario_file"], fidelity="analytical", overrides=row["overrides"])
     assert res.breakdown["host"] > 0.9 * res.step_time_s and res.breakdown["bubble"] < 0.01 * res.step_time_s

@@ -88,8 +88,8 @@ def test_simulator_evaluates_the_fitted_function(h200, op):
     for size in (4096, 3 * MiB, GiB):
         r = m.estimate(op, 8, size)
         want = lm.predict_us([{"op": op, "ranks": 8, "nodes": 1, "size_bytes": size}])[0] * 1e-6 + m.launch_s
-        assert r.time_s == pytest.approx(want, rel=1e-9)
-        assert r.latency_s > 0 and r.bandwidth_time_s > 0
+        assert r.time_s == pytest.approx(want, rel=1e-9), f"{size=}"
+        assert r.latency_s > 0 and r.bandwidth_time_s > 0, f"{size=}"
 
 
 def test_forced_cells(h200):
@@ -156,12 +156,12 @@ def test_startup_transient_read_from_the_profile_and_applied_to_ll128_and_simple
                                 "test").link_model)
     for ranks in (2, 8):
         small = [m.estimate("all_reduce", ranks, 1, 64 * 1024, intra_line_GBps=450.0) for m in (lm, lm0)]
-        assert small[0].protocol == "ll" and small[0].time_us == pytest.approx(small[1].time_us)
+        assert small[0].protocol == "ll" and small[0].time_us == pytest.approx(small[1].time_us), f"{ranks=}"
         # Simple forced: NCCL's own choice at 4 GiB is Simple too, but the model's smooth minimum with LL128 there
         # would blur the difference
         big = [m.estimate("all_reduce", ranks, 1, 4 * GiB, intra_line_GBps=450.0, protocol="simple") for m in (lm, lm0)]
         lag = depth["all_reduce"] * 2 / ranks * lm.startup_us
-        assert big[0].time_us - big[1].time_us == pytest.approx(lag, rel=0.02)
+        assert big[0].time_us - big[1].time_us == pytest.approx(lag, rel=0.02), f"{ranks=}"
 
 
 def test_startup_depth_is_validated(h200):

@@ -99,7 +99,7 @@ def test_efficiency_form_predicts_as_the_measured_form(shared_cluster, shared_pr
     for ranks in (8, 16, (0, 8)):
         a = CollectiveModel(c, p).estimate("all_reduce", ranks, GiB)
         b = CollectiveModel(c, eff).estimate("all_reduce", ranks, GiB)
-        assert b.time_s == pytest.approx(a.time_s, rel=1e-9) and b.algorithm == a.algorithm
+        assert b.time_s == pytest.approx(a.time_s, rel=1e-9) and b.algorithm == a.algorithm, f"{ranks=}"
 
 
 def test_band_keeps_efficiency_within_line_rate():

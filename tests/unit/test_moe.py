@@ -37,7 +37,7 @@ def test_all_to_all_bytes_equal_the_analytical_volume():
         for c in colls:
             assert c.op == "all_to_all"
             # nccl-tests size = the rank's whole send buffer; (ep-1)/ep of it leaves the rank
-            assert c.size_bytes * (ep - 1) / ep == pytest.approx(volume)
+            assert c.size_bytes * (ep - 1) / ep == pytest.approx(volume), f"{name=}, {c=}"
             assert c.ranks == list(range(8))  # EP inside the first node (TP1, tp-dp order)
 
 

@@ -68,7 +68,7 @@ def test_every_data_line_becomes_two_rows_with_the_right_numbers(path, n_lines, 
             assert r["op"] == "all_reduce" and r["ranks"] == ranks and r["nodes"] == nodes and r["scope"] == scope
             assert r["gpu"] == gpu and r["source"] == "nccl-tests" and r["mode"] == "nccl"
             assert r["dtype"] == "float32" and r["redop"] == "sum"
-            assert r["busbw_factor"] == pytest.approx(2 * (ranks - 1) / ranks)
+            assert r["busbw_factor"] == pytest.approx(2 * (ranks - 1) / ranks), f"{i=}, {f=}, {r=}, {off=}"
     assert len(meta) == 1 and meta[0]["world_size"] == ranks and len(meta[0]["hosts"]) == nodes
 
 

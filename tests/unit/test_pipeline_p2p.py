@@ -31,7 +31,7 @@ def test_single_chunk_programs_match_every_transfer_once(schedule, p, m):
                     (sends if x[2] == s else recvs).append(x)
                 batches += 1
             elif e[0] == "wait":
-                assert e[1] < batches
+                assert e[1] < batches, f"{s=}, {e=}"
     expected = {("F", i, s) for i in range(m) for s in range(p - 1)} | {("B", i, s) for i in range(m) for s in range(1, p)}
     assert sorted(sends) == sorted(expected) == sorted(recvs)
 
@@ -104,4 +104,4 @@ def test_idle_clock_stretch_is_the_busy_share_in_the_window():
             lo, hi = max(0.0, (a + b) / 2 - window / 2), min(span, (a + b) / 2 + window / 2)
             share = min(1.0, _covered(u, lo, hi) / (hi - lo))
             assert out.get(op.id, 0.0) == pytest.approx((b - a) * duty * (clock_slowdown(list(pts), duty * share) / slow - 1),
-                                                        abs=1e-9)
+                                                        abs=1e-9), f"{op=}"

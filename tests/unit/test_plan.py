@@ -89,5 +89,5 @@ def test_lower_bound_below_step_time():
                 Mix(1, 1, 2, 2, 1, 1, False, 0, "dualpipe_v", 1, "none")]:
         s = ev.screen(ev.scenario_for(mix))
         r = ev.simulate(mix)
-        assert 0 < s.bound_s <= r.step_time_s
+        assert 0 < s.bound_s <= r.step_time_s, f"{mix=}"
         assert s.memory["peak_bytes_per_gpu"] == r.memory["peak_bytes_per_gpu"]

@@ -54,7 +54,8 @@ def test_flow_collectives_memo_changes_nothing(shared_cluster):
         procs.append(p)
     assert len(sim.collectives._memo) == 1
     for p, rec in zip(procs, sim.records):
-        assert p.value.time_s == pytest.approx(procs[0].value.time_s, rel=1e-9)  # later start: float noise only
+        assert p.value.time_s == pytest.approx(procs[0].value.time_s, rel=1e-9), \
+            f"{p=}, {rec=}"  # later start: float noise only
         want = {"op": "all_reduce", "start_s": rec["start_s"], "end_s": rec["end_s"], "tag": {"group": "dp"},
                 **p.value.to_dict()}
         assert rec == want and list(rec) == list(want)

@@ -60,8 +60,8 @@ def test_predict_uses_the_right_regime_and_brackets_the_time():
         assert segment_for(ENTRY, S) is ENTRY.segments[seg]
         t, lo, hi = predict(ENTRY, S)
         s = ENTRY.segments[seg]
-        assert math.isclose(t, s.alpha_us * 1e-6 + S / (s.algbw_GBps * 1e9))
-        assert lo <= t <= hi
+        assert math.isclose(t, s.alpha_us * 1e-6 + S / (s.algbw_GBps * 1e9)), f"{S=}, {seg=}"
+        assert lo <= t <= hi, f"{S=}, {seg=}"
     # the band: alpha's interval alone at S = 0, bandwidth's dominating at large S
     t, lo, hi = predict(ENTRY, 0)
     assert math.isclose(lo, 9e-6) and math.isclose(hi, 11e-6)
@@ -104,9 +104,10 @@ def test_report_on_real_log_compares_only_held_out_sizes(real):
     assert [r["size_bytes"] for r in rep.rows] == sizes[1::2]
     for r in rep.rows:
         measured = [x["time_us"] for x in meas.rows if x.get("size_bytes") == r["size_bytes"]]
-        assert math.isclose(r["measured_us"], float(np.median(measured)), rel_tol=1e-6)
-        assert math.isclose(r["error_pct"], (r["predicted_us"] - r["measured_us"]) / r["measured_us"] * 100, abs_tol=0.01)
-        assert r["lo_us"] <= r["predicted_us"] <= r["hi_us"]
+        assert math.isclose(r["measured_us"], float(np.median(measured)), rel_tol=1e-6), f"{r=}"
+        assert math.isclose(r["error_pct"], (r["predicted_us"] - r["measured_us"]) / r["measured_us"] * 100, abs_tol=0.01), \
+            f"{r=}"
+        assert r["lo_us"] <= r["predicted_us"] <= r["hi_us"], f"{r=}"
     s = rep.summary[0]
     large = [abs(r["error_pct"]) for r in rep.rows if r["size_bytes"] >= 2**20]
     assert math.isclose(s["mean_abs_err_large_pct"], np.mean(large), abs_tol=1e-3)

@@ -41,7 +41,8 @@ def test_at_a_measured_point_the_stored_efficiency_is_returned():
     cm = _a100()
     for layout, tokens, out_f, in_f, eff in cm.gemm_layout_table[::7]:
         role = {"NT": "fwd", "NN": "dgrad", "TN": "wgrad"}[layout]
-        assert cm.linear_efficiency(tokens, out_f, in_f, role) == pytest.approx(min(1.0, eff), rel=1e-9)
+        assert cm.linear_efficiency(tokens, out_f, in_f, role) == pytest.approx(min(1.0, eff), rel=1e-9), \
+            f"{layout=}, {tokens=}, {out_f=}, {in_f=}, {eff=}"
 
 
 def test_n18b_qkv_is_quantised_at_its_own_shape():

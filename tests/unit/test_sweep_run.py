@@ -83,7 +83,7 @@ def test_transformer_points_fill_memory_and_mfu(tmp_path):
     ok = [r for r in res.rows if r["status"] == "ok"]
     assert [(r["n_gpus"], r["dp"]) for r in ok] == [(1, 1), (2, 2)]
     for r in ok:
-        assert r["fits"] is True and r["peak_memory_bytes"] > 0 and 0 < r["mfu"] < 1 and r["tokens_per_s"] > 0
+        assert r["fits"] is True and r["peak_memory_bytes"] > 0 and 0 < r["mfu"] < 1 and r["tokens_per_s"] > 0, f"{r=}"
         assert r["model"] == "gpt-125m" and r["gpu"].startswith("H200") and r["seq_len"] == 512
     # 2 GPUs with dp 1 breaks the world-size rule: an error row, the others still run
     bad = res.rows[2]

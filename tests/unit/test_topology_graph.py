@@ -25,10 +25,10 @@ def test_per_gpu_nvlink_capacity_is_sum_of_nvlink_edges(name, n, per_gpu_GBps, s
     c = shared_cluster(name)
     assert c.n_gpus == n and c.n_hosts == 1
     for g in c.gpus:
-        assert _nvlink_out(c, g) == pytest.approx(per_gpu_GBps * 1e9)
+        assert _nvlink_out(c, g) == pytest.approx(per_gpu_GBps * 1e9), f"{g=}"
         # and the same into the GPU (one edge per direction)
         assert sum(d["bandwidth"] for _, _, d in c.graph.in_edges(g, data=True)
-                   if d["kind"] == "nvlink") == pytest.approx(per_gpu_GBps * 1e9)
+                   if d["kind"] == "nvlink") == pytest.approx(per_gpu_GBps * 1e9), f"{g=}"
 
 
 def test_dgx_h100_structure(shared_cluster):
@@ -43,7 +43,7 @@ def test_dgx_h100_structure(shared_cluster):
     per_chip = sorted(d["count"] for _, v, d in G.out_edges("h0.gpu3", data=True) if d["kind"] == "nvlink")
     assert per_chip == [4, 4, 5, 5]
     for u, v, d in G.edges(data=True):
-        assert d["kind"] in LINK_KINDS and d["bandwidth"] > 0 and d["latency"] >= 0
+        assert d["kind"] in LINK_KINDS and d["bandwidth"] > 0 and d["latency"] >= 0, f"{u=}, {v=}, {d=}"
         assert G.nodes[u]["host"] == 0
         # one edge per direction: the reverse exists with the same bandwidth
         assert any(e["bandwidth"] == d["bandwidth"] for e in G.get_edge_data(v, u).values())
@@ -78,7 +78,7 @@ def test_replication_and_fabric(shared_cluster):
     # leaf host ports + uplinks never exceed the radix
     for leaf in (n for n in sw if n.startswith("leaf")):
         up = sum(1 for _ in c.graph.out_edges(leaf))
-        assert up <= 64
+        assert up <= 64, f"{leaf=}"
 
 
 def test_superpod_presets(shared_cluster):

@@ -70,7 +70,7 @@ def test_rail_aware_inter_node_routes(shared_cluster):
     # every GPU leaves via the NIC of its own rail
     for g in range(8):
         first_nic = [x for x in names(c, c.route(g, 16 + g)) if "->leaf" in x][0]
-        assert first_nic == f"h0.nic{g}->leaf{g}"
+        assert first_nic == f"h0.nic{g}->leaf{g}", f"{g=}"
 
 
 def test_symmetric_hop_counts_and_bottleneck(shared_cluster):
@@ -79,7 +79,7 @@ def test_symmetric_hop_counts_and_bottleneck(shared_cluster):
     for s, d in rng.integers(0, c.n_gpus, size=(40, 2)):
         assert len(c.route(s, d)) == len(c.route(d, s))
         if c.host_of[s] != c.host_of[d]:
-            assert c.route_bandwidth(s, d) == pytest.approx(25e9)  # HDR NIC is the bottleneck
+            assert c.route_bandwidth(s, d) == pytest.approx(25e9), f"{s=}, {d=}"  # HDR NIC is the bottleneck
             assert len(c.route(s, d)) in (6, 8, 10)  # same leaf / same pod / via core
 
 
@@ -299,7 +299,7 @@ def test_destination_based_down_links(shared_cluster):
         for dst in (0, 13, 8 * 100 + 6):
             climbs = [_fabric_names(c, c.route(s, dst)) for s in range(8 * 40, c.n_gpus, 13)]
             climbs = [r for r in climbs if len(r) > 2]  # other leaves (and, on 3 tiers, other pods)
-            assert len(climbs) > 20 and len({tuple(r[-2:]) for r in climbs}) == 1
+            assert len(climbs) > 20 and len({tuple(r[-2:]) for r in climbs}) == 1, f"{nodes=}, {dst=}"
         # and spines are all used by the destinations of one leaf
         used = {_fabric_names(c, c.route(8 * 40, 8 * h))[1].split("->")[1] for h in range(32)}
         assert len(used) == (16 if nodes == 128 else 32)

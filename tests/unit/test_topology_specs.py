@@ -48,7 +48,7 @@ def test_catalogue_has_every_required_gpu_with_vendor_figures():
     assert need <= set(GPU_CATALOG)
     for g in GPU_CATALOG.values():
         assert g.source, g.name
-        assert g.peak_tflops["bf16"] > 0 and g.hbm_GB > 0 and g.hbm_bandwidth_GBps > 0
+        assert g.peak_tflops["bf16"] > 0 and g.hbm_GB > 0 and g.hbm_bandwidth_GBps > 0, f"{g=}"
     # Dense figures are half the sparse ones: H100 SXM bf16 1,978.9 sparse (whitepaper; datasheet 1,979) -> 989.4.
     assert gpu_spec("H100-SXM").peak_flops("bf16") == pytest.approx(989.4e12)
     assert gpu_spec("H200-SXM").hbm_GB == 141 and gpu_spec("H200-SXM").hbm_bandwidth_GBps == 4800

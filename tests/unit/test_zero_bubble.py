@@ -67,7 +67,7 @@ def test_orders_are_valid(sched, v, p, m):
         assert len(set(order)) == len(order)
         pos = {x: i for i, x in enumerate(order)}
         for kind, mb, c in order:  # F before B before W of each micro-batch on each stage
-            assert pos[("F", mb, c)] < pos[("B", mb, c)] < pos[("W", mb, c)]
+            assert pos[("F", mb, c)] < pos[("B", mb, c)] < pos[("W", mb, c)], f"{r=}, {kind=}, {mb=}, {c=}"
     # every micro-batch runs F, B and W once on every virtual stage
     nvs = model_stages(sched, p, v)
     runs = sorted((k, mb, virtual_stage(sched, p, r, c)) for k, mb, r, c in end)
@@ -126,11 +126,11 @@ def test_backward_split_conserves_the_backward():
     for vs in (1, 2):
         full = _seconds(whole.chunk_units(vs, "B"))
         f, b, w = _fbw(split, vs)
-        assert b == pytest.approx(full, rel=1e-12)
+        assert b == pytest.approx(full, rel=1e-12), f"{vs=}"
         # W is the layers' weight-gradient GEMMs: here as long as the forward GEMMs (one efficiency),
         # i.e. the forward without its attention kernels (4 layers per stage)
-        assert 0 < w < b
-        assert w == pytest.approx(f - 4 * _attention_forward(split), rel=1e-9)
+        assert 0 < w < b, f"{vs=}"
+        assert w == pytest.approx(f - 4 * _attention_forward(split), rel=1e-9), f"{vs=}"
 
 
 def _attention_forward(step) -> float:
@@ -199,7 +199,7 @@ def test_in_flight_and_parameters_match_table_2(p, m):
     base = TransformerStep(_scenario(p, m, "1f1b", 1), _cm(0.5))
     dual = TransformerStep(_scenario(p, m, "dualpipe", 1), _cm(0.5))
     for r in range(1, p - 1):  # middle ranks: no embedding or head
-        assert dual.stage_params(r) == pytest.approx(2 * base.stage_params(r))
+        assert dual.stage_params(r) == pytest.approx(2 * base.stage_params(r)), f"{r=}"
     vee = TransformerStep(_scenario(p, m, "dualpipe_v", 2), _cm(0.5))
     half = TransformerStep(_scenario(p, m, "1f1b", 1), _cm(0.5))  # same layers per rank: 1x
     assert vee.stage_params(1) == pytest.approx(2 * half.stage_params(1))  # vee's model has 2x the layers
@@ -283,7 +283,7 @@ def test_dualpipe_mirror_ranks_exchange_their_gradients(p):
     for op in mirror:
         (a, b), = op.coll.groups
         assert a + b == p - 1                          # rank r with rank p-1-r
-        assert op.coll.size_bytes == pytest.approx(step.stage_params(a) * step.grad_dtype_bytes)
+        assert op.coll.size_bytes == pytest.approx(step.stage_params(a) * step.grad_dtype_bytes), f"{op=}"
         for rank in (a, b):                            # after each rank's last compute
             assert g.last(rank, "compute") in op.deps or any(
                 g.ops[d].rank == rank for d in op.deps)
