@@ -21,7 +21,8 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "h200x2"
 NT_LOG = DATA / "nt_all_reduce.txt"
 
 
-def cli(*args, cwd=None):
+def process(*args, cwd=None):
+    """``python -m clustersim ARGS`` in a new interpreter."""
     return subprocess.run([sys.executable, "-m", "clustersim", *args], capture_output=True, text=True, cwd=cwd, timeout=120)
 
 
@@ -40,9 +41,9 @@ def fitted(tmp_path):
 
 
 def test_version_and_help():
-    r = cli("--version")
+    r = process("--version")
     assert r.returncode == 0 and r.stdout.startswith("clustersim ")
-    r = cli("--help")
+    r = process("--help")
     assert r.returncode == 0 and "Examples" in r.stdout
 
 

@@ -5,16 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from cli_inprocess import clustersim
 
 pytestmark = pytest.mark.slow
 
 
-def cli(*args):
-    return clustersim(*args)
-
-
-def test_goodput_json_llama3():
+def test_goodput_json_llama3(cli):
     r = cli("goodput", "scenarios/llama3-405b.yaml", "--mtbf-gpu-hours", "50677", "--ckpt-write-GBps", "2000",
             "--restart-min", "10", "--run-days", "54", "--trials", "300", "--json")
     assert r.returncode == 0, r.stderr
@@ -28,7 +23,7 @@ def test_goodput_json_llama3():
     assert d["goodput"]["best"] >= max(d["goodput"]["young"], d["goodput"]["daly"]) - 1e-12
 
 
-def test_goodput_scales_gpus_and_help():
+def test_goodput_scales_gpus_and_help(cli):
     r = cli("goodput", "scenarios/gpt-1b-ddp.yaml", "--mtbf-gpu-hours", "50000", "--ckpt-write-GBps", "10",
             "--restart-min", "10", "--run-days", "10", "--gpus", "100000", "--trials", "200", "--json")
     assert r.returncode == 0, r.stderr

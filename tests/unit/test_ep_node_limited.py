@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_inprocess import clustersim
 
 from clustersim.errors import ClusterSimError
 from clustersim.simulate.resolve import resolve_scenario
@@ -136,9 +135,9 @@ def test_uneven_ep_groups_are_refused():
     (["cluster.gpus=48", "parallelism.dp=48", "training.global_batch=96", "model.moe.experts=24", "parallelism.ep=12",
       "parallelism.ep_max_nodes=2"], "ranks 0..11 hold 8/4 per node"),  # EP12 on 8-GPU nodes
 ])
-def test_bad_ep_max_nodes_exit_2(overrides, message):
+def test_bad_ep_max_nodes_exit_2(overrides, message, cli):
     args = [a for o in overrides for a in ("--set", o)]
-    r = clustersim("validate", str(MIXTRAL), *args)
+    r = cli("validate", str(MIXTRAL), *args)
     assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
     assert "parallelism.ep_max_nodes" in r.stderr
 

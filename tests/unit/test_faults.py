@@ -7,7 +7,6 @@ import json
 import numpy as np
 import pytest
 import yaml
-from cli_inprocess import clustersim
 
 from clustersim.config.scenario import Scenario
 from clustersim.errors import ClusterSimError
@@ -110,11 +109,7 @@ def test_node_lost_during_the_run_fails_after_it_is_reported():
         run(PAIR, {"node_lost": {"node": 5, "at_s": 1.0}})
 
 
-def cli(*args):
-    return clustersim(*args)
-
-
-def test_cli_run_reports_faults_and_exits_2_without_a_path(tmp_path):
+def test_cli_run_reports_faults_and_exits_2_without_a_path(tmp_path, cli):
     p = tmp_path / "pair.yaml"
     p.write_text(yaml.safe_dump(dict(PAIR, faults=degraded(0.5))))
     r = cli("run", str(p), "--json")

@@ -1,11 +1,6 @@
 """``clustersim goodput``: one JSON document, the closed form inside the Monte-Carlo CI, exit 2 on bad input."""
 
 import pytest
-from cli_inprocess import clustersim
-
-
-def cli(*args):
-    return clustersim(*args)
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -13,6 +8,6 @@ def cli(*args):
     (["scenarios/gpt-1b-ddp.yaml", "--mtbf-gpu-hours", "-5"], "mtbf_gpu_hours must be > 0"),
     (["scenarios/gpt-1b-ddp.yaml"], "no failure rate"),
 ])
-def test_goodput_bad_input_exits_2(args, needle):
+def test_goodput_bad_input_exits_2(args, needle, cli):
     r = cli("goodput", *args, "--ckpt-write-GBps", "1", "--restart-min", "1", "--run-days", "1")
     assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr, r.stderr

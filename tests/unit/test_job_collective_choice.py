@@ -4,7 +4,6 @@ from __future__ import annotations
 
 
 import pytest
-from cli_inprocess import clustersim
 
 from clustersim.collectives import CollectiveModel
 from clustersim.config.scenario import Scenario
@@ -43,11 +42,11 @@ def test_bad_choice_names_the_field(kw, field):
     assert err.value.field == field
 
 
-def test_cli_exit_2_with_file_and_field(tmp_path):
+def test_cli_exit_2_with_file_and_field(tmp_path, cli):
     f = tmp_path / "bad.yaml"
     f.write_text("name: x\ncluster: {topology: hgx-h200}\njob:\n  phases:\n    - name: ar\n"
                  "      collective: {op: all_reduce, size: 1MiB, algorithm: no_such_algo}\n")
-    r = clustersim("run", str(f))
+    r = cli("run", str(f))
     assert r.returncode == 2
     assert f"{f}: job.phases.0.collective.algorithm: all_reduce has no algorithm 'no_such_algo'" in r.stderr
     assert "Traceback" not in r.stderr

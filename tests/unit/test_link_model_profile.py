@@ -10,7 +10,6 @@ import copy
 from pathlib import Path
 
 import pytest
-from cli_inprocess import clustersim
 import yaml
 
 from clustersim.collectives.flow import flow_simulation
@@ -54,13 +53,13 @@ def test_bad_link_model_is_a_user_error_with_the_field(h200, edit, where):
     assert where in str(exc.value)
 
 
-def test_bad_link_model_exits_2_on_the_command_line(tmp_path, h200):
+def test_bad_link_model_exits_2_on_the_command_line(tmp_path, h200, cli):
     data = h200[1].model_dump(mode="json", exclude_none=True)
     data["link_model"]["links"]["nvlink"]["ll"]["latency_us"] = "fast"
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(data))
-    p = clustersim("collective", "all_reduce", "-t", "hgx-h200",
-                   "--gpus", "8", "--size", "1GiB", "--profile", str(path))
+    p = cli("collective", "all_reduce", "-t", "hgx-h200",
+            "--gpus", "8", "--size", "1GiB", "--profile", str(path))
     assert p.returncode == 2, p.stderr
     assert "link_model.links.nvlink.ll.latency_us" in p.stderr and "Traceback" not in p.stderr
 

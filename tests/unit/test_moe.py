@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cli_inprocess import clustersim
 
 from clustersim.simulate.run import run_scenario
 from clustersim.workload.moe import MoEDims, expert_popularity, routing
@@ -118,6 +117,6 @@ def test_flow_fidelity_runs_and_agrees():
     ("parallelism.expert_tp=3", "expert_tp"),
     ("model.moe.router_skew=-1", "router_skew"),
 ])
-def test_bad_moe_inputs_exit_2(override, message):
-    r = clustersim("validate", str(MIXTRAL), "--set", override)
+def test_bad_moe_inputs_exit_2(override, message, cli):
+    r = cli("validate", str(MIXTRAL), "--set", override)
     assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr

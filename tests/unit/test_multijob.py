@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cli_inprocess import clustersim
 
 from clustersim.config.base import load_model
 from clustersim.config.jobs import place_jobs
@@ -103,13 +102,13 @@ def test_job_rules_apply_inside_each_job():
     assert err.value.field == "jobs.0.job.phases.1.collective.algorithm"
 
 
-def test_cli_analytical_and_overlap_exit_2(tmp_path):
-    r = clustersim("run", str(SHIPPED), "--fidelity", "analytical")
+def test_cli_analytical_and_overlap_exit_2(tmp_path, cli):
+    r = cli("run", str(SHIPPED), "--fidelity", "analytical")
     assert r.returncode == 2 and "need fidelity flow" in r.stderr and "Traceback" not in r.stderr
     text = SHIPPED.read_text().replace("placement: spread", "placement: [0, 1, 4, 5]")
     f = tmp_path / "overlap.yaml"
     f.write_text(text)
-    r = clustersim("run", str(f))
+    r = cli("run", str(f))
     assert r.returncode == 2 and f"{f}: jobs.1.placement: GPU 0 is placed in job 'dp-a' too" in r.stderr
 
 

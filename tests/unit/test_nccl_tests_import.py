@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 import pytest
-from cli_inprocess import clustersim
 
 from clustersim.calibration.nccl_tests import (
     busbw_factor,
@@ -203,15 +202,15 @@ def test_import_logs_appends_jsonl(tmp_path):
     assert len(rows) == 60 + 56 + 2 and rows[0]["kind"] == "meta"
 
 
-def test_cli_import(tmp_path):
+def test_cli_import(tmp_path, cli):
     out = tmp_path / "m.jsonl"
-    res = clustersim("calibrate", "import-nccl-tests", str(A100_16),
-                     "-o", str(out), "--out-of-place-only")
+    res = cli("calibrate", "import-nccl-tests", str(A100_16),
+              "-o", str(out), "--out-of-place-only")
     assert res.returncode == 0, res.stderr
     rows = [json.loads(l) for l in out.read_text().splitlines()]
     assert sum(r["kind"] == "collective" for r in rows) == 25
-    res = clustersim("calibrate", "import-nccl-tests", str(tmp_path / "x.log"),
-                     "-o", str(out))
+    res = cli("calibrate", "import-nccl-tests", str(tmp_path / "x.log"),
+              "-o", str(out))
     assert res.returncode == 2 and "x.log" in res.stderr and "file not found" in res.stderr
     assert "Traceback" not in res.stderr
 

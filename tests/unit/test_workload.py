@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from cli_inprocess import clustersim
 
 from clustersim.config.profile import ComputeParams, GemmPoint
 from clustersim.config.scenario import Scenario
@@ -263,7 +262,7 @@ def test_sustained_clock_slows_compute_bound_kernels_by_the_step_duty():
     assert step0.compute_duty is None and cm0.clock_slowdown == 1.0
 
 
-def test_tp_comm_overlap_needs_sequence_parallel(tmp_path):
-    r = clustersim("validate", str(ROOT_SCEN / "hybrid-tp2-pp2-dp2.yaml"),
-                   "--set", "parallelism.tp_comm_overlap=true", "--set", "parallelism.sequence_parallel=false")
+def test_tp_comm_overlap_needs_sequence_parallel(tmp_path, cli):
+    r = cli("validate", str(ROOT_SCEN / "hybrid-tp2-pp2-dp2.yaml"),
+            "--set", "parallelism.tp_comm_overlap=true", "--set", "parallelism.sequence_parallel=false")
     assert r.returncode == 2 and "sequence_parallel" in r.stderr and "Traceback" not in r.stderr
