@@ -16,6 +16,8 @@ from clustersim.collectives import resolve_profile
 ROOT = Path(__file__).resolve().parents[2]
 RAW = ROOT / "calibrate" / "raw"
 OPS = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv"}
+# moved from tests/unit: the recipe check runs every fit of make_profiles.py (about half a minute)
+pytestmark = pytest.mark.slow
 
 
 def rows(path: Path, kind: str) -> list[dict]:
@@ -37,7 +39,6 @@ def h100():
     return resolve_profile("dgx-h100")
 
 
-@pytest.mark.slow  # the whole recipe (every fit of make_profiles.py): about half a minute
 def test_shipped_profiles_are_regenerated_from_the_raw_files():
     r = subprocess.run([sys.executable, str(ROOT / "calibrate" / "make_profiles.py"), "--check"],
                        capture_output=True, text=True, cwd=ROOT)

@@ -30,7 +30,7 @@ def run_cli(*args: str):
     return CliRunner().invoke(make_app(), list(args))
 
 
-def test_cli_fit_with_topology_writes_the_link_model(tmp_path):
+def test_cli_fit_with_topology_writes_the_link_model(tmp_path, shared_cluster):
     """`calibrate fit --topology` also fits the link model on the NCCL-level rows at that topology's line
     rates and writes the section the simulator uses; ``--holdout`` leaves those sizes out of it too."""
     src = DATA / "bench-graph.jsonl"
@@ -45,9 +45,8 @@ def test_cli_fit_with_topology_writes_the_link_model(tmp_path):
     assert "link model: nvlink" in r.output
     # the simulator answers from it where no entry was measured (8 ranks), and moves with the line rate
     from clustersim.collectives.model import CollectiveModel
-    from clustersim.topology import load_cluster
 
-    est = CollectiveModel(load_cluster("hgx-h200", gpus=8), p).estimate("all_gather", 8, 2**28)
+    est = CollectiveModel(shared_cluster("hgx-h200", gpus=8), p).estimate("all_gather", 8, 2**28)
     assert est.source == "link_model"
     half = run_cli("calibrate", "fit", str(src), "-o", str(tmp_path / "h.yaml"), "--topology", "hgx-h200",
                    "--holdout", "odd")
