@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
+from dataclasses import dataclass
+from pathlib import Path
 
 
 def run_cli(*args: str) -> tuple[int, str, str]:
@@ -22,3 +25,35 @@ def run_cli(*args: str) -> tuple[int, str, str]:
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     return code, out.getvalue(), err.getvalue()
+
+
+@dataclass
+class CliResult:
+    """What ``clustersim ARGS`` gave: the fields are named as :class:`subprocess.CompletedProcess`'s, so a
+    test written against a subprocess reads the same in-process."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def clustersim(*args: str, cwd: str | Path | None = None, env: dict[str, str] | None = None) -> CliResult:
+    """``clustersim ARGS`` in this process, optionally in folder ``cwd`` and with ``env`` added to the
+    environment (both restored afterwards); see :func:`run_cli`.
+
+    It is the subprocess call without the interpreter start and the imports (about a second each on a
+    small machine). Tests of the real process (the ``python -m clustersim`` entry point, exit codes as
+    a shell sees them) keep a subprocess.
+    """
+    saved = {k: os.environ.get(k) for k in env or {}}
+    try:
+        os.environ.update(env or {})
+        with contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext():
+            code, out, err = run_cli(*(str(a) for a in args))
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return CliResult(code, out, err)

@@ -13,21 +13,38 @@ Slurm's mpi/pmix plugin loads, are installed with apt-get when missing), its sta
 the end by the PIDs it wrote (nothing else is killed). Tests that use it skip with
 the reason when it cannot run (not root, no packages), except under ``CI=true``,
 where they fail instead.
+
+Shared fixtures (for tests that only read what they get; a test that changes the object loads its own):
+``shared_cluster(name, nodes=None, gpus=None)`` is ``load_cluster`` cached for the session,
+``shared_profile(name)`` is ``resolve_profile`` cached for the session, ``cli`` runs
+``clustersim ARGS`` in-process (:func:`cli_inprocess.clustersim`). ``checks.assert_close`` and
+``checks.gap`` give the failure text of a numeric comparison (which row, by how much).
+
+``_parse_large_yaml_once`` (autouse): each shipped profile is 40-80 KB of YAML, about 0.1 s to parse, and
+the tests read them hundreds of times (every ``run_scenario`` reads its profile); the session parses each
+large text once and hands every reader a fresh copy of the result.
+
+Tiers: ``tests/unit`` runs in under a minute on two cores; ``tests/slow`` (marked ``slow``) holds
+the unit-level tests that take seconds each, ``tests/integration`` the end-to-end ones. The default
+``python -m pytest`` runs them all.
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 import signal
 import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
+from collections import OrderedDict
 from functools import cache
 from pathlib import Path
 
 import pytest
+from cli_inprocess import clustersim
 
 
 _NO_TORCH = "torch is not installed (pip install 'clustersim[calibrate]')"
@@ -218,3 +235,81 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscrib
         yield LocalSlurm(dir=d, conf=conf, env=env, pids=pids)
     finally:
         _stop(pids)
+
+
+@pytest.fixture(scope="session")
+def shared_cluster():
+    """``load_cluster(name_or_path, nodes=None, gpus=None)`` built once per session and argument set.
+
+    The same object is handed to every test that asks for the same arguments: use it only to read
+    (``with_p2p``/``with_gdr`` return copies); a test that changes a cluster loads its own.
+    """
+    from clustersim.topology import load_cluster
+
+    @cache
+    def get(name_or_path: str | Path, nodes: int | None = None, gpus: int | None = None):
+        return load_cluster(name_or_path, nodes=nodes, gpus=gpus)
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def shared_profile():
+    """``resolve_profile(name_or_path)`` read once per session: use it only to read."""
+    from clustersim.collectives import resolve_profile
+
+    return cache(resolve_profile)
+
+
+@pytest.fixture
+def cli():
+    """``cli(*args, cwd=None, env=None)``: ``clustersim ARGS`` in this process, a result with
+    ``returncode``, ``stdout`` and ``stderr`` (see ``tests/cli_inprocess.py``)."""
+    return clustersim
+
+
+#: texts shorter than this parse in a millisecond or two (topologies, scenarios, ``--set`` values): not kept
+_YAML_MEMO_MIN_CHARS = 4096
+#: the shipped profiles, their variants written by tests and the large topologies fit; older ones are dropped
+_YAML_MEMO_ENTRIES = 32
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _parse_large_yaml_once():
+    """Keep the result of ``clustersim.config.base.parse_yaml_text`` for each large text it has parsed.
+
+    ``parse_yaml_text`` is a function of its text alone (``file`` and ``what`` only name the input in an
+    error). A text seen before gets a new copy of the same result (a pickle round trip: a deep copy, 60x
+    cheaper than parsing 80 KB again), so a caller may change what it gets (``--set`` overrides do) without
+    touching what the next caller reads. Errors are raised each time, never kept. ``load_yaml``'s checks
+    (missing, oversized, binary, not UTF-8) run on every read as before.
+    """
+    from clustersim.config import base
+
+    original = getattr(base, "parse_yaml_text", None)
+    if original is None:  # the module was restructured: run without the memo, only slower
+        import warnings
+
+        warnings.warn("clustersim.config.base.parse_yaml_text not found: large YAML files are parsed on every read")
+        yield
+        return
+    memo: OrderedDict[str, bytes] = OrderedDict()
+
+    def parse_yaml_text(text, *, file=None, what="YAML"):
+        if len(text) < _YAML_MEMO_MIN_CHARS:
+            return original(text, file=file, what=what)
+        kept = memo.get(text)
+        if kept is None:
+            data = original(text, file=file, what=what)
+            kept = memo[text] = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
+            if len(memo) > _YAML_MEMO_ENTRIES:
+                memo.popitem(last=False)
+        else:
+            memo.move_to_end(text)
+        return pickle.loads(kept)
+
+    base.parse_yaml_text = parse_yaml_text
+    try:
+        yield
+    finally:
+        base.parse_yaml_text = original

@@ -52,12 +52,20 @@ def imports_of(path: Path, pkg: Path = PKG) -> list[tuple[int, str, bool]]:
     root = pkg.name
     base = me.split(".") if path.name == "__init__.py" else me.split(".")[:-1]
     tree = ast.parse(path.read_text(), filename=str(path))
-    lazy_lines: set[int] = set()
-    for fn in ast.walk(tree):
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            lazy_lines |= {n.lineno for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom))}
+    # one pass over the tree, each node with whether a function encloses it (walking every function's
+    # subtree again took most of the scan's time)
+    imports: list[tuple[ast.Import | ast.ImportFrom, bool]] = []
+    stack: list[tuple[ast.AST, bool]] = [(tree, False)]
+    while stack:
+        node, in_fn = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            imports.append((node, in_fn))
+            continue
+        inner = in_fn or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+    lazy_lines = {node.lineno for node, in_fn in imports if in_fn}
     out: set[tuple[int, str, bool]] = set()
-    for node in ast.walk(tree):
+    for node, _ in imports:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if _under(alias.name, root):

@@ -2,8 +2,8 @@
 
     python tools/transfer_checks.py [--residuals] [--a100-sizes]
 
-Prints, from the same real logs and with the same calls as ``tests/unit/test_fit_transfer.py``
-(and the H100 2 -> 4 check of ``tests/unit/test_h100_collectives_transfer.py``): the 2x H200
+Prints, from the same real logs and with the same calls as ``tests/integration/test_fit_transfer.py``
+(and the H100 2 -> 4 check of ``tests/integration/test_h100_collectives_transfer.py``): the 2x H200
 size check (both halves: fit residual median, per op the mean error at >= 1 MiB / below / worst,
 percent), the A100 size check (both halves), the worst held-out point, the A100 8 + 16 -> 32 GPU
 scale check, the H200 and H100 2 -> 4 rank scale checks, the blind H200 2 -> 3 rank check, the H200 band factor and the synthetic

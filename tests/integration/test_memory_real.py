@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from checks import assert_close
 
 from clustersim.simulate.run import resolve_scenario
 from clustersim.workload.compute import ComputeModel
@@ -34,6 +35,7 @@ import studies  # noqa: E402  (tools/studies.py: every measured row file by its 
 FILES = studies.train_step_sets()
 SET_FILE = dict(FILES)
 TOL = 0.05
+GIB = 2**30  # the failure messages give GiB
 IMPLEMENTATION = ["training.kernel_fusion=none"]
 
 def _key(r: dict) -> tuple:
@@ -183,7 +185,8 @@ def test_rows_found():
                                  if known_miss(r) else r for r in ROWS], ids=[_id(r) for r in ROWS])
 def test_peak_allocated_within_5_percent(row):
     pred = predicted_peak(row)
-    assert pred == pytest.approx(row["peak_memory_bytes"], rel=TOL), (pred / 2**30, row["peak_memory_bytes"] / 2**30)
+    assert_close(pred / GIB, row["peak_memory_bytes"] / GIB, rel=TOL, what=f"row {_id(row)}: peak allocated",
+                 unit="GiB", names=("predicted", "measured"))
 
 
 def test_force_ddp_probe_adds_the_bucket_copy():
@@ -195,7 +198,8 @@ def test_force_ddp_probe_adds_the_bucket_copy():
         rs = resolve_scenario(ROOT / r["scenario_file"], list(r["overrides"]))
         grads = DTYPE_BYTES[rs.scenario.training.precision.grads]
         copy = r["params_total"] * grads
-        assert _steady_peak(r) - _steady_peak(base) == pytest.approx(copy, rel=0.05)
+        assert_close((_steady_peak(r) - _steady_peak(base)) / GIB, copy / GIB, rel=0.05,
+                     what=f"row {_id(r)}: DDP probe minus {_id(base)}", unit="GiB", names=("measured", "bucket copy"))
 
 
 def _steady_peak(row: dict) -> float:
@@ -217,7 +221,9 @@ def test_total_needed_covers_the_device_memory_in_use(row):
     10% above it (the fragmentation term takes the largest measured reserved/allocated ratio)."""
     m = predict(row)
     used = row["device_used_bytes"]
-    assert used <= m["total_needed_bytes"] <= 1.10 * used, (m["total_needed_bytes"] / 2**30, used / 2**30)
+    need = m["total_needed_bytes"]
+    assert used <= need <= 1.10 * used, f"row {_id(row)}: total needed {need / GIB:.3f} GiB vs in use " \
+        f"{used / GIB:.3f} GiB ({need / used - 1:+.1%}; must be 0 to +10%)"
 
 
 def test_total_needed_adds_stated_terms_and_fits_uses_it():
@@ -246,14 +252,16 @@ def test_calculon_plan_activations_are_korthikanti_interleaved():
     s, b, h, L, t, p, v = 2048, 1, 12288, 96, 2, 16, 6
     want = L * 34 * s * b * h / t * (1 + (p - 1) / (p * v)) + s * b * h * p / t
     assert m["stage"] == 0
-    assert m["activations"] == pytest.approx(want, rel=0.03)
+    assert_close(m["activations"] / GIB, want / GIB, rel=0.03, what="Calculon plan, first stage: activations",
+                 unit="GiB", names=("predicted", "Korthikanti"))
 
 
 def test_calculon_plan_with_sharded_gradients_is_near_calculon():
     """With the gradients sharded over DP (ZeRO-2) the plan needs 58.2 GiB peak allocated, Calculon 57.1
     (issue 14's figure); Megatron's distributed optimizer (ZeRO-1: fp32 main grads whole) needs 79.0."""
     z2, z1 = calculon_case(2), calculon_case(1)
-    assert z2["peak_allocated_bytes"] / 2**30 == pytest.approx(CALCULON_GIB, rel=0.03)
+    assert_close(z2["peak_allocated_bytes"] / GIB, CALCULON_GIB, rel=0.03, what="Calculon plan with ZeRO-2: peak",
+                 unit="GiB", names=("predicted", "Calculon"))
     assert z2["fits"] and not z1["fits"]
 
 
@@ -271,7 +279,8 @@ def test_ddp_steady_state_peak_within_5_percent_and_the_transient_is_step_2(row)
     steady = max(steps[2:])
     assert min(steps[2:]) == pytest.approx(steady, rel=0.001)
     pred = predict(row)
-    assert pred["peak_allocated_bytes"] == pytest.approx(steady, rel=TOL)
+    assert_close(pred["peak_allocated_bytes"] / GIB, steady / GIB, rel=TOL, what=f"row {row['run_id']}: steady peak",
+                 unit="GiB", names=("predicted", "measured"))
     excess = max(steps) - steady
     assert excess == 0 or (steps.index(max(steps)) == 1 and excess <= 1.05 * pred["ddp_buckets"])
 
@@ -310,7 +319,8 @@ def test_stated_ddp_rebuild_transient_is_the_step_2_excess():
         transient = ddp_probe_bytes(r) if _key(r)[2] else mem["ddp_rebuild_transient_bytes"]
         assert transient > 0, r["run_id"]
         step2 = r["peak_memory_bytes_per_step_rank0"][1]
-        assert predicted_peak(r) + transient == pytest.approx(step2, rel=TOL), (r["run_id"], step2 / 2**30)
+        assert_close((predicted_peak(r) + transient) / GIB, step2 / GIB, rel=TOL,
+                     what=f"run {r['run_id']}: step-2 peak", unit="GiB", names=("predicted", "measured"))
 
 
 def table() -> str:
@@ -361,7 +371,8 @@ def test_committed_blind_predictions_within_5_percent():
     for name, p in committed.items():
         m = measured[name]
         assert tuple(sorted(m["overrides"])) == tuple(sorted(p["overrides"]))
-        assert p["predicted_peak_allocated_bytes"] == pytest.approx(m["peak_memory_bytes"], rel=TOL), name
+        assert_close(p["predicted_peak_allocated_bytes"] / GIB, m["peak_memory_bytes"] / GIB, rel=TOL,
+                     what=f"blind run {name}: peak allocated", unit="GiB", names=("committed", "measured"))
 
 
 def _check_committed_blind(predictions: str, runs: tuple[str, ...], count: int) -> None:
@@ -373,7 +384,8 @@ def _check_committed_blind(predictions: str, runs: tuple[str, ...], count: int) 
     for m in measured:
         p = committed[m["run_id"]]
         assert tuple(sorted(m["overrides"])) == tuple(sorted(p["overrides"]))
-        assert p["predicted_peak_allocated_bytes"] == pytest.approx(m["peak_memory_bytes"], rel=TOL), m["run_id"]
+        assert_close(p["predicted_peak_allocated_bytes"] / GIB, m["peak_memory_bytes"] / GIB, rel=TOL,
+                     what=f"blind run {m['run_id']}: peak allocated", unit="GiB", names=("committed", "measured"))
 
 
 def test_blind15_committed_memory_predictions_within_5_percent():

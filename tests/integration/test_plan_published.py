@@ -83,7 +83,9 @@ def test_published_175b_close_to_the_best():
     own = ev.simulate(_mix_of(ev.base)).step_time_s
     space = SpaceOptions(tp=[1, 2, 4, 8], zero=[0, 1], micro_batch=[1, 2], recompute=["selective"])
     rep = plan(ev.rs, options=PlanOptions(top=1, flow_top=0, space=space))
-    assert own <= 1.10 * rep.plans[0].step_time_s
+    best = rep.plans[0].step_time_s
+    assert own <= 1.10 * best, f"K175B-sel: the published mix {own:.4g} s vs the planner's best {best:.4g} s " \
+        f"({own / best - 1:+.1%}, tolerance 10%)"
 
 
 # Known miss, documented in docs/planning.md: the shipped Llama 3 405B scenario (TP8 PP16 DP128,
@@ -99,4 +101,4 @@ def test_published_llama3_405b_in_top_ten_percent():
     ev = Evaluator(ROOT / "scenarios" / "llama3-405b.yaml")
     assert why_dropped(ev.rs, _mix_of(ev.base)) is None
     rank, feasible, _ = published_rank(ev.rs)
-    assert rank <= max(1, 0.10 * feasible)
+    assert rank <= max(1, 0.10 * feasible), f"llama3-405b: rank {rank} of {feasible}"

@@ -50,9 +50,9 @@ def errors(gpus: int) -> tuple[float, float]:
 
 
 @pytest.fixture(scope="module")
-def a100():
-    cluster = load_cluster("azure-ndv4", gpus=16)
-    return cluster, load_profile_for(cluster)
+def a100(shared_cluster, shared_profile):
+    cluster = shared_cluster("azure-ndv4", gpus=16)
+    return cluster, shared_profile(cluster.default_profile)
 
 
 def test_section_is_fitted_on_8_and_16_gpus_at_the_topologys_line_rates(a100):
@@ -80,7 +80,8 @@ def test_simulator_evaluates_the_section_across_nodes(a100):
     m = CollectiveModel(cluster, prof)
     for size in (4096, 3 * MiB, 2**30):
         e = lm.estimate("all_reduce", 16, 2, size, intra_line_GBps=300.0, net_line_GBps=25.0, nics_per_node=8, sm=80)
-        assert m.estimate("all_reduce", 16, size).time_s == pytest.approx(e.time_us * 1e-6 + m.launch_s, rel=1e-9)
+        assert m.estimate("all_reduce", 16, size).time_s == pytest.approx(e.time_us * 1e-6 + m.launch_s, rel=1e-9), \
+            f"{size=}"
 
 
 def test_unmeasured_collectives_run_on_the_fitted_links_with_all_reduces_floor(a100):
@@ -97,20 +98,20 @@ def test_unmeasured_collectives_run_on_the_fitted_links_with_all_reduces_floor(a
         assert m.estimate(op, 16, 64 * MiB).source == "model"
 
 
-def test_dgx_a100_keeps_its_published_link_classes():
+def test_dgx_a100_keeps_its_published_link_classes(shared_cluster, shared_profile):
     """The NDv4 fit is that machine's (its host and fabric): the DGX A100 preset, whose published runs
     (Selene) the validation tables use, has no link model and keeps NCCL's constants."""
-    cluster = load_cluster("dgx-a100", gpus=16)
-    prof = load_profile_for(cluster)
+    cluster = shared_cluster("dgx-a100", gpus=16)
+    prof = shared_profile(cluster.default_profile)
     assert prof.name == "dgx-a100" and prof.link_model is None
     assert CollectiveModel(cluster, prof).estimate("all_reduce", 16, 64 * MiB).source == "model"
 
 
-def test_cannon_4xa100_keeps_nccls_constants():
+def test_cannon_4xa100_keeps_nccls_constants(shared_cluster, shared_profile):
     """Its node differs from the one measured: 4 GPUs NVLink-connected in pairs (100 GB/s per pair, no
     NVSwitch) and one 12.5 GB/s NIC per node for 4 GPUs, against 300 GB/s per GPU and 8 x 25 GB/s."""
-    cluster = load_cluster("cannon-4xa100", nodes=2)
-    prof = load_profile_for(cluster)
+    cluster = shared_cluster("cannon-4xa100", nodes=2)
+    prof = shared_profile(cluster.default_profile)
     assert prof.link_model is None
     ctx = CollectiveModel(cluster, None).context(tuple(range(8)))
     assert (ctx.intra_line, ctx.net_line, ctx.nccl.nics) == (100.0, 12.5, 1)

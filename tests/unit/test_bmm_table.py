@@ -35,9 +35,9 @@ def test_h200_profile_reproduces_its_measured_points():
     by_shape = {(r["kind"], r["bh"], r["s"], r["d"]): r["us"] for r in raw}
     assert len(cm.bmm_table) >= 60
     for p in cm.bmm_table:
-        assert cm.bmm(*p[:4]) == pytest.approx(_time(cm, p), rel=1e-6)
+        assert cm.bmm(*p[:4]) == pytest.approx(_time(cm, p), rel=1e-6), f"{p=}"
         # the efficiency reproduces the measured call time (rounded to 4 digits)
-        assert _time(cm, p) == pytest.approx(by_shape[p[:4]] * 1e-6, rel=1e-3)
+        assert _time(cm, p) == pytest.approx(by_shape[p[:4]] * 1e-6, rel=1e-3), f"{p=}"
 
 
 def test_held_out_batch_sizes_are_predicted():

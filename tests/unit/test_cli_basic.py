@@ -1,34 +1,20 @@
 """The command line's contract: --help everywhere, one JSON document, exit code 2 on user errors."""
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 
-def cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "clustersim", *args], capture_output=True, text=True, cwd=cwd, timeout=120)
-
-
-def test_version_and_help():
-    r = cli("--version")
-    assert r.returncode == 0 and r.stdout.startswith("clustersim ")
-    r = cli("--help")
-    assert r.returncode == 0 and "Examples" in r.stdout
-
-
 @pytest.mark.parametrize("kind", ["scenario", "topology", "profile"])
-def test_schema_is_one_json_document(kind):
+def test_schema_is_one_json_document(kind, cli):
     r = cli("schema", kind)
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert "properties" in doc
 
 
-def test_schema_unknown_kind_exits_2():
+def test_schema_unknown_kind_exits_2(cli):
     r = cli("schema", "pizza")
     assert r.returncode == 2
     assert "unknown schema kind" in r.stderr and "Traceback" not in r.stderr
@@ -41,7 +27,7 @@ def test_schema_unknown_kind_exits_2():
     ("name: [\n", "YAML syntax error"),
     ("name: x\ncluster: {topology: no-such-box}\nmodel: {preset: gpt-1b}\n", "cluster.topology"),
 ])
-def test_validate_bad_scenarios_exit_2(tmp_path, content, needle):
+def test_validate_bad_scenarios_exit_2(tmp_path, content, needle, cli):
     p = tmp_path / "s.yaml"
     p.write_text(content)
     r = cli("validate", str(p))
@@ -51,14 +37,14 @@ def test_validate_bad_scenarios_exit_2(tmp_path, content, needle):
     assert "Traceback" not in r.stderr
 
 
-def test_validate_binary_garbage_exit_2(tmp_path):
+def test_validate_binary_garbage_exit_2(tmp_path, cli):
     p = tmp_path / "g.yaml"
     p.write_bytes(bytes(range(256)))
     r = cli("validate", str(p))
     assert r.returncode == 2 and "binary" in r.stderr
 
 
-def test_validate_bad_set_exit_2(tmp_path):
+def test_validate_bad_set_exit_2(tmp_path, cli):
     p = tmp_path / "s.yaml"
     p.write_text("name: x\ncluster: {topology: hgx-h200}\nmodel: {preset: gpt-1b}\n")
     r = cli("validate", str(p), "--set", "noequals")
@@ -69,18 +55,17 @@ def test_validate_bad_set_exit_2(tmp_path):
     "topo list", "topo show", "topo draw", "topo import", "validate", "schema", "collective", "run",
     "calibrate bench", "calibrate slurm", "calibrate import-nccl-tests", "calibrate fit", "calibrate report",
 ])
-def test_every_command_has_help_with_examples(command):
+def test_every_command_has_help_with_examples(command, cli):
     r = cli(*command.split(), "--help")
     assert r.returncode == 0, r.stderr
     assert "example" in r.stdout.lower(), f"{command} --help has no examples"
 
 
-def test_run_flags_a_host_bound_step_only():
+def test_run_flags_a_host_bound_step_only(cli):
     """The FSDP2 reference row (the host 84% of the step) gets the host-bound line; a GPU-bound DDP step does not."""
     def run(scenario):
         path = Path(__file__).resolve().parents[2] / "scenarios" / f"{scenario}.yaml"
-        r = subprocess.run([sys.executable, "-m", "clustersim", "run", str(path), "--fidelity",
-                            "analytical"], capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "80"})
+        r = cli("run", str(path), "--fidelity", "analytical", env={"COLUMNS": "80"})
         assert r.returncode == 0, r.stderr
         return " ".join(r.stdout.split())
 

@@ -3,11 +3,10 @@
 import numpy as np
 import pytest
 
-from clustersim.collectives import load_profile_for
 from clustersim.collectives.flow import flow_simulation
 from clustersim.config.topology import TopologySpec
 from clustersim.engine import Simulation
-from clustersim.topology import Cluster, load_cluster
+from clustersim.topology import Cluster
 
 GiB = 2**30
 
@@ -23,16 +22,16 @@ def _run(sim, op, ranks, size, **kw):
                                      ("all_gather", "ring"), ("reduce_scatter", "ring"), ("broadcast", "ring"),
                                      ("all_to_all", "direct"), ("all_to_all", "pairwise"), ("scatter", "direct"),
                                      ("gather", "direct"), ("send_recv", "auto"), ("barrier", "auto")])
-def test_flow_equals_analytical_uncontended_two_nodes(op, algo):
-    c = load_cluster("dgx-h100-superpod", nodes=2)
-    sim = flow_simulation(c, load_profile_for(c))
+def test_flow_equals_analytical_uncontended_two_nodes(op, algo, shared_cluster, shared_profile):
+    c = shared_cluster("dgx-h100-superpod", nodes=2)
+    sim = flow_simulation(c, shared_profile(c.default_profile))
     r = _run(sim, op, 16, 256 * 2**20, algorithm=algo)
     a = sim.collectives.model.estimate(op, 16, 256 * 2**20, algorithm=algo)
     assert r.time_s == pytest.approx(a.time_s, rel=0.01)
 
 
-def test_simulation_records_link_use():
-    c = load_cluster("hgx-h200", gpus=2)
+def test_simulation_records_link_use(shared_cluster):
+    c = shared_cluster("hgx-h200", gpus=2)
     sim = flow_simulation(c, None)
     _run(sim, "all_reduce", [0, 1], GiB, tag={"group": "dp"})
     top = sim.busiest_links(2)
@@ -63,7 +62,7 @@ def test_two_collectives_sharing_a_bottleneck_each_get_half():
     nic = 50e9  # 400 Gb/s NIC shared by both groups: each gets half of it
     assert GiB / ra.bandwidth_time_s > nic / 2  # alone, a group runs faster than half the NIC
     for p in (pa, pb):
-        assert p.value.time_s == pytest.approx(ra.latency_s + GiB / (nic / 2), rel=0.01)
+        assert p.value.time_s == pytest.approx(ra.latency_s + GiB / (nic / 2), rel=0.01), f"{p=}"
 
 
 def test_oversubscribed_fat_tree_slows_inter_leaf_all_reduce_by_expected_factor():
@@ -80,17 +79,17 @@ def test_oversubscribed_fat_tree_slows_inter_leaf_all_reduce_by_expected_factor(
     base = times[1.0][0]
     # non-blocking: every pair runs at its uncontended rate
     for r in times[1.0]:
-        assert r.time_s == pytest.approx(base.time_s, rel=0.01)
+        assert r.time_s == pytest.approx(base.time_s, rel=0.01), f"{r=}"
     # 3:1 -> leaf 0 (hosts 0-5) has 2 uplink cables of 50 GB/s for 6 flows each way: 100/6 GB/s per flow
     rate = size / base.bandwidth_time_s
     expect = base.latency_s + size / min(rate, 2 * 50e9 / 6)
     for r in times[3.0]:
-        assert r.time_s == pytest.approx(expect, rel=0.02)
+        assert r.time_s == pytest.approx(expect, rel=0.02), f"{r=}"
     assert times[3.0][0].time_s / base.time_s > 2.5
 
 
-def test_degraded_link_slows_the_collective():
-    c = load_cluster("hgx-h200", gpus=2)
+def test_degraded_link_slows_the_collective(shared_cluster):
+    c = shared_cluster("hgx-h200", gpus=2)
     cap = c.link_bandwidth.copy()
     idx = c.route(0, 1)[0]
     cap[idx] = 100e9
@@ -100,19 +99,19 @@ def test_degraded_link_slows_the_collective():
     assert r.time_s == pytest.approx(a.latency_s + GiB / 100e9, rel=0.01)
 
 
-def test_1024_rank_ring_flow_counts_are_linear():
-    c = load_cluster("dgx-h100-superpod", nodes=128)
-    sim = flow_simulation(c, load_profile_for(c), nvls=False)
+def test_1024_rank_ring_flow_counts_are_linear(shared_cluster, shared_profile):
+    c = shared_cluster("dgx-h100-superpod", nodes=128)
+    sim = flow_simulation(c, shared_profile(c.default_profile), nvls=False)
     r = _run(sim, "all_reduce", 1024, GiB, algorithm="ring")
     assert sim.net.flows_started == 8 * 1024  # 8 channel rings (one per NIC) x 1024 edges
     assert r.time_s > 0
     assert np.isfinite(sim.link_busy_time).all()
 
 
-def test_bad_inputs_raise_when_the_collective_is_started():
+def test_bad_inputs_raise_when_the_collective_is_started(shared_cluster):
     from clustersim.errors import ClusterSimError
 
-    c = load_cluster("hgx-h200", gpus=2)
+    c = shared_cluster("hgx-h200", gpus=2)
     sim = flow_simulation(c, None)
     with pytest.raises(ClusterSimError):
         sim.collective("all_reduce", [0, 5], 10)
@@ -124,18 +123,18 @@ def test_bad_inputs_raise_when_the_collective_is_started():
         flow_simulation(c, None, link_capacity=cap)
 
 
-def test_concurrent_collectives_on_disjoint_gpus_do_not_interfere():
-    c = load_cluster("dgx-h100")
+def test_concurrent_collectives_on_disjoint_gpus_do_not_interfere(shared_cluster):
+    c = shared_cluster("dgx-h100")
     sim = flow_simulation(c, None, nvls=False)
     ps = [sim.collective("all_reduce", [2 * i, 2 * i + 1], GiB, algorithm="ring") for i in range(4)]
     sim.env.run()
     a = sim.collectives.model.estimate("all_reduce", [0, 1], GiB, algorithm="ring")
     for p in ps:
-        assert p.value.time_s == pytest.approx(a.time_s, rel=0.01)
+        assert p.value.time_s == pytest.approx(a.time_s, rel=0.01), f"{p=}"
 
 
-def test_the_engine_runs_collectives_only_through_the_algorithms_it_is_given():
-    c = load_cluster("hgx-h200", gpus=2)
+def test_the_engine_runs_collectives_only_through_the_algorithms_it_is_given(shared_cluster):
+    c = shared_cluster("hgx-h200", gpus=2)
     bare = Simulation(c)
     with pytest.raises(TypeError, match="without collective algorithms"):
         bare.collective("all_reduce", [0, 1], GiB)

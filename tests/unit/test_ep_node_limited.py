@@ -8,8 +8,6 @@ are ``min(top_k, M) x hidden x 2 x (N - 1) / N`` instead of ``top_k x hidden x 2
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +21,6 @@ from clustersim.workload.segments import TPCollectiveSegment
 
 ROOT = Path(__file__).resolve().parents[2]
 MIXTRAL = ROOT / "scenarios" / "mixtral-8x7b-ep8.yaml"
-DSV3 = ROOT / "scenarios" / "deepseek-v3-h100.yaml"
 SMALL = ["model.layers=2", "training.global_batch=128"]  # 2 micro-batches per replica: fast
 # 32 experts top-4 over EP32 on 64 H100 (8 per node): each EP group spans 4 nodes
 WIDE = SMALL + ["model.moe.experts=32", "model.moe.top_k=4", "model.moe.expert_ffn_hidden=1024", "parallelism.ep=32"]
@@ -78,8 +75,9 @@ def test_inter_node_bytes_follow_the_node_limit(max_nodes):
     want = TOKENS * min(top_k, max_nodes) * HIDDEN * 2 * (nodes - 1) / nodes
     for c in inter:  # the rail group: one EP rank per node, (N-1)/N of the send buffer crosses the network
         assert c.ranks == [0, 8, 16, 24] and len(c.groups) == 8
-        assert c.size_bytes * (nodes - 1) / nodes == pytest.approx(want)
-        assert c.size_bytes * (nodes - 1) / nodes == pytest.approx(inter_node_bytes(TOKENS, HIDDEN, top_k, max_nodes, nodes))
+        assert c.size_bytes * (nodes - 1) / nodes == pytest.approx(want), f"{c=}"
+        assert c.size_bytes * (nodes - 1) / nodes == pytest.approx(inter_node_bytes(TOKENS, HIDDEN, top_k, max_nodes, nodes)), \
+            f"{c=}"
     for c in intra:  # NVLink carries every expert copy inside the node
         assert c.ranks == list(range(8)) and len(c.groups) == 4
         assert c.size_bytes == TOKENS * top_k * HIDDEN * 2
@@ -95,7 +93,7 @@ def test_unrestricted_inter_node_bytes_are_reached_exactly_when_the_limit_reache
     assert unrestricted == pytest.approx(inter_node_bytes(TOKENS, HIDDEN, 4, None, 4))
     for m, same in ((4, True), (3, False)):  # top_k = 4: M >= top_k sends every expert copy
         limited = inter_node_bytes(TOKENS, HIDDEN, 4, m, 4)
-        assert (limited == pytest.approx(unrestricted)) is same
+        assert (limited == pytest.approx(unrestricted)) is same, f"{m=}, {same=}"
 
 
 def test_node_limited_routing_speeds_up_a_multi_node_ep_step():
@@ -123,21 +121,6 @@ def test_flow_fidelity_agrees_on_the_two_stages():
     assert f.step_time_s == pytest.approx(a.step_time_s, rel=0.15)
 
 
-def test_deepseek_v3_with_four_nodes_per_token_runs_at_both_fidelities():
-    # the shipped shape (TP2 PP8 EP64 over 8 nodes, 1,024 GPUs) with one layer per stage (1 dense,
-    # 7 MoE), no virtual stages and 8 micro-batches per replica: a few seconds at flow fidelity
-    small = ["model.layers=8", "model.moe.first_dense_layers=1", "training.global_batch=512",
-             "parallelism.virtual_stages=1"]
-    results = {}
-    for fidelity in ("analytical", "flow"):
-        free = run_scenario(DSV3, fidelity=fidelity, overrides=small)
-        lim = run_scenario(DSV3, fidelity=fidelity, overrides=small + ["parallelism.ep_max_nodes=4"])
-        assert lim.extra["moe"]["ep_nodes"] == 8 and lim.extra["moe"]["node_limited"]
-        assert lim.breakdown["comm_ep"] < free.breakdown["comm_ep"] and lim.step_time_s < free.step_time_s
-        results[fidelity] = lim.step_time_s
-    assert results["flow"] == pytest.approx(results["analytical"], rel=0.15)
-
-
 def test_uneven_ep_groups_are_refused():
     host_of = np.array([0] * 8 + [1] * 4)
     with pytest.raises(ClusterSimError, match="same number of EP ranks"):
@@ -152,10 +135,9 @@ def test_uneven_ep_groups_are_refused():
     (["cluster.gpus=48", "parallelism.dp=48", "training.global_batch=96", "model.moe.experts=24", "parallelism.ep=12",
       "parallelism.ep_max_nodes=2"], "ranks 0..11 hold 8/4 per node"),  # EP12 on 8-GPU nodes
 ])
-def test_bad_ep_max_nodes_exit_2(overrides, message):
+def test_bad_ep_max_nodes_exit_2(overrides, message, cli):
     args = [a for o in overrides for a in ("--set", o)]
-    r = subprocess.run([sys.executable, "-m", "clustersim", "validate", str(MIXTRAL), *args],
-                       capture_output=True, text=True)
+    r = cli("validate", str(MIXTRAL), *args)
     assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
     assert "parallelism.ep_max_nodes" in r.stderr
 

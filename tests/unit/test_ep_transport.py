@@ -10,9 +10,7 @@ from clustersim.collectives import CollectiveModel
 from clustersim.collectives import formulas as F
 from clustersim.collectives.flow import flow_simulation
 from clustersim.errors import ClusterSimError
-from clustersim.simulate.resolve import load_profile
 from clustersim.simulate.run import run_scenario
-from clustersim.topology import load_cluster
 from clustersim.workload.segments import TPCollectiveSegment
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,9 +19,9 @@ SMALL = ["model.layers=4", "training.global_batch=128"]
 
 
 @pytest.fixture(scope="module", params=[1, 2])
-def model(request):
-    cluster = load_cluster("dgx-h100", nodes=request.param)
-    return CollectiveModel(cluster, load_profile(cluster.default_profile)[0])
+def model(request, shared_cluster, shared_profile):
+    cluster = shared_cluster("dgx-h100", nodes=request.param)
+    return CollectiveModel(cluster, shared_profile(cluster.default_profile))
 
 
 def test_nvshmem_is_a_per_message_latency_plus_the_same_bandwidth(model):
@@ -33,11 +31,12 @@ def test_nvshmem_is_a_per_message_latency_plus_the_same_bandwidth(model):
         shm = model.estimate("all_to_all", n, size, "nvshmem")
         nccl = model.estimate("all_to_all", n, size)
         assert (shm.algorithm, nccl.algorithm) == ("nvshmem", "direct")
-        assert shm.bandwidth_time_s == pytest.approx(nccl.bandwidth_time_s, rel=1e-12)  # same bytes, same links
+        assert shm.bandwidth_time_s == pytest.approx(nccl.bandwidth_time_s, rel=1e-12), \
+            f"{size=}"  # same bytes, same links
         # no launch, no NCCL base latency: only the Low-Latency per-hop cost of the slowest class crossed
         hop = ctx.hop_inter[0] if ctx.nccl.nodes > 1 else ctx.hop_intra[0]
-        assert shm.latency_s == pytest.approx(hop * 1e-6)
-        assert shm.latency_s < 5e-6 and nccl.latency_s > model.launch_s + F.BASE_LAT_US["ring"][2] * 1e-6
+        assert shm.latency_s == pytest.approx(hop * 1e-6), f"{size=}"
+        assert shm.latency_s < 5e-6 and nccl.latency_s > model.launch_s + F.BASE_LAT_US["ring"][2] * 1e-6, f"{size=}"
     small = model.estimate("all_to_all", n, 4096).time_s / model.estimate("all_to_all", n, 4096, "nvshmem").time_s
     big = model.estimate("all_to_all", n, 2**26).time_s / model.estimate("all_to_all", n, 2**26, "nvshmem").time_s
     assert small > 8 and 1.0 < big < 1.1  # latency-bound vs bandwidth-bound

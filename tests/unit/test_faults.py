@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -14,7 +12,6 @@ from clustersim.config.scenario import Scenario
 from clustersim.errors import ClusterSimError
 from clustersim.reliability.faults import FaultyCluster, select_links
 from clustersim.simulate.run import run_scenario
-from clustersim.topology import load_cluster
 
 #: a 1 GiB all-reduce between rank 0 (h0.gpu0) and rank 8 (h1.gpu0) of 2 DGX H100 nodes: both
 #: directions cross rail 0's NIC-leaf links, and nothing else runs
@@ -36,17 +33,17 @@ def test_degraded_link_slows_a_bandwidth_bound_collective_by_one_over_f():
     assert "faults" not in healthy.to_dict()
     res = {f: run(PAIR, degraded(f)).to_dict()["faults"] for f in (0.5, 0.2, 0.1)}
     for f, d in res.items():
-        assert d["healthy_step_time_s"] == pytest.approx(healthy.step_time_s)
+        assert d["healthy_step_time_s"] == pytest.approx(healthy.step_time_s), f"{f=}, {d=}"
         # the healthy flow runs just under the 50 GB/s line rate (the profile's efficiency), so the
         # slowdown is 1/f times that efficiency: within 10 % of 1/f
-        assert d["slowdown"] == pytest.approx(1 / f, rel=0.10)
-        assert d["causes"][0]["kind"] == "link_degraded" and d["causes"][0]["busy_fraction"] > 0.9
+        assert d["slowdown"] == pytest.approx(1 / f, rel=0.10), f"{f=}, {d=}"
+        assert d["causes"][0]["kind"] == "link_degraded" and d["causes"][0]["busy_fraction"] > 0.9, f"{f=}, {d=}"
     # once the degraded link is the bottleneck, time goes exactly as 1/f
     assert res[0.1]["slowdown"] / res[0.2]["slowdown"] == pytest.approx(2.0, rel=0.02)
 
 
-def test_link_down_reroutes_around_it():
-    c = load_cluster("dgx-h100", nodes=2)
+def test_link_down_reroutes_around_it(shared_cluster):
+    c = shared_cluster("dgx-h100", nodes=2)
     idx = select_links(c, "h0.nic0->leaf0", "f")
     fc = FaultyCluster.from_cluster(c, down=idx)
     r = fc.route(0, 8)
@@ -95,41 +92,12 @@ def host_run(path, sets, stragglers=None, fidelity="analytical"):
     return run_scenario(path, fidelity=fidelity, overrides=sets + extra)
 
 
-@pytest.mark.parametrize("fidelity", ["analytical", "flow"])
-def test_host_slowdown_moves_a_host_bound_step_and_not_a_gpu_bound_one(fidelity):
-    """A rank whose CPU runs at half speed doubles a host-bound FSDP2 step (the other rank waits for it at every
-    collective) and leaves a GPU-bound DDP step alone; a faster host counts only where every rank has it."""
-    healthy = host_run("scenarios/ref-fsdp2.yaml", HOST_BOUND, fidelity=fidelity)
-    slow = host_run("scenarios/ref-fsdp2.yaml", HOST_BOUND, [{"rank": 1, "host_slowdown": 2.0}], fidelity)
-    assert slow.step_time_s / healthy.step_time_s == pytest.approx(2.0, rel=0.05)
-    assert slow.to_dict()["faults"]["causes"] == [{"kind": "straggler", "rank": 1, "host_slowdown": 2.0}]
-    one_fast = host_run("scenarios/ref-fsdp2.yaml", HOST_BOUND, [{"rank": 1, "host_slowdown": 0.5}], fidelity)
-    assert one_fast.step_time_s == pytest.approx(healthy.step_time_s, rel=1e-9)
-    all_fast = host_run("scenarios/ref-fsdp2.yaml", HOST_BOUND, [{"rank": 0, "host_slowdown": 0.8},
-                                                                 {"rank": 1, "host_slowdown": 0.8}], fidelity)
-    assert all_fast.step_time_s / healthy.step_time_s == pytest.approx(0.8, rel=0.05)
-    ddp = host_run("scenarios/gpt-1b-ddp.yaml", [], fidelity=fidelity)
-    ddp_slow = host_run("scenarios/gpt-1b-ddp.yaml", [], [{"rank": 1, "host_slowdown": 2.0}], fidelity)
-    assert ddp_slow.step_time_s == pytest.approx(ddp.step_time_s, rel=0.01)
-
-
 def test_host_slowdown_must_be_positive_and_a_bare_straggler_changes_nothing():
     with pytest.raises(ClusterSimError, match="host_slowdown"):
         host_run("scenarios/ref-fsdp2.yaml", HOST_BOUND, [{"rank": 1, "host_slowdown": 0}])
     healthy = host_run("scenarios/ref-fsdp2.yaml", HOST_BOUND)
     bare = host_run("scenarios/ref-fsdp2.yaml", HOST_BOUND, [{"rank": 1}])
     assert bare.step_time_s == healthy.step_time_s
-
-
-def test_straggler_distribution_is_seeded_and_never_speeds_up():
-    doc = yaml.safe_load(open("scenarios/hybrid-tp2-pp2-dp2.yaml"))
-    a = run(doc, {"stragglers": {"sigma": 0.1, "seed": 1}}).to_dict()["faults"]
-    b = run(doc, {"stragglers": {"sigma": 0.1, "seed": 1}}).to_dict()["faults"]
-    c = run(doc, {"stragglers": {"sigma": 0.1, "seed": 2}}).to_dict()["faults"]
-    assert a == b and a != c
-    assert a["slowdown"] > 1.0 and all(x["slowdown"] > 1.0 for x in a["causes"])
-    worst = max(x["slowdown"] for x in a["causes"])
-    assert a["slowdown"] <= worst + 1e-9
 
 
 def test_node_lost_during_the_run_fails_after_it_is_reported():
@@ -141,11 +109,7 @@ def test_node_lost_during_the_run_fails_after_it_is_reported():
         run(PAIR, {"node_lost": {"node": 5, "at_s": 1.0}})
 
 
-def cli(*args):
-    return subprocess.run([sys.executable, "-m", "clustersim", *args], capture_output=True, text=True, timeout=120)
-
-
-def test_cli_run_reports_faults_and_exits_2_without_a_path(tmp_path):
+def test_cli_run_reports_faults_and_exits_2_without_a_path(tmp_path, cli):
     p = tmp_path / "pair.yaml"
     p.write_text(yaml.safe_dump(dict(PAIR, faults=degraded(0.5))))
     r = cli("run", str(p), "--json")
@@ -161,8 +125,8 @@ def test_cli_run_reports_faults_and_exits_2_without_a_path(tmp_path):
     assert r.returncode == 2 and "Traceback" not in r.stderr
 
 
-def test_degrading_scales_only_the_named_links():
-    c = load_cluster("dgx-h100", nodes=2)
+def test_degrading_scales_only_the_named_links(shared_cluster):
+    c = shared_cluster("dgx-h100", nodes=2)
     idx = select_links(c, "h0.nic0->leaf0", "f")
     fc = FaultyCluster.from_cluster(c, fractions={idx[0]: 0.25})
     diff = np.flatnonzero(fc.link_bandwidth != c.link_bandwidth)

@@ -190,50 +190,10 @@ def test_synthetic_recovers_regimes_and_parameters():
         lo, hi = seg.line.alpha_ci
         blo, bhi = seg.line.algbw_ci
         # seed 1 (1% noise): every 95% interval covers the truth, and each estimate is within 5% of it
-        assert lo <= alpha <= hi
-        assert math.isclose(seg.alpha_s, alpha, rel_tol=0.05)
-        assert blo <= bw <= bhi
-        assert math.isclose(seg.algbw, bw, rel_tol=0.05)
-
-
-def test_synthetic_ci_covers_truth_in_most_seeds():
-    covered = total = 0
-    for seed in range(20):
-        S, t = synthetic(seed=100 + seed, noise=0.02)
-        segs = F.fit_piecewise(S, t)
-        if len(segs) != 3:
-            total += 6
-            continue
-        for seg, (_, alpha, bw) in zip(segs, TRUTH):
-            covered += seg.line.alpha_ci[0] <= alpha <= seg.line.alpha_ci[1]
-            covered += seg.line.algbw_ci[0] <= bw <= seg.line.algbw_ci[1]
-            total += 2
-    assert covered / total >= 0.8, f"95% intervals covered the truth in {covered}/{total}"
-
-
-def test_bootstrap_ci_covers_truth_and_is_seeded():
-    covered = total = 0
-    for seed in range(10):
-        S, t = synthetic(seed=200 + seed, noise=0.02)
-        segs = F.fit_piecewise(S, t, ci="bootstrap", rng=np.random.default_rng(seed))
-        if len(segs) != 3:
-            total += 6
-            continue
-        for seg, (_, alpha, bw) in zip(segs, TRUTH):
-            assert seg.line.alpha_ci[0] <= seg.alpha_s <= seg.line.alpha_ci[1]
-            covered += seg.line.alpha_ci[0] <= alpha <= seg.line.alpha_ci[1]
-            covered += seg.line.algbw_ci[0] <= bw <= seg.line.algbw_ci[1]
-            total += 2
-    assert covered / total >= 0.75, f"bootstrap intervals covered the truth in {covered}/{total}"
-    S, t = synthetic(seed=1)
-    a = [s.to_segment() for s in F.fit_piecewise(S, t, ci="bootstrap", rng=np.random.default_rng(42))]
-    b = [s.to_segment() for s in F.fit_piecewise(S, t, ci="bootstrap", rng=np.random.default_rng(42))]
-    c = [s.to_segment() for s in F.fit_piecewise(S, t, ci="t")]
-    assert a == b and a != c
-    # same point estimates, only the intervals differ
-    assert [(x.alpha_us, x.algbw_GBps) for x in a] == [(x.alpha_us, x.algbw_GBps) for x in c]
-    with pytest.raises(ClusterSimError):
-        F.fit_piecewise(S, t, ci="jackknife")
+        assert lo <= alpha <= hi, f"{seg=}, {alpha=}, {bw=}"
+        assert math.isclose(seg.alpha_s, alpha, rel_tol=0.05), f"{seg=}, {alpha=}, {bw=}"
+        assert blo <= bw <= bhi, f"{seg=}, {alpha=}, {bw=}"
+        assert math.isclose(seg.algbw, bw, rel_tol=0.05), f"{seg=}, {alpha=}, {bw=}"
 
 
 def test_ci_width_shrinks_with_less_noise():
@@ -260,7 +220,7 @@ def test_noise_alone_does_not_buy_segments():
 def test_min_sizes_per_segment_and_cap():
     S, t = synthetic(seed=2)
     for cap in (1, 2):
-        assert len(F.fit_piecewise(S, t, max_segments=cap)) <= cap
+        assert len(F.fit_piecewise(S, t, max_segments=cap)) <= cap, f"{cap=}"
     assert len(F.fit_piecewise(S, t, segments=4)) == 4  # forced, even where BIC prefers 3
     segs = F.fit_piecewise(S, t, min_sizes=5)
     assert all(len({x for x in S if s.line.size_lo <= x <= s.line.size_hi}) >= 5 for s in segs)
@@ -314,8 +274,8 @@ def test_profile_from_real_log_round_trips(tmp_path):
     for a, b in zip(e.segments, e.segments[1:]):
         assert a.size_max_bytes == b.size_min_bytes
     for s in e.segments:
-        assert s.alpha_ci_us[0] <= s.alpha_us <= s.alpha_ci_us[1]
-        assert s.algbw_ci_GBps[0] <= s.algbw_GBps <= s.algbw_ci_GBps[1]
+        assert s.alpha_ci_us[0] <= s.alpha_us <= s.alpha_ci_us[1], f"{s=}"
+        assert s.algbw_ci_GBps[0] <= s.algbw_GBps <= s.algbw_ci_GBps[1], f"{s=}"
     assert sum(s.points for s in e.segments) == 60
     # source from the meta row
     assert back.source.measured and back.source.gpu == "NVIDIA H200"
@@ -333,8 +293,8 @@ def test_link_class_from_topology():
         prof = F.fit_profile(measurements([{"kind": "meta", "topo_m": topo}, *rows]), name="l").profile
         assert set(prof.links) == {cls, "network"}
         # send_recv: one step, busbw factor 1 -> the fit itself
-        assert math.isclose(prof.links[cls].latency_us, 5.0, rel_tol=1e-3)
-        assert math.isclose(prof.links["network"].bandwidth_GBps, 20.0, rel_tol=1e-3)
+        assert math.isclose(prof.links[cls].latency_us, 5.0, rel_tol=1e-3), f"{topo=}, {cls=}"
+        assert math.isclose(prof.links["network"].bandwidth_GBps, 20.0, rel_tol=1e-3), f"{topo=}, {cls=}"
 
 
 def _has_importer() -> bool:
@@ -354,7 +314,7 @@ def test_gemm_efficiency_from_real_sweep():
     assert len(c.gemm_table) == len(rows) == 25
     for p in c.gemm_table:
         tf = [r["tflops"] for r in rows if (r["m"], r["n"], r["k"]) == (p.m, p.n, p.k)]
-        assert any(math.isclose(p.efficiency, x / 989.4, rel_tol=1e-3) for x in tf)
+        assert any(math.isclose(p.efficiency, x / 989.4, rel_tol=1e-3) for x in tf), f"{p=}"
     big = sorted(rows, key=lambda r: r["m"] * r["n"] * r["k"])[-8:]
     effs = [r["tflops"] / 989.4 for r in big]
     assert min(effs) <= c.gemm_efficiency <= max(effs)
@@ -488,34 +448,6 @@ def real_jsonl(tmp_path: Path) -> Path:
     return write_jsonl(tmp_path / "ar.jsonl", nt_rows(NT_LOG))
 
 
-def test_cli_fit_with_topology_writes_the_link_model(tmp_path):
-    """`calibrate fit --topology` also fits the link model on the NCCL-level rows at that topology's line
-    rates and writes the section the simulator uses; ``--holdout`` leaves those sizes out of it too."""
-    src = BENCH
-    out = tmp_path / "p.yaml"
-    r = run_cli("calibrate", "fit", str(src), "-o", str(out), "--topology", "hgx-h200")
-    assert r.exit_code == 0, r.output
-    p = load_model(Profile, out)
-    lm = p.link_model
-    assert lm is not None and set(lm.links) == {"nvlink"}
-    assert lm.provenance.line_rates_GBps == {"nvlink": 450.0} and lm.provenance.ranks == [2]
-    assert "--topology hgx-h200" in lm.provenance.method
-    assert "link model: nvlink" in r.output
-    # the simulator answers from it where no entry was measured (8 ranks), and moves with the line rate
-    from clustersim.collectives.model import CollectiveModel
-    from clustersim.topology import load_cluster
-
-    est = CollectiveModel(load_cluster("hgx-h200", gpus=8), p).estimate("all_gather", 8, 2**28)
-    assert est.source == "link_model"
-    half = run_cli("calibrate", "fit", str(src), "-o", str(tmp_path / "h.yaml"), "--topology", "hgx-h200",
-                   "--holdout", "odd")
-    assert half.exit_code == 0, half.output
-    assert load_model(Profile, tmp_path / "h.yaml").link_model.provenance.rows < lm.provenance.rows
-    # without --topology there are no line rates to learn efficiencies of: no section
-    assert run_cli("calibrate", "fit", str(src), "-o", str(tmp_path / "n.yaml")).exit_code == 0
-    assert load_model(Profile, tmp_path / "n.yaml").link_model is None
-
-
 def test_cli_fit_writes_a_valid_profile(tmp_path):
     src = real_jsonl(tmp_path)
     out = tmp_path / "prof" / "p.yaml"
@@ -625,17 +557,16 @@ def test_smooth_gap_is_bridged_with_an_interval():
     assert gap
     for x in gap:
         truth = t[S == x][0]
-        assert abs(_predict(new, x) - truth) <= abs(_predict(old, x) - truth) + 1e-12
+        assert abs(_predict(new, x) - truth) <= abs(_predict(old, x) - truth) + 1e-12, f"{x=}"
     # contiguous, from 0 to unbounded
     assert new[0].size_min == 0 and new[-1].size_max is None
     assert all(a.size_max == b.size_min for a, b in zip(new, new[1:]))
 
 
-def test_tuner_switches_only_for_tuned_ops():
+def test_tuner_switches_only_for_tuned_ops(shared_cluster):
     from clustersim.collectives.model import CollectiveModel, tuner_switches
-    from clustersim.topology import load_cluster
 
-    m = CollectiveModel(load_cluster("hgx-h200", gpus=2), None)
+    m = CollectiveModel(shared_cluster("hgx-h200", gpus=2), None)
     (sw,) = tuner_switches(m, "all_reduce", 2, 2**10, 2**32)
     assert 2**20 < sw < 2 * 2**20  # LL -> Simple between the measured 1 MiB and 2 MiB
     assert m.estimate("all_reduce", 2, sw - 1).protocol != m.estimate("all_reduce", 2, sw).protocol

@@ -1,14 +1,14 @@
-"""`clustersim calibrate fit` fits the kernel-class tables of `calibrate bench --kernels` rows (fit.kernels)."""
+"""`clustersim calibrate fit` fits the kernel-class tables of `calibrate bench --kernels` rows (fit.kernels); the
+shipped hgx-h200 tables refitted from their bench: tests/slow/test_fit_kernels_slow.py."""
 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-import yaml
+from cli_inprocess import CliResult, clustersim
 
 from clustersim.calibration.fit import read_measurements
 from clustersim.collectives.profiles import resolve_profile
@@ -18,21 +18,9 @@ MEAS = ROOT / "profiles" / "measurements"
 TABLES = ("attention_table", "gemm_layout_table", "memory_table", "clock_table")
 
 
-def _fit(tmp_path: Path, *files: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "clustersim", "calibrate", "fit", *map(str, files),
-                           "-o", str(tmp_path / "p.yaml")], capture_output=True, text=True, cwd=ROOT)
-
-
-def test_fit_reproduces_the_shipped_kernel_tables(tmp_path):
-    """The H200 bench (GEMM, HBM, launch rows) and its kernel rows through the CLI give the same four tables as the
-    shipped hgx-h200 profile, which profiles/make_profiles.py builds from the same two files."""
-    r = _fit(tmp_path, MEAS / "h200x2" / "bench-run1.jsonl", MEAS / "h200" / "kernels.jsonl")
-    assert r.returncode == 0, r.stderr
-    assert "kernel classes: 40 flash-attention, 180 layout GEMM" in r.stdout
-    fitted = yaml.safe_load((tmp_path / "p.yaml").read_text())["compute"]
-    shipped = resolve_profile("hgx-h200").compute.model_dump(mode="json", exclude_none=True)
-    for key in TABLES:
-        assert fitted[key] == shipped[key], key
+def _fit(tmp_path: Path, *files: Path) -> CliResult:
+    return clustersim("calibrate", "fit", *map(str, files),
+                      "-o", str(tmp_path / "p.yaml"), cwd=ROOT)
 
 
 def test_a_kernel_row_without_its_shape_is_skipped_with_the_reason(tmp_path):

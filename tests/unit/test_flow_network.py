@@ -67,4 +67,5 @@ def test_rates_never_exceed_capacity_random():
                 continue
             sat = [l for l in p if load[l] >= cap[l] * (1 - 1e-9)]
             assert sat, "unsaturated flow below its cap"
-            assert any(all(r[i] >= r[j] * (1 - 1e-9) for j, q in enumerate(paths) if l in q) for l in sat)
+            assert any(all(r[i] >= r[j] * (1 - 1e-9) for j, q in enumerate(paths) if l in q) for l in sat), \
+                f"{i=}, {p=}"

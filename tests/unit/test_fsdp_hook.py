@@ -85,7 +85,7 @@ def test_hgx_h200_hook_per_shard_group_size_is_its_probe_pair():
         (h_lo, n_lo), (h_hi, n_hi) = step_host(lo, 0.0), step_host(hi, 0.0)
         per_mb = (hi["step_time_s"] - lo["step_time_s"]) / (hi["micro_batches"] - lo["micro_batches"])
         expected = (per_mb - (h_hi - h_lo) / 2) / ((n_hi - n_lo) / 2) * 1e6
-        assert table[ranks] == pytest.approx(expected, abs=0.1)
+        assert table[ranks] == pytest.approx(expected, abs=0.1), f"{ranks=}, {lo=}, {hi=}"
     # the 4-rank probe costs more host time per hook than the 2-rank one on the same VM (165.1 vs 136.9 ms
     # per micro-batch of 32 layers, docs/validation.md 6e)
     assert table[4] > 1.2 * table[2]
@@ -126,17 +126,7 @@ def test_a_bad_hook_table_names_its_key(bad, says):
 
 # The optimizer step's host time over FSDP2's shards (profile host.fsdp_optimizer_us, docs/validation.md 6l): fitted
 # from the optimizer windows train_gpt.py records on every rank, on the machines those runs used, and charged by
-# step_fsdp.py in place of the 9-dispatches-per-tensor estimate.
-
-@pytest.mark.parametrize("name,gpu", [("dgx-h100", "H100"), ("hgx-h200", "H200")])
-def test_optimizer_host_is_the_fit_of_the_measured_windows(name, gpu):
-    prof = resolve_profile(name)
-    fit = fsdp_hook.optimizer_host(fsdp_hook.OPTIMIZER_ROWS[gpu], gpu)
-    assert prof.host.fsdp_optimizer_us.model_dump() == fit
-    # AdamW over DTensor shards: a few ms plus ~40-60 us per parameter tensor on both hosts (6l)
-    assert 1000 < fit["base_us"] < 8000 and 30 < fit["per_tensor_us"] < 80, fit
-    pts = fsdp_hook.optimizer_windows(fsdp_hook.OPTIMIZER_ROWS[gpu], gpu)
-    assert len(pts) >= 30 and len({n for n, _ in pts}) >= 4
+# step_fsdp.py in place of the 9-dispatches-per-tensor estimate. The fit itself: tests/slow/test_fsdp_hook_slow.py.
 
 
 @pytest.mark.parametrize("name", ["dgx-a100", "cannon-4xa100", "dgx-b200", "gb200-nvl72", "cannon-4xh100", "h100-pcie"])
@@ -180,7 +170,7 @@ def test_every_collective_waits_for_the_hook_that_issues_it():
     tl = execute_analytical(graph, CommCache(CollectiveModel(rs.cluster, rs.profile)))
     for op in colls:
         hook = max((d for d in op.deps if graph.ops[d].stream == "host"), key=lambda d: tl.end[d])
-        assert tl.start[op.id] >= tl.end[hook] - 1e-12
+        assert tl.start[op.id] >= tl.end[hook] - 1e-12, f"{op=}"
     # host-bound probe: the GPU waits for its host, and the breakdown says so
     res = run_scenario(ROOT / row["scenario_file"], fidelity="analytical", overrides=row["overrides"])
     assert res.breakdown["host"] > 0.9 * res.step_time_s and res.breakdown["bubble"] < 0.01 * res.step_time_s

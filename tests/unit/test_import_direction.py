@@ -16,6 +16,7 @@ No two modules import each other, directly or around a longer loop, not even ins
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from pathlib import Path
 
@@ -34,6 +35,8 @@ def _load_module_graph():
 
 
 MG = _load_module_graph()
+# parse each module once for the whole file: the direction check and the doc graph read the same imports
+MG.imports_of = functools.cache(MG.imports_of)
 
 #: (module prefix, layer rank); the longest matching prefix wins.
 LAYERS = [

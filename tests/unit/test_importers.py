@@ -79,8 +79,8 @@ def test_real_h200_vm_topo_m_and_xml_agree(tmp_path: Path):
         p = tmp_path / "x.yaml"
         p.write_text(to_yaml(data))
         c = load_cluster(p)
-        assert c.nvlink_bandwidth_per_gpu == pytest.approx(450e9)  # NV18 = 18 x 25 GB/s
-        assert c.path_class(0, 1) == "nvlink" and c.route_bandwidth(0, 1) == pytest.approx(450e9)
+        assert c.nvlink_bandwidth_per_gpu == pytest.approx(450e9), f"{data=}"  # NV18 = 18 x 25 GB/s
+        assert c.path_class(0, 1) == "nvlink" and c.route_bandwidth(0, 1) == pytest.approx(450e9), f"{data=}"
     assert not any("GPU model" in w for w in warns)  # --gpu given
 
 

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_inprocess import CliResult, clustersim
 
 from clustersim.calibration.fit import load_profile, read_measurements
 from clustersim.errors import ClusterSimError
@@ -20,9 +18,8 @@ RAW = ROOT / "profiles" / "measurements"
 FITTED_ON = RAW / "h200" / "kernels.jsonl"
 
 
-def _report(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "clustersim", "calibrate", "report", *args],
-                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, "COLUMNS": "100"})
+def _report(*args: str) -> CliResult:
+    return clustersim("calibrate", "report", *args, cwd=ROOT, env={"COLUMNS": "100"})
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,6 @@ The shipped ``hgx-h200`` profile carries a ``link_model`` section fitted by
 from __future__ import annotations
 
 import copy
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -30,9 +28,9 @@ GiB, MiB = 2**30, 2**20
 
 
 @pytest.fixture(scope="module")
-def h200():
-    c = load_cluster("hgx-h200", nodes=2)
-    return c, load_profile_for(c)
+def h200(shared_cluster, shared_profile):
+    c = shared_cluster("hgx-h200", nodes=2)
+    return c, shared_profile(c.default_profile)
 
 
 def _section(prof: Profile) -> dict:
@@ -55,13 +53,13 @@ def test_bad_link_model_is_a_user_error_with_the_field(h200, edit, where):
     assert where in str(exc.value)
 
 
-def test_bad_link_model_exits_2_on_the_command_line(tmp_path, h200):
+def test_bad_link_model_exits_2_on_the_command_line(tmp_path, h200, cli):
     data = h200[1].model_dump(mode="json", exclude_none=True)
     data["link_model"]["links"]["nvlink"]["ll"]["latency_us"] = "fast"
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(data))
-    p = subprocess.run([sys.executable, "-m", "clustersim", "collective", "all_reduce", "-t", "hgx-h200",
-                        "--gpus", "8", "--size", "1GiB", "--profile", str(path)], capture_output=True, text=True)
+    p = cli("collective", "all_reduce", "-t", "hgx-h200",
+            "--gpus", "8", "--size", "1GiB", "--profile", str(path))
     assert p.returncode == 2, p.stderr
     assert "link_model.links.nvlink.ll.latency_us" in p.stderr and "Traceback" not in p.stderr
 
@@ -89,8 +87,8 @@ def test_simulator_evaluates_the_fitted_function(h200, op):
     for size in (4096, 3 * MiB, GiB):
         r = m.estimate(op, 8, size)
         want = lm.predict_us([{"op": op, "ranks": 8, "nodes": 1, "size_bytes": size}])[0] * 1e-6 + m.launch_s
-        assert r.time_s == pytest.approx(want, rel=1e-9)
-        assert r.latency_s > 0 and r.bandwidth_time_s > 0
+        assert r.time_s == pytest.approx(want, rel=1e-9), f"{size=}"
+        assert r.latency_s > 0 and r.bandwidth_time_s > 0, f"{size=}"
 
 
 def test_forced_cells(h200):
@@ -157,12 +155,12 @@ def test_startup_transient_read_from_the_profile_and_applied_to_ll128_and_simple
                                 "test").link_model)
     for ranks in (2, 8):
         small = [m.estimate("all_reduce", ranks, 1, 64 * 1024, intra_line_GBps=450.0) for m in (lm, lm0)]
-        assert small[0].protocol == "ll" and small[0].time_us == pytest.approx(small[1].time_us)
+        assert small[0].protocol == "ll" and small[0].time_us == pytest.approx(small[1].time_us), f"{ranks=}"
         # Simple forced: NCCL's own choice at 4 GiB is Simple too, but the model's smooth minimum with LL128 there
         # would blur the difference
         big = [m.estimate("all_reduce", ranks, 1, 4 * GiB, intra_line_GBps=450.0, protocol="simple") for m in (lm, lm0)]
         lag = depth["all_reduce"] * 2 / ranks * lm.startup_us
-        assert big[0].time_us - big[1].time_us == pytest.approx(lag, rel=0.02)
+        assert big[0].time_us - big[1].time_us == pytest.approx(lag, rel=0.02), f"{ranks=}"
 
 
 def test_startup_depth_is_validated(h200):

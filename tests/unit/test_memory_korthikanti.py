@@ -61,7 +61,7 @@ def test_score_term_values_of_section_14_3():
     """5as/h = 80 for GPT-3 and 64 for MT-NLG (the numbers quoted in section 14.3)."""
     for name, want in (("175B", 80), ("530B", 64)):
         a, h, *_ = TABLE3[name]
-        assert 5 * a * SEQ / h == pytest.approx(want)
+        assert 5 * a * SEQ / h == pytest.approx(want), f"{name=}, {want=}"
 
 
 def test_flash_attention_drops_the_score_term():

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -38,7 +36,7 @@ def test_all_to_all_bytes_equal_the_analytical_volume():
         for c in colls:
             assert c.op == "all_to_all"
             # nccl-tests size = the rank's whole send buffer; (ep-1)/ep of it leaves the rank
-            assert c.size_bytes * (ep - 1) / ep == pytest.approx(volume)
+            assert c.size_bytes * (ep - 1) / ep == pytest.approx(volume), f"{name=}, {c=}"
             assert c.ranks == list(range(8))  # EP inside the first node (TP1, tp-dp order)
 
 
@@ -119,7 +117,6 @@ def test_flow_fidelity_runs_and_agrees():
     ("parallelism.expert_tp=3", "expert_tp"),
     ("model.moe.router_skew=-1", "router_skew"),
 ])
-def test_bad_moe_inputs_exit_2(override, message):
-    r = subprocess.run([sys.executable, "-m", "clustersim", "validate", str(MIXTRAL), "--set", override],
-                       capture_output=True, text=True)
+def test_bad_moe_inputs_exit_2(override, message, cli):
+    r = cli("validate", str(MIXTRAL), "--set", override)
     assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -70,7 +68,7 @@ def test_every_data_line_becomes_two_rows_with_the_right_numbers(path, n_lines, 
             assert r["op"] == "all_reduce" and r["ranks"] == ranks and r["nodes"] == nodes and r["scope"] == scope
             assert r["gpu"] == gpu and r["source"] == "nccl-tests" and r["mode"] == "nccl"
             assert r["dtype"] == "float32" and r["redop"] == "sum"
-            assert r["busbw_factor"] == pytest.approx(2 * (ranks - 1) / ranks)
+            assert r["busbw_factor"] == pytest.approx(2 * (ranks - 1) / ranks), f"{i=}, {f=}, {r=}, {off=}"
     assert len(meta) == 1 and meta[0]["world_size"] == ranks and len(meta[0]["hosts"]) == nodes
 
 
@@ -205,15 +203,15 @@ def test_import_logs_appends_jsonl(tmp_path):
     assert len(rows) == 60 + 56 + 2 and rows[0]["kind"] == "meta"
 
 
-def test_cli_import(tmp_path):
+def test_cli_import(tmp_path, cli):
     out = tmp_path / "m.jsonl"
-    res = subprocess.run([sys.executable, "-m", "clustersim", "calibrate", "import-nccl-tests", str(A100_16),
-                          "-o", str(out), "--out-of-place-only"], capture_output=True, text=True)
+    res = cli("calibrate", "import-nccl-tests", str(A100_16),
+              "-o", str(out), "--out-of-place-only")
     assert res.returncode == 0, res.stderr
     rows = [json.loads(l) for l in out.read_text().splitlines()]
     assert sum(r["kind"] == "collective" for r in rows) == 25
-    res = subprocess.run([sys.executable, "-m", "clustersim", "calibrate", "import-nccl-tests", str(tmp_path / "x.log"),
-                          "-o", str(out)], capture_output=True, text=True)
+    res = cli("calibrate", "import-nccl-tests", str(tmp_path / "x.log"),
+              "-o", str(out))
     assert res.returncode == 2 and "x.log" in res.stderr and "file not found" in res.stderr
     assert "Traceback" not in res.stderr
 

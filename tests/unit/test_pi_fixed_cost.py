@@ -21,8 +21,8 @@ def _times() -> dict[int, list[float]]:
     for line in (RAW / "rows.txt").read_text().splitlines():
         split, _rep, samples, _blocks, _threads, timed, kernel, pi = line.split()
         assert int(samples) * int(split) == 10**13
-        assert abs(float(pi) - 3.14159265) < 1e-5  # the kernel really sampled
-        assert 0 < float(timed) - float(kernel) < 2e-3  # launch + CUB sum + sync: under 2 ms
+        assert abs(float(pi) - 3.14159265) < 1e-5, f"{line=}"  # the kernel really sampled
+        assert 0 < float(timed) - float(kernel) < 2e-3, f"{line=}"  # launch + CUB sum + sync: under 2 ms
         out.setdefault(int(split), []).append(float(timed))
     return out
 
@@ -35,10 +35,11 @@ def test_one_process_has_no_fixed_cost_of_the_size_the_exercise_loses():
     for n, (c_med, c_fast) in documented.items():
         med = (n * statistics.median(t[n]) - t1) / (n - 1) * 1e3
         fast = (n * min(t[n]) - fast1) / (n - 1) * 1e3
-        assert med == pytest.approx(c_med, abs=0.05) and fast == pytest.approx(c_fast, abs=0.05)
+        assert med == pytest.approx(c_med, abs=0.05) and fast == pytest.approx(c_fast, abs=0.05), \
+            f"{n=}, {c_med=}, {c_fast=}"
         # an Amdahl cost explaining the exercise's loss at n would be (T(n) - T(1)/n) / (1 - 1/n)
         needed = {2: 48e-3, 4: 108e-3, 8: 104e-3}[n] / (1 - 1 / n) * 1e3
-        assert max(med, fast) < needed / 10
+        assert max(med, fast) < needed / 10, f"{n=}, {c_med=}, {c_fast=}"
 
 
 def test_the_clock_was_at_its_maximum_while_sampling():

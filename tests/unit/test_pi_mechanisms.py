@@ -50,7 +50,7 @@ def test_h200_mechanisms_predict_the_h100_strong_scaling():
         # measured losses T(n) - T(1)/n: 9.1 ms at 2 GPUs, 17.7 ms at 4; predicted within 0.1% of T(n)
         assert sim["t"] == pytest.approx(meas[n], rel=1e-3), (n, sim["t"], meas[n])
         e_sim, e_meas = meas[1] / (n * sim["t"]), meas[1] / (n * meas[n])
-        assert e_sim < 1.0 and abs(e_sim - e_meas) < 1e-3
+        assert e_sim < 1.0 and abs(e_sim - e_meas) < 1e-3, f"{n=}"
 
 
 def test_the_loss_is_the_slowest_gpu_and_the_first_collective():
@@ -77,7 +77,7 @@ def test_expected_max_normal_is_the_order_statistic():
     rng = np.random.default_rng(15)
     for n in (2, 4, 8):
         mc = rng.standard_normal((200_000, n)).max(axis=1).mean()
-        assert expected_max_normal(n) == pytest.approx(mc, abs=0.01)
+        assert expected_max_normal(n) == pytest.approx(mc, abs=0.01), f"{n=}"
 
 
 @pytest.mark.parametrize("bad, says", [({0: 10.0}, "keys are group sizes"), ({2: -1.0}, "values are microseconds"),

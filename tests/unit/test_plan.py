@@ -1,25 +1,20 @@
-"""The planner (clustersim.plan): enumeration counts, constraint reasons, the step-time bound,
-the winner re-run through run_scenario, the --json document and --write-best."""
+"""The planner (clustersim.plan): enumeration counts, constraint reasons, the step-time bound; over the whole
+space of the 2-GPU reference (the report, its winners re-run, the --json document and --write-best):
+tests/slow/test_plan_report_slow.py and test_plan_cli_slow.py."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-import yaml
-from typer.testing import CliRunner
 
-from clustersim.cli import app, main
-from clustersim.plan import Mix, PlanOptions, SpaceOptions, plan, why_dropped
+from clustersim.plan import Mix, SpaceOptions, why_dropped
 from clustersim.plan.constraints import Context, structural_violation
 from clustersim.plan.evaluate import Evaluator
 from clustersim.plan.space import enumerate_mixes
-from clustersim.simulate.run import run_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 TP2 = ROOT / "scenarios" / "ref-tp2.yaml"  # 24-layer 0.35B GPT on 2 H200, global batch 8
-runner = CliRunner()
 
 
 def _count(n, layers, **kw):
@@ -94,81 +89,5 @@ def test_lower_bound_below_step_time():
                 Mix(1, 1, 2, 2, 1, 1, False, 0, "dualpipe_v", 1, "none")]:
         s = ev.screen(ev.scenario_for(mix))
         r = ev.simulate(mix)
-        assert 0 < s.bound_s <= r.step_time_s
+        assert 0 < s.bound_s <= r.step_time_s, f"{mix=}"
         assert s.memory["peak_bytes_per_gpu"] == r.memory["peak_bytes_per_gpu"]
-
-
-@pytest.fixture(scope="module")
-def small_report():
-    return plan(TP2, options=PlanOptions(workers=1, flow_top=2, top=5))
-
-
-def test_report_counts_and_ranking(small_report):
-    rep = small_report
-    rows = {r["constraint"]: r for r in rep.constraints}
-    assert rep.evaluated == 672  # 480 before the zero-bubble and DualPipe schedules joined the space
-    dropped = sum(r["removed"] for r in rows.values())
-    assert rep.feasible + dropped == rep.evaluated
-    assert rows["zero3-with-pipeline"]["removed"] > 0 and rows["zero3-with-pipeline"]["example"]
-    assert rep.simulated + rep.pruned_by_bound == rep.feasible
-    analytical = [p.analytical_step_time_s for p in rep.plans[2:]]
-    assert analytical == sorted(analytical)
-    assert [p.fidelity for p in rep.plans[:2]] == ["flow", "flow"]
-    assert rep.plans[0].step_time_s <= rep.plans[1].step_time_s
-    # branch and bound: every skipped mix has a bound at least the 5th best simulated time
-    assert rep.simulated >= 5
-
-
-def test_bound_pruning_loses_nothing(small_report):
-    full = plan(TP2, options=PlanOptions(workers=1, flow_top=0, top=5, exhaustive=True,
-                                         space=SpaceOptions(zero=[1], recompute=["none"])))
-    pruned = plan(TP2, options=PlanOptions(workers=1, flow_top=0, top=5,
-                                           space=SpaceOptions(zero=[1], recompute=["none"])))
-    assert full.simulated == full.feasible > pruned.simulated
-    assert [p.mix for p in full.plans[:5]] == [p.mix for p in pruned.plans[:5]]
-
-
-def test_winner_rerun_matches(small_report):
-    ev = small_report.evaluator
-    for p in small_report.plans[:3]:
-        res = run_scenario(ev.resolved(ev.scenario_for(p.mix, p.fidelity)), fidelity=p.fidelity)
-        assert res.step_time_s == p.step_time_s
-        assert res.memory["peak_bytes_per_gpu"] == p.peak_bytes_per_gpu
-
-
-def test_cli_json_schema_and_write_best(tmp_path):
-    out = tmp_path / "best.yaml"
-    r = runner.invoke(app, ["plan", str(TP2), "--json", "--top", "3", "--flow-top", "1", "--workers", "1",
-                            "--write-best", str(out), "--why", "tp=2,pp=1,zero=3"])
-    assert r.exit_code == 0, r.output
-    d = json.loads(r.stdout)
-    assert {"evaluated", "feasible", "wall_s", "plans"} <= set(d)
-    assert d["evaluated"] == 672 and 0 < d["feasible"] <= d["evaluated"] and len(d["plans"]) == 3
-    keys = {"dp", "tp", "pp", "virtual_stages", "ep", "cp", "sequence_parallel", "zero", "schedule", "micro_batch",
-            "recompute", "step_time_s", "mfu", "tokens_per_s", "peak_bytes_per_gpu", "fits"}
-    for p in d["plans"]:
-        assert keys <= set(p)
-        assert 0 < p["mfu"] < 1 and p["fits"] is True
-    assert d["why"]["dropped"] is False
-    doc = yaml.safe_load(out.read_text())
-    assert doc["simulation"]["fidelity"] == "flow"
-    best = d["plans"][0]
-    assert doc["parallelism"]["tp"] == best["tp"] and doc["training"]["micro_batch"] == best["micro_batch"]
-    r2 = runner.invoke(app, ["run", str(out), "--json"])
-    assert r2.exit_code == 0, r2.output
-    got = json.loads(r2.stdout)
-    assert got["step_time_s"] == best["step_time_s"]
-    assert got["memory"]["peak_bytes_per_gpu"] == best["peak_bytes_per_gpu"]
-
-
-def test_cli_table_explain_and_bad_input(capsys):
-    r = runner.invoke(app, ["plan", str(TP2), "--top", "3", "--flow-top", "0", "--workers", "1", "--explain"],
-                      env={"COLUMNS": "80"})
-    assert r.exit_code == 0, r.output
-    assert "best plans" in r.output and "zero3-with-pipeline" in r.output
-    assert max(len(line) for line in r.output.splitlines()) <= 80
-    with pytest.raises(SystemExit) as e:
-        main(["plan", str(TP2), "--schedule", "zigzag"])
-    assert e.value.code == 2
-    assert "zigzag" in capsys.readouterr().err
-    assert runner.invoke(app, ["plan", "--help"]).exit_code == 0

@@ -17,7 +17,6 @@ from clustersim.config.topology import gpu_spec
 from clustersim.errors import ClusterSimError
 from clustersim.roofline import (attention_shape, gemm_shape, layout_gemm, library_fill, roofline_efficiency,
                                 wave_efficiency)
-from clustersim.topology.cluster import load_cluster
 from clustersim.workload.compute import ComputeModel
 
 A100 = gpu_spec("A100-SXM-80GB")
@@ -42,7 +41,8 @@ def test_at_a_measured_point_the_stored_efficiency_is_returned():
     cm = _a100()
     for layout, tokens, out_f, in_f, eff in cm.gemm_layout_table[::7]:
         role = {"NT": "fwd", "NN": "dgrad", "TN": "wgrad"}[layout]
-        assert cm.linear_efficiency(tokens, out_f, in_f, role) == pytest.approx(min(1.0, eff), rel=1e-9)
+        assert cm.linear_efficiency(tokens, out_f, in_f, role) == pytest.approx(min(1.0, eff), rel=1e-9), \
+            f"{layout=}, {tokens=}, {out_f=}, {in_f=}, {eff=}"
 
 
 def test_n18b_qkv_is_quantised_at_its_own_shape():
@@ -66,8 +66,8 @@ def test_n18b_qkv_is_quantised_at_its_own_shape():
     assert cm.linear_efficiency(2048, 2304, 6144, "fwd") == pytest.approx(pts[(2048, 2048, 8192)] * w_run / w_point)
 
 
-def test_without_lookup_the_tables_are_read_as_measured():
-    h100 = resolve_profile("dgx-h100").compute
+def test_without_lookup_the_tables_are_read_as_measured(shared_profile):
+    h100 = shared_profile("dgx-h100").compute
     assert h100.roofline_lookup is False
     cm = ComputeModel.from_profile(h100, gpu_spec("H100-SXM"), "bf16")
     assert cm.roofline_sms is None and cm.roofline(1e12, 1e8, 7) == 1.0
@@ -95,15 +95,15 @@ def test_lookup_needs_the_sm_count():
 
 @pytest.mark.parametrize("profile, gpu", [("dgx-a100", "A100-SXM-80GB"), ("cannon-4xa100", "A100-SXM-40GB"),
                                           ("dgx-b200", "B200"), ("gb200-nvl72", "GB200")])
-def test_unmeasured_gpus_carry_transferred_tables_with_provenance(profile, gpu):
-    comp = resolve_profile(profile).compute
+def test_unmeasured_gpus_carry_transferred_tables_with_provenance(profile, gpu, shared_profile):
+    comp = shared_profile(profile).compute
     assert comp.roofline_lookup is True
     assert comp.gemm_layout_table and comp.attention_table and comp.memory_table
     assert comp.provenance.startswith("Not measured on this GPU. Kernel tables transferred from")
     assert gpu in comp.provenance and "roofline_lookup" in comp.provenance
 
 
-def test_dgx_b200_preset_runs_on_the_b200_spec():
-    c = load_cluster("dgx-b200")
+def test_dgx_b200_preset_runs_on_the_b200_spec(shared_cluster):
+    c = shared_cluster("dgx-b200")
     assert c.gpu_spec.name == "B200" and c.n_gpus == 8
     assert c.gpu_spec.sm_count == 148 and c.gpu_spec.peak_tflops["bf16"] == 2250

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -168,12 +167,12 @@ def test_helpers():
     assert st.results == "/x y/results.jsonl"
 
 
-def test_cli_prints_and_rejects(tmp_path):
-    cli = [sys.executable, "-m", "clustersim", "calibrate", "slurm"]
-    res = subprocess.run(cli + ["--nodes", "1", "--gpus-per-node", "2", "--job-name", "calib-h200x2", "--partition",
-                                "gpu", "--time", "00:30:00", "--output-dir", "/scratch/calib/h200x2", "--python",
-                                "/opt/venv/bin/python"], capture_output=True, text=True)
+def test_cli_prints_and_rejects(tmp_path, cli):
+    slurm = ["calibrate", "slurm"]
+    res = cli(*slurm, "--nodes", "1", "--gpus-per-node", "2", "--job-name", "calib-h200x2", "--partition",
+              "gpu", "--time", "00:30:00", "--output-dir", "/scratch/calib/h200x2", "--python",
+              "/opt/venv/bin/python")
     assert res.returncode == 0, res.stderr
     assert res.stdout == (GOLDEN / "sbatch_srun_h200x2.sh").read_text()
-    res = subprocess.run(cli + ["--job-name", "a\nb"], capture_output=True, text=True)
+    res = cli(*slurm, "--job-name", "a\nb")
     assert res.returncode == 2 and "--job-name" in res.stderr and "Traceback" not in res.stderr

@@ -21,7 +21,7 @@ def test_every_chunk_once_forward_first(sched, v, p, m):
         pos = {x: i for i, x in enumerate(order)}
         for mb in range(m):
             for c in range(v):
-                assert pos[("F", mb, c)] < pos[("B", mb, c)]
+                assert pos[("F", mb, c)] < pos[("B", mb, c)], f"{r=}, {mb=}, {c=}"
 
 
 def test_in_flight_counts():

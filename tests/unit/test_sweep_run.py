@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_inprocess import clustersim
 
 from clustersim.errors import ClusterSimError
 from clustersim.sweep.point import BREAKDOWN_KEYS, INPUT_COLUMNS, OUTPUT_COLUMNS
@@ -27,6 +26,10 @@ plots:
   - {kind: breakdown}
   - {kind: sensitivity, x: cluster.gpus, log_x: true}
 """
+
+# the same study without its plots (three PNGs are most of its run time): for the tests of the tables and
+# the journal; the plots, the process pool and the CLI's JSON over a whole study: tests/slow/test_sweep_run_slow.py
+PI_TABLES = PI_STUDY.split("plots:")[0]
 
 # a small transformer (2 layers of GPT-125M) on 1-2 H200 GPUs: memory and MFU columns are filled
 GPT_SCENARIO = """\
@@ -51,7 +54,7 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
 
 
 def test_tables_hold_every_input_and_output_column(tmp_path):
-    study = _write(tmp_path, "pi.yaml", PI_STUDY)
+    study = _write(tmp_path, "pi.yaml", PI_TABLES)
     res = run_study(study, tmp_path / "out", executor="serial")
     assert res.evaluated == 4 and res.reused == 0 and not res.failed
     expected = ["point", "id", "cluster.gpus", "run_args", *INPUT_COLUMNS, *OUTPUT_COLUMNS]
@@ -80,22 +83,11 @@ def test_transformer_points_fill_memory_and_mfu(tmp_path):
     ok = [r for r in res.rows if r["status"] == "ok"]
     assert [(r["n_gpus"], r["dp"]) for r in ok] == [(1, 1), (2, 2)]
     for r in ok:
-        assert r["fits"] is True and r["peak_memory_bytes"] > 0 and 0 < r["mfu"] < 1 and r["tokens_per_s"] > 0
+        assert r["fits"] is True and r["peak_memory_bytes"] > 0 and 0 < r["mfu"] < 1 and r["tokens_per_s"] > 0, f"{r=}"
         assert r["model"] == "gpt-125m" and r["gpu"].startswith("H200") and r["seq_len"] == 512
     # 2 GPUs with dp 1 breaks the world-size rule: an error row, the others still run
     bad = res.rows[2]
     assert bad["status"] == "error" and "must equal the GPU count" in bad["error"] and bad["step_time_s"] is None
-
-
-def test_serial_and_process_pool_give_byte_identical_tables(tmp_path):
-    study = _write(tmp_path, "pi.yaml", PI_STUDY)
-    run_study(study, tmp_path / "serial", executor="serial")
-    run_study(study, tmp_path / "pool", executor="local", max_jobs=2)
-    for name in ("results.csv", "results.parquet"):
-        assert (tmp_path / "serial" / name).read_bytes() == (tmp_path / "pool" / name).read_bytes(), name
-    # and a second run over the same inputs gives the same bytes again
-    run_study(study, tmp_path / "again", executor="serial")
-    assert (tmp_path / "again" / "results.parquet").read_bytes() == (tmp_path / "serial" / "results.parquet").read_bytes()
 
 
 class _Interrupt(Exception):
@@ -103,7 +95,7 @@ class _Interrupt(Exception):
 
 
 def test_interrupted_sweep_resumes_without_redoing_points(tmp_path):
-    study = _write(tmp_path, "pi.yaml", PI_STUDY)
+    study = _write(tmp_path, "pi.yaml", PI_TABLES)
     out = tmp_path / "out"
 
     def stop_after_two(done, total):
@@ -137,29 +129,8 @@ def test_a_damaged_journal_line_is_reported(tmp_path):
         ResultStore(out).load()
 
 
-def test_plots_are_written_and_not_empty(tmp_path):
-    study = _write(tmp_path, "pi.yaml", PI_STUDY)
-    res = run_study(study, tmp_path / "out", executor="serial")
-    for name in ("scaling", "breakdown", "sensitivity"):
-        path = Path(res.files[name])
-        data = path.read_bytes()
-        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, name
-
-
 def _cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "clustersim", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=300)
-
-
-def test_cli_json_is_one_document_and_resumes(tmp_path):
-    study = _write(tmp_path, "pi.yaml", PI_STUDY)
-    r = _cli("sweep", str(study), "-o", str(tmp_path / "out"), "--executor", "serial", "--json", "--no-progress")
-    assert r.returncode == 0, r.stderr
-    d = json.loads(r.stdout)
-    assert d["points"] == 4 and d["evaluated"] == 4 and d["failed"] == 0
-    assert set(d["files"]) >= {"csv", "parquet", "journal", "timings", "scaling", "breakdown", "sensitivity"}
-    r = _cli("sweep", str(study), "-o", str(tmp_path / "out"), "--executor", "serial", "--json", "--no-progress")
-    assert json.loads(r.stdout)["reused"] == 4
+    return clustersim(*args, cwd=cwd)
 
 
 @pytest.mark.parametrize("args,needle", [

@@ -21,18 +21,18 @@ def _nvlink_out(c, gpu):
     ("dgx-h100", 8, 450), ("hgx-h200", 8, 450), ("dgx-a100", 8, 300), ("gb200-nvl72", 72, 900),
     ("h100-pcie-4gpu", 4, 300), ("cannon-4xh100", 4, 225), ("cannon-4xa100", 4, 300),
 ])
-def test_per_gpu_nvlink_capacity_is_sum_of_nvlink_edges(name, n, per_gpu_GBps):
-    c = load_cluster(name)
+def test_per_gpu_nvlink_capacity_is_sum_of_nvlink_edges(name, n, per_gpu_GBps, shared_cluster):
+    c = shared_cluster(name)
     assert c.n_gpus == n and c.n_hosts == 1
     for g in c.gpus:
-        assert _nvlink_out(c, g) == pytest.approx(per_gpu_GBps * 1e9)
+        assert _nvlink_out(c, g) == pytest.approx(per_gpu_GBps * 1e9), f"{g=}"
         # and the same into the GPU (one edge per direction)
         assert sum(d["bandwidth"] for _, _, d in c.graph.in_edges(g, data=True)
-                   if d["kind"] == "nvlink") == pytest.approx(per_gpu_GBps * 1e9)
+                   if d["kind"] == "nvlink") == pytest.approx(per_gpu_GBps * 1e9), f"{g=}"
 
 
-def test_dgx_h100_structure():
-    c = load_cluster("dgx-h100")
+def test_dgx_h100_structure(shared_cluster):
+    c = shared_cluster("dgx-h100")
     G = c.graph
     assert isinstance(G, nx.MultiDiGraph)
     kinds = nx.get_node_attributes(G, "kind")
@@ -43,7 +43,7 @@ def test_dgx_h100_structure():
     per_chip = sorted(d["count"] for _, v, d in G.out_edges("h0.gpu3", data=True) if d["kind"] == "nvlink")
     assert per_chip == [4, 4, 5, 5]
     for u, v, d in G.edges(data=True):
-        assert d["kind"] in LINK_KINDS and d["bandwidth"] > 0 and d["latency"] >= 0
+        assert d["kind"] in LINK_KINDS and d["bandwidth"] > 0 and d["latency"] >= 0, f"{u=}, {v=}, {d=}"
         assert G.nodes[u]["host"] == 0
         # one edge per direction: the reverse exists with the same bandwidth
         assert any(e["bandwidth"] == d["bandwidth"] for e in G.get_edge_data(v, u).values())
@@ -51,8 +51,8 @@ def test_dgx_h100_structure():
     assert c.gpu_spec.name == "H100-SXM" and c.default_profile == "dgx-h100"
 
 
-def test_link_arrays_consistent_with_graph():
-    c = load_cluster("dgx-h100", nodes=3)
+def test_link_arrays_consistent_with_graph(shared_cluster):
+    c = shared_cluster("dgx-h100", nodes=3)
     L = len(c.link_bandwidth)
     assert len(c.link_latency) == len(c.link_kind) == len(c.link_names) == L
     by_index: dict[int, float] = {}
@@ -65,8 +65,8 @@ def test_link_arrays_consistent_with_graph():
     assert c.link_names[c.route(0, 1)[0]] == "h0.gpu0->nvswitch*"
 
 
-def test_replication_and_fabric():
-    c = load_cluster("dgx-h100", nodes=4)
+def test_replication_and_fabric(shared_cluster):
+    c = shared_cluster("dgx-h100", nodes=4)
     assert c.n_gpus == 32 and c.n_hosts == 4
     assert list(c.host_of) == [r // 8 for r in range(32)]
     sw = [n for n, k in c.graph.nodes(data="kind") if k == "switch"]
@@ -78,26 +78,26 @@ def test_replication_and_fabric():
     # leaf host ports + uplinks never exceed the radix
     for leaf in (n for n in sw if n.startswith("leaf")):
         up = sum(1 for _ in c.graph.out_edges(leaf))
-        assert up <= 64
+        assert up <= 64, f"{leaf=}"
 
 
-def test_superpod_presets():
-    h = load_cluster("dgx-h100-superpod")
+def test_superpod_presets(shared_cluster):
+    h = shared_cluster("dgx-h100-superpod")
     assert h.n_hosts == 128 and h.n_gpus == 1024 and h.fabric.tiers == 2
     assert h.fabric.summary()["spines"] == 16 and h.fabric.summary()["leaves"] == 32
-    a = load_cluster("dgx-a100-superpod")
+    a = shared_cluster("dgx-a100-superpod")
     assert a.fabric.tiers == 3 and a.nic_bandwidth_per_gpu == pytest.approx(25e9)
-    assert load_cluster("dgx-a100-superpod", nodes=560).n_gpus == 4480  # Selene
+    assert shared_cluster("dgx-a100-superpod", nodes=560).n_gpus == 4480  # Selene
 
 
-def test_gpus_takes_first_n():
-    c = load_cluster("hgx-h200", gpus=2)
+def test_gpus_takes_first_n(shared_cluster):
+    c = shared_cluster("hgx-h200", gpus=2)
     assert c.gpus == ["h0.gpu0", "h0.gpu1"] and c.n_gpus == 2 and c.n_hosts == 1
     # the graph keeps the whole node
     assert sum(1 for _, k in c.graph.nodes(data="kind") if k == "gpu") == 8
-    c = load_cluster("dgx-h100", gpus=12)  # more than one node: replicate as needed
+    c = shared_cluster("dgx-h100", gpus=12)  # more than one node: replicate as needed
     assert c.n_gpus == 12 and c.n_hosts == 2 and c.host_of[-1] == 1
-    c = load_cluster("dgx-h100-superpod", gpus=16)
+    c = shared_cluster("dgx-h100-superpod", gpus=16)
     assert c.n_gpus == 16 and c.n_hosts == 2 and c.n_nodes == 128
 
 
@@ -128,8 +128,8 @@ def test_oversubscription_reduces_uplinks(tmp_path):
     assert f.d == 48 and f.u == 16  # 3:1 on a 64-port leaf
 
 
-def test_node_graph_builder_and_node_without_nic_cannot_replicate(tmp_path):
-    c = load_cluster("dgx-a100")
+def test_node_graph_builder_and_node_without_nic_cannot_replicate(tmp_path, shared_cluster):
+    c = shared_cluster("dgx-a100")
     G = node_graph(c.spec.node, host=5)
     assert "h5.gpu7" in G and G.nodes["h5.gpu7"]["host"] == 5
     p = tmp_path / "t.yaml"
@@ -140,15 +140,15 @@ def test_node_graph_builder_and_node_without_nic_cannot_replicate(tmp_path):
         load_cluster(p, nodes=2)
 
 
-def test_gb200_is_one_nvlink_domain():
-    c = load_cluster("gb200-nvl72")
+def test_gb200_is_one_nvlink_domain(shared_cluster):
+    c = shared_cluster("gb200-nvl72")
     assert c.n_gpus == 72 and c.n_hosts == 1 and c.nvls_capable
     assert c.path_class(0, 71) == "nvlink"
     assert c.route_bandwidth(0, 71) == pytest.approx(900e9)
 
 
-def test_gpus_beyond_the_preset_add_nodes_when_nodes_not_given():
-    c = load_cluster("cannon-4xa100", gpus=8)  # the FASRC pi runs: 2 nodes x 4 GPUs
+def test_gpus_beyond_the_preset_add_nodes_when_nodes_not_given(shared_cluster):
+    c = shared_cluster("cannon-4xa100", gpus=8)  # the FASRC pi runs: 2 nodes x 4 GPUs
     assert c.n_hosts == 2 and c.path_class(0, 4) == "network" and c.path_class(0, 3) == "nvlink"
     with pytest.raises(ClusterSimError, match="asked for 8 GPUs"):
         load_cluster("cannon-4xa100", gpus=8, nodes=1)
@@ -162,8 +162,8 @@ def test_gpus_beyond_the_preset_add_nodes_when_nodes_not_given():
     (288, 3, 72, {"pods": 3}),          # Megatron-Core 177B row (2,304 GPUs)
     (2048, 3, 512, {"pods": 16}),       # Llama 3 405B (16,384 GPUs)
 ])
-def test_superpod_tiers_auto_picks_the_fewest_that_fit(nodes, tiers, leaves, extra):
-    c = load_cluster("dgx-h100-superpod", nodes=nodes)
+def test_superpod_tiers_auto_picks_the_fewest_that_fit(nodes, tiers, leaves, extra, shared_cluster):
+    c = shared_cluster("dgx-h100-superpod", nodes=nodes)
     assert c.spec.cluster.fabric.tiers == "auto"
     f = c.fabric.summary()
     assert f["tiers"] == tiers and f["leaves"] == leaves
@@ -172,10 +172,10 @@ def test_superpod_tiers_auto_picks_the_fewest_that_fit(nodes, tiers, leaves, ext
         assert f["cores"] == f["aggregation_per_pod"] * math.ceil(f["pods"] / 2)
 
 
-def test_2048_superpod_nodes_build_and_route():
+def test_2048_superpod_nodes_build_and_route(shared_cluster):
     # How long this takes is a benchmark figure, not a test: benchmarks/bench_topology.py
     # --topology dgx-h100-superpod --nodes 2048 prints it (docs/topology.md, "Speed").
-    c = load_cluster("dgx-h100-superpod", nodes=2048)
+    c = shared_cluster("dgx-h100-superpod", nodes=2048)
     r = c.route(0, c.n_gpus - 1)
     assert c.n_gpus == 16384 and len(r) == 10 and c.path_class(0, c.n_gpus - 1) == "network"
 

@@ -67,7 +67,7 @@ def test_orders_are_valid(sched, v, p, m):
         assert len(set(order)) == len(order)
         pos = {x: i for i, x in enumerate(order)}
         for kind, mb, c in order:  # F before B before W of each micro-batch on each stage
-            assert pos[("F", mb, c)] < pos[("B", mb, c)] < pos[("W", mb, c)]
+            assert pos[("F", mb, c)] < pos[("B", mb, c)] < pos[("W", mb, c)], f"{r=}, {kind=}, {mb=}, {c=}"
     # every micro-batch runs F, B and W once on every virtual stage
     nvs = model_stages(sched, p, v)
     runs = sorted((k, mb, virtual_stage(sched, p, r, c)) for k, mb, r, c in end)
@@ -126,11 +126,11 @@ def test_backward_split_conserves_the_backward():
     for vs in (1, 2):
         full = _seconds(whole.chunk_units(vs, "B"))
         f, b, w = _fbw(split, vs)
-        assert b == pytest.approx(full, rel=1e-12)
+        assert b == pytest.approx(full, rel=1e-12), f"{vs=}"
         # W is the layers' weight-gradient GEMMs: here as long as the forward GEMMs (one efficiency),
         # i.e. the forward without its attention kernels (4 layers per stage)
-        assert 0 < w < b
-        assert w == pytest.approx(f - 4 * _attention_forward(split), rel=1e-9)
+        assert 0 < w < b, f"{vs=}"
+        assert w == pytest.approx(f - 4 * _attention_forward(split), rel=1e-9), f"{vs=}"
 
 
 def _attention_forward(step) -> float:
@@ -199,7 +199,7 @@ def test_in_flight_and_parameters_match_table_2(p, m):
     base = TransformerStep(_scenario(p, m, "1f1b", 1), _cm(0.5))
     dual = TransformerStep(_scenario(p, m, "dualpipe", 1), _cm(0.5))
     for r in range(1, p - 1):  # middle ranks: no embedding or head
-        assert dual.stage_params(r) == pytest.approx(2 * base.stage_params(r))
+        assert dual.stage_params(r) == pytest.approx(2 * base.stage_params(r)), f"{r=}"
     vee = TransformerStep(_scenario(p, m, "dualpipe_v", 2), _cm(0.5))
     half = TransformerStep(_scenario(p, m, "1f1b", 1), _cm(0.5))  # same layers per rank: 1x
     assert vee.stage_params(1) == pytest.approx(2 * half.stage_params(1))  # vee's model has 2x the layers
@@ -219,25 +219,6 @@ def test_memory_model_counts_the_schedules_activations():
                                 kernel_fusion="fused", act_bytes=2)
         rows[sched] = max(_stage_row(step, r, sb, act)["activations"] for r in range(1, p - 1))
     assert rows["dualpipe"] / rows["1f1b"] == pytest.approx((p + 1) / (p - 1), rel=1e-6)
-
-
-def test_both_fidelities_play_the_new_schedules(tmp_path):
-    """The flow executor plays the same op order with the network: it agrees with the analytical one."""
-    from clustersim.simulate.run import run_scenario
-
-    path = tmp_path / "s.yaml"
-    path.write_text("""name: zb
-cluster: {topology: hgx-h200}
-model: {layers: 16, hidden: 1024, heads: 8, vocab: 512, seq_len: 512}
-training: {global_batch: 16, micro_batch: 1}
-parallelism: {pp: 4, dp: 2, schedule: dualpipe}
-""")
-    for sched, v in NEW:
-        over = [f"parallelism.schedule={sched}", f"parallelism.virtual_stages={v}"]
-        a = run_scenario(path, "analytical", overrides=over)
-        f = run_scenario(path, "flow", overrides=over)
-        assert f.step_time_s == pytest.approx(a.step_time_s, rel=0.02)
-        assert a.breakdown["comm_pp"] > 0 and f.breakdown["comm_pp"] > 0
 
 
 def test_cli_exits_2_with_the_reason(tmp_path, capsys):
@@ -302,7 +283,7 @@ def test_dualpipe_mirror_ranks_exchange_their_gradients(p):
     for op in mirror:
         (a, b), = op.coll.groups
         assert a + b == p - 1                          # rank r with rank p-1-r
-        assert op.coll.size_bytes == pytest.approx(step.stage_params(a) * step.grad_dtype_bytes)
+        assert op.coll.size_bytes == pytest.approx(step.stage_params(a) * step.grad_dtype_bytes), f"{op=}"
         for rank in (a, b):                            # after each rank's last compute
             assert g.last(rank, "compute") in op.deps or any(
                 g.ops[d].rank == rank for d in op.deps)

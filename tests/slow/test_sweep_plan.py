@@ -1,4 +1,6 @@
-"""``plan: true`` studies: each point is the planner's best mix, and ``clustersim run`` of that mix agrees."""
+"""``plan: true`` studies: each point is the planner's best mix, and ``clustersim run`` of that mix agrees.
+
+In tests/slow (from tests/unit): every test plans a point, seconds each."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ from clustersim.plan import plan_point
 from clustersim.simulate.resolve import read_inputs
 from clustersim.simulate.run import run_scenario
 from clustersim.sweep.runner import run_study
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 

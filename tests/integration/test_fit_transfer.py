@@ -22,6 +22,10 @@ from clustersim.calibration.fit.transfer import band_factor, scale_check, size_c
 ROOT = Path(__file__).resolve().parents[2]
 MEAS = ROOT / "profiles" / "measurements"
 VALIDATION = ROOT / "validation"
+
+# moved from tests/unit: its fits of real logs take seconds each, the CLI report a minute on two cores
+pytestmark = pytest.mark.slow
+
 H200 = {"intra_line_GBps": 450.0, "sm": 90}         # 18 NVLink4 x 25 GB/s per direction; Hopper
 #: Azure NDv4: 12 NVLink3 x 25 GB/s per GPU; 8 HDR 200 Gb/s NICs per node (25 GB/s each); Ampere
 A100 = {"intra_line_GBps": 300.0, "net_line_GBps": 25.0, "nics_per_node": 8, "sm": 80}
@@ -76,7 +80,7 @@ def test_h200x2_size_check_meets_mean_thresholds(h200x2, h200x2_size):
 
 def test_a100_size_check_meets_mean_and_residual_thresholds(a100_size):
     sc = a100_size
-    assert sc["fit_residual_median"] <= 0.03
+    assert sc["fit_residual_median"] <= 0.03, f"A100 8+16 fit residual median {sc['fit_residual_median']:.2%} > 3%"
     (row,) = sc["table"]
     assert row.mean_large <= 0.05 and row.mean_small <= 0.15, row
 
@@ -84,7 +88,8 @@ def test_a100_size_check_meets_mean_and_residual_thresholds(a100_size):
 def test_h200x2_link_model_residual_at_fit_points_within_3_percent(h200x2_size):
     """Met since the start-up transient (2026-11-27): 3.78% -> 2.58%. Without it one line per protocol cannot follow
     the 16 MiB-4 GiB drift of the marginal bus bandwidth (all_reduce 270 -> 354 GB/s)."""
-    assert h200x2_size["fit_residual_median"] <= 0.03
+    med = h200x2_size["fit_residual_median"]
+    assert med <= 0.03, f"2x H200 fit residual median {med:.2%} > 3%"
 
 
 def test_nccl_choice_follows_nccls_own_table():
@@ -103,13 +108,13 @@ def test_nccl_choice_follows_nccls_own_table():
 
 
 def test_size_check_worst_point_within_12_percent(h200x2_size, a100_size):
-    worst = max(r.worst for r in h200x2_size["table"])
-    worst = max(worst, *(r.worst for r in a100_size["table"]))
-    assert worst <= 0.12
+    rows = [("2x H200", r) for r in h200x2_size["table"]] + [("A100 8+16", r) for r in a100_size["table"]]
+    where, row = max(rows, key=lambda x: x[1].worst)
+    assert row.worst <= 0.12, f"{where} {row.op}: worst point {row.worst:.1%} > 12% ({row})"
 
 
 def test_a100_scale_check_8_16_to_32_at_1_MiB_and_above(a100_scale):
-    assert a100_scale.mean_large <= 0.10
+    assert a100_scale.mean_large <= 0.10, a100_scale
 
 
 @pytest.mark.xfail(strict=True, reason="issue 13 target not met: 8+16 -> 32 A100 GPUs below 1 MiB is 21.9% "
@@ -117,7 +122,7 @@ def test_a100_scale_check_8_16_to_32_at_1_MiB_and_above(a100_scale):
                    "structure adds for a third and fourth node from the 16-GPU fit; its 1-2 KiB rows disagree "
                    "between out-of-place and in-place by 1.5-2.7x (noise no fit follows)")
 def test_a100_scale_check_8_16_to_32_below_1_MiB(a100_scale):
-    assert a100_scale.mean_small <= 0.20
+    assert a100_scale.mean_small <= 0.20, a100_scale
 
 
 @pytest.fixture(scope="module")
@@ -189,14 +194,14 @@ def test_fit_recovers_synthetic_link_parameters():
     """A known link model away from NCCL's constants, 8 and 16 ranks with 1% noise: the fit recovers it and
     predicts 32 ranks."""
     residual_median, held_out_mean = _transfer_checks().synthetic()
-    assert residual_median < 0.02
-    assert held_out_mean < 0.10
+    assert residual_median < 0.02, f"synthetic fit residual median {residual_median:.2%} >= 2%"
+    assert held_out_mean < 0.10, f"synthetic 32-rank held-out mean error {held_out_mean:.1%} >= 10%"
 
 
 def test_band_factor_is_at_least_the_median_error(h200x2, h200x2_size):
     f = band_factor(h200x2, **H200)
     errs = np.abs(h200x2_size["errors"])
-    assert 1.0 + np.median(errs) < f < 1.5
+    assert 1.0 + np.median(errs) < f < 1.5, f"band factor {f:.3f} outside (1 + median error {np.median(errs):.3f}, 1.5)"
 
 
 def test_cli_report_transfer_tables_plots_and_json(tmp_path):
@@ -221,7 +226,8 @@ def test_cli_report_transfer_tables_plots_and_json(tmp_path):
     doc = json.loads(CliRunner().invoke(make_app(), [*args, "--json"]).stdout)
     size = {row["op"]: row for row in doc["transfer"]["size"]["table"]}
     assert set(size) == {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send_recv"}
-    assert all(row["mean_large_pct"] <= 6.0 for row in size.values())
+    over = {op: row["mean_large_pct"] for op, row in size.items() if row["mean_large_pct"] > 6.0}
+    assert not over, f"mean error >= 1 MiB over 6% (op: %): {over}"
     link = doc["link_model"]
     assert set(link["floor_us"]) == set(size) and 0 < link["intra.simple"]["efficiency"] < 1
     bad = CliRunner().invoke(make_app(), [*args, "--fit-ranks", "two"])

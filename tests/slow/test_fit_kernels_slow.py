@@ -1,0 +1,35 @@
+"""The shipped hgx-h200 kernel tables are what ``calibrate fit`` makes of the H200 bench and kernel rows (moved
+from tests/unit/test_fit_kernels.py): every kernel class fitted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from cli_inprocess import CliResult, clustersim
+
+from clustersim.collectives.profiles import resolve_profile
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+MEAS = ROOT / "profiles" / "measurements"
+TABLES = ("attention_table", "gemm_layout_table", "memory_table", "clock_table")
+
+
+def _fit(tmp_path: Path, *files: Path) -> CliResult:
+    return clustersim("calibrate", "fit", *map(str, files),
+                      "-o", str(tmp_path / "p.yaml"), cwd=ROOT)
+
+
+def test_fit_reproduces_the_shipped_kernel_tables(tmp_path):
+    """The H200 bench (GEMM, HBM, launch rows) and its kernel rows through the CLI give the same four tables as the
+    shipped hgx-h200 profile, which profiles/make_profiles.py builds from the same two files."""
+    r = _fit(tmp_path, MEAS / "h200x2" / "bench-run1.jsonl", MEAS / "h200" / "kernels.jsonl")
+    assert r.returncode == 0, r.stderr
+    assert "kernel classes: 40 flash-attention, 180 layout GEMM" in r.stdout
+    fitted = yaml.safe_load((tmp_path / "p.yaml").read_text())["compute"]
+    shipped = resolve_profile("hgx-h200").compute.model_dump(mode="json", exclude_none=True)
+    for key in TABLES:
+        assert fitted[key] == shipped[key], key
