@@ -492,6 +492,8 @@ def _module(path: Path, name: str):
     """The Python file ``path`` loaded as module ``name`` (tools/ and tests/ are not packages)."""
     if name in sys.modules:
         return sys.modules[name]
+    if path.parent.parent == ROOT / "tests" and str(ROOT / "tests") not in sys.path:
+        sys.path.insert(0, str(ROOT / "tests"))  # a test module imports the tests' helpers (checks.py)
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod  # dataclasses look their module up there
@@ -620,7 +622,7 @@ FIGURES["readme.cp405"] = lambda: f"{_num(_cp405())} ({_pct(_cp405() / _CP_PUBLI
 # -- README.md: the worked examples --------------------------------------------------------------
 
 _HALF = "--set topology.node.nic_speed_Gbps=200 --set topology.cluster.fabric.link_speed_Gbps=200"
-FIGURES["example.plan"] = lambda: _cli("clustersim plan scenarios/hybrid-tp2-pp2-dp2.yaml --top 3")
+FIGURES["example.plan"] = lambda: _cli("clustersim plan scenarios/hybrid-tp2-pp2-dp2.yaml --top 3 --workers 1")
 FIGURES["example.whatif"] = lambda: _cli(f"clustersim run scenarios/gpt3-175b.yaml --fidelity analytical {_HALF} | head -7")
 FIGURES["example.calibrate"] = lambda: _cli(
     "clustersim calibrate import-nccl-tests tests/data/h200x2/nt_all_reduce.txt -o nt.jsonl",
