@@ -131,3 +131,19 @@ def test_model_within_the_range_of_its_runs(tid, check, name):
     """Both fidelities within the range of the configuration's runs, widened by the check's ``widen``."""
     assert S.range_problems(RUNS[tid][name], check["widen"]) == [], \
         f"{tid} {name}: {S.range_problems(RUNS[tid][name], check['widen'])}"
+
+
+def test_the_docs_index_is_current():
+    """docs/validation.md's study index (the block ``gen:studies-table``) is what ``index_table()`` gives now.
+
+    Last in this module: the rows' predictions above are cached per configuration, so the index reads them
+    (``python tools/doc_figures.py --write`` refreshes the block).
+    """
+    doc = (S.ROOT / "docs" / "validation.md").read_text(encoding="utf-8")
+    begin, end = "<!-- gen:studies-table -->\n", "<!-- /gen:studies-table -->"
+    assert doc.count(begin) == 1 and doc.count(end) == 1, "docs/validation.md: one gen:studies-table block"
+    shown = doc.split(begin, 1)[1].split(end, 1)[0]
+    now = S.index_table().rstrip("\n") + "\n"
+    stale = [f"- {a}\n+ {b}" for a, b in zip(shown.splitlines(), now.splitlines()) if a != b]
+    assert shown == now, ("docs/validation.md's study index is stale (python tools/doc_figures.py --write):\n"
+                          + "\n".join(stale[:5] or [f"{len(shown.splitlines())} rows shown, {len(now.splitlines())} now"]))
