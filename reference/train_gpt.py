@@ -24,6 +24,11 @@ What is built (choices, stated once):
 - Optimizer from ``training.optimizer``: AdamW (lr 3e-4, betas 0.9/0.95, weight decay 0.1) or SGD
   (no momentum). Gradient accumulation over ``global_batch / (micro_batch * dp)`` micro-batches.
 - Precision: pure bf16 (params, grads, optimizer states bf16, no master weights) or pure fp32.
+  ``params: fp8`` (with bf16 grads and states): bf16 weights, the blocks' linear GEMMs on FP8 tensor
+  cores by ``precision.fp8_recipe`` (``train_gpt_fp8_moe.py``; data parallelism only).
+- MoE (``model.moe``): SwiGLU routed experts in every layer, softmax top-k router, as a Hugging Face
+  style loop or one grouped GEMM per weight (``moe.implementation``; ``train_gpt_fp8_moe.py``; data
+  parallelism only).
   Every other combination is refused (mixed precision with fp32 master weights is not implemented).
 - Parallelism:
   * dp>1, zero 0: ``torch.nn.parallel.DistributedDataParallel(bucket_cap_mb=ddp_bucket_mb)``; gradient
@@ -119,6 +124,7 @@ if torch is not None:
         init_weights,
         reduce_from_tp,
         rope_tables,
+        set_block_linear,
         shard_tensor,
     )
 
@@ -140,15 +146,23 @@ def check_supported(sc: Scenario) -> str:
     if sc.model is None:
         raise Unsupported("the scenario has a generic 'job', not a 'model'; this script trains a transformer")
     pr, tr, par = sc.training.precision, sc.training, sc.parallelism
-    if pr.params == pr.grads == pr.optimizer_states == "bf16" and not pr.master_weights:
-        dtype = "bfloat16"
+    if pr.params in ("bf16", "fp8") and pr.grads == pr.optimizer_states == "bf16" and not pr.master_weights:
+        dtype = "bfloat16"  # fp8: bf16 weights, the blocks' GEMMs in FP8 (train_gpt_fp8_moe.py)
     elif pr.params == pr.grads == pr.optimizer_states == "fp32":
         dtype = "float32"  # fp32 everything; a master copy would be identical to the weights
     else:
         raise Unsupported(
             f"training.precision params={pr.params} grads={pr.grads} optimizer_states={pr.optimizer_states} "
-            f"master_weights={pr.master_weights}: only pure bf16 (bf16/bf16/bf16, master_weights false) and "
-            f"pure fp32 are implemented")
+            f"master_weights={pr.master_weights}: only pure bf16 (bf16/bf16/bf16, master_weights false; params fp8 "
+            f"for FP8 GEMMs) and pure fp32 are implemented")
+    moe = sc.model.moe
+    if moe is not None and (moe.shared_experts or moe.first_dense_layers or moe.moe_every != 1 or sc.model.mlp != "swiglu"
+                            or moe.capacity_factor is not None or moe.router_skew or par.ep > 1 or par.tp > 1
+                            or par.pp > 1 or par.zero):
+        raise Unsupported("model.moe is implemented for SwiGLU routed experts in every layer (no shared experts, no "
+                          "capacity factor, uniform routing) with data parallelism only (ep = tp = pp = 1, zero 0)")
+    if pr.params == "fp8" and (par.tp > 1 or par.pp > 1 or par.zero):
+        raise Unsupported("params: fp8 is implemented with data parallelism only (tp = pp = 1, zero 0)")
     if tr.recompute == "selective":
         raise Unsupported("training.recompute: selective is not implemented (use none or full)")
     if par.sequence_parallel and par.tp > 1:
@@ -398,6 +412,10 @@ def build_model(sc: Scenario, launch: Launch, dtype):
         del full  # only `model` may hold the weights (PP drops the chunks of other ranks later)
     model = model.to(dtype)
     model.train()
+    if sc.training.precision.params == "fp8":
+        from train_gpt_fp8_moe import fp8_linear  # noqa: PLC0415 - beside this script
+
+        set_block_linear(fp8_linear(sc.training.precision.fp8_recipe))
     return model, n_params
 
 

@@ -21,6 +21,15 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
+#: the GEMM of every linear layer inside a block (set_block_linear: FP8 scaled GEMMs); the LM head stays F.linear
+_BLOCK_LINEAR = [F.linear]
+
+
+def set_block_linear(fn):
+    """Run the linear layers of the blocks (QKV, projection, MLP) through ``fn(x, w, b)`` (FP8: train_gpt_fp8_moe)."""
+    _BLOCK_LINEAR[0] = fn
+
+
 # --------------------------------------------------------------------------------------------------
 # Tensor-parallel building blocks (Megatron-style, explicit all-reduces)
 # --------------------------------------------------------------------------------------------------
@@ -76,7 +85,7 @@ class ColumnParallelLinear(nn.Module):
     def forward(self, x):
         if self.copy:
             x = copy_to_tp(x, self.group)
-        return F.linear(x, self.weight, self.bias)
+        return _BLOCK_LINEAR[0](x, self.weight, self.bias)
 
 
 class RowParallelLinear(nn.Module):
@@ -89,7 +98,7 @@ class RowParallelLinear(nn.Module):
         self.bias = nn.Parameter(torch.zeros(out)) if bias else None
 
     def forward(self, x):
-        y = reduce_from_tp(F.linear(x, self.weight), self.group)
+        y = reduce_from_tp(_BLOCK_LINEAR[0](x, self.weight), self.group)
         return y + self.bias if self.bias is not None else y
 
 
@@ -236,7 +245,12 @@ class Block(nn.Module):
         self.ln1 = Norm(m.hidden, m.norm, m.bias)
         self.attn = Attention(m, tp, group)
         self.ln2 = Norm(m.hidden, m.norm, m.bias)
-        self.mlp = MLP(m, tp, group)
+        if m.moe is not None:
+            from train_gpt_fp8_moe import MoEMLP  # noqa: PLC0415 - next to this file, torch-only
+
+            self.mlp = MoEMLP(m)
+        else:
+            self.mlp = MLP(m, tp, group)
         self.recompute = recompute
 
     def _f(self, x, rope):
@@ -341,7 +355,7 @@ def init_weights(model, m):
                 nn.init.zeros_(p)
         elif name.endswith("bias"):
             nn.init.zeros_(p)
-        elif name.endswith("proj.weight") or name.endswith("down.weight"):
+        elif name.endswith("proj.weight") or name.endswith("down.weight") or name.endswith("w_down"):
             nn.init.normal_(p, 0.0, std_out)
         else:
             nn.init.normal_(p, 0.0, 0.02)

@@ -54,7 +54,10 @@ def bench(
     hbm_bytes: Optional[str] = typer.Option(None, "--hbm-bytes", help="Copy size (default 2GiB; quick 256MiB)."),
     launch: bool = typer.Option(True, "--launch/--no-launch", help="Kernel launch overhead (GPU only)."),
     kernels: bool = typer.Option(False, "--kernels", help="Kernel-class sweep (rank 0): SDPA attention, GEMM layouts "
-                                 "(NT/NN/TN), LayerNorm/GELU/residual, cross-entropy, foreach AdamW."),
+                                 "(NT/NN/TN), LayerNorm/GELU/residual, cross-entropy, foreach AdamW, FP8, MoE."),
+    kernel_classes: str = typer.Option("", "--kernel-classes", help="Only these classes of --kernels, comma-separated "
+                                       "(attention, gemm, elementwise, eager_attention, cross_entropy, bmm, wave, "
+                                       "sustained, adamw, fp8, experts)."),
     memory_fraction: float = typer.Option(0.8, "--memory-fraction", help="Skip sizes whose buffers need more of the free memory."),
     timeout: float = typer.Option(600.0, "--timeout", help="Seconds before a stuck rendezvous/collective fails."),
     run_id: Optional[str] = typer.Option(None, "--run-id", help="Run id stored in every row (default: time + random)."),
@@ -70,7 +73,8 @@ def bench(
 
     kw = dict(device=device, ops=_csv(ops), modes=_csv(modes), framework_max_bytes=parse_size(framework_max),
               dtype=dtype, nccl_algo=nccl_algo, nccl_proto=nccl_proto, nvls=nvls, scopes=_csv(scopes), gemm=gemm,
-              gemm_dtype=gemm_dtype, hbm=hbm, launch=launch, kernels=kernels, memory_fraction=memory_fraction, timeout_s=timeout,
+              gemm_dtype=gemm_dtype, hbm=hbm, launch=launch, kernels=kernels,
+              kernel_classes=_csv(kernel_classes), memory_fraction=memory_fraction, timeout_s=timeout,
               run_id=run_id, progress=progress)
     if sizes:
         kw["sizes"] = tuple(parse_size_range(sizes))

@@ -51,6 +51,10 @@ class MoESection(StrictModel):
     first_dense_layers: bounded("layers", minimum=0) = Field(0, description="Leading layers that keep the dense MLP (model.ffn_hidden).")
     capacity_factor: float | None = Field(None, gt=0, description="Tokens an expert takes, as a multiple of the mean load; null = dropless.")
     router_skew: float = Field(0.0, ge=0, description="Zipf exponent of expert popularity (seeded by simulation.seed); 0 = uniform routing.")
+    implementation: Literal["grouped", "loop"] = Field(
+        "grouped", description="grouped: one grouped GEMM per weight over the local experts (Megatron-Core, torchtitan, "
+        "torch._grouped_mm); loop: a Python loop over the experts as Hugging Face models run it (torch.where per expert, "
+        "which waits for the GPU, then the expert's own GEMMs and kernels).")
 
     @model_validator(mode="after")
     def _k(self) -> "MoESection":
@@ -112,6 +116,10 @@ class PrecisionSection(StrictModel):
     grads: Dtype = Field("fp32", description="Gradient accumulation buffer (Megatron main grads are fp32).")
     optimizer_states: Dtype = Field("fp32", description="AdamW moments (m, v).")
     master_weights: bool = Field(True, description="Keep an fp32 master copy of the weights for the update.")
+    fp8_recipe: Literal["tensorwise", "rowwise"] = Field(
+        "tensorwise", description="With params: fp8, how GEMM operands are scaled to e4m3: tensorwise (one scale per "
+        "tensor, Transformer Engine's default) or rowwise (one per row, torchao's rowwise recipe). The weights stay "
+        "16-bit and are cast per GEMM; attention, norms and communication stay 16-bit.")
 
 
 class TrainingSection(StrictModel):

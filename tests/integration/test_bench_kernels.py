@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from clustersim.calibration.bench import BenchConfig, kernel_plan, kernel_plan_size
+from clustersim.calibration.bench import BenchConfig
+from clustersim.calibration.bench.plans import selected_kernel_rows
 from clustersim.calibration.jsonl import read_rows, row_key
 
 pytestmark = [pytest.mark.slow, pytest.mark.torch]
@@ -31,7 +32,7 @@ def _check(rows: list[dict]) -> None:
             "rmsnorm_fwd", "rmsnorm_bwd", "rope_fwd_bwd", "swiglu_fwd_bwd", "repeat_kv_fwd_bwd",
             "eager_attention_fwd", "eager_attention_fwd_bwd", "bmm_score", "bmm_context", "bmm_context_t",
             "wave_gemm"} <= names
-    assert len(kern) == kernel_plan_size(kernel_plan(BenchConfig(output="x", device="cpu")))
+    assert len(kern) == selected_kernel_rows(BenchConfig(output="x", device="cpu"))
     for r in kern:
         assert r["time_us"] > 0 and r["time_us_min"] <= r["time_us"] <= r["time_us_p90"]
         assert r["dtype"] == "fp32" and r["device"] == "cpu"

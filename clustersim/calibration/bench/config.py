@@ -32,6 +32,11 @@ DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "bf16": 2, "fp16": 2, 
 DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
 
+#: the classes of ``--kernels``, in the order they run (``--kernel-classes`` picks some)
+KERNEL_CLASSES = ("attention", "gemm", "elementwise", "eager_attention", "cross_entropy", "bmm", "wave",
+                  "sustained", "adamw", "fp8", "experts")
+
+
 @dataclass
 class BenchConfig:
     """Options of one bench run (the CLI fills it; every field has a default)."""
@@ -64,7 +69,9 @@ class BenchConfig:
     hbm_bytes: int = 2 * GiB
     launch: bool = True
     kernels: bool = False
-    """Kernel-class sweep (attention, GEMM layouts, memory-bound ops, cross-entropy, AdamW): rank 0."""
+    """Kernel-class sweep (attention, GEMM layouts, memory-bound ops, cross-entropy, AdamW, FP8, MoE): rank 0."""
+    kernel_classes: tuple[str, ...] = ()
+    """Classes of the kernel sweep to run (``plans.KERNEL_CLASSES``); empty: all of them."""
     memory_fraction: float = 0.8
     """Use at most this fraction of free memory for buffers; larger sizes are skipped and logged."""
     timeout_s: float = 600.0
@@ -132,6 +139,10 @@ def validate_config(cfg: BenchConfig) -> BenchConfig:
             raise ClusterSimError(f"must be >= 1, got {getattr(cfg, name)}", field=f"--{name.replace('_', '-')}")
     if cfg.warmup < 0:
         raise ClusterSimError("must be >= 0", field="--warmup")
+    bad = [c for c in cfg.kernel_classes if c not in KERNEL_CLASSES]
+    if bad:
+        raise ClusterSimError(f"unknown kernel class {bad[0]!r} (use {', '.join(KERNEL_CLASSES)})",
+                              field="--kernel-classes")
     if not 0 < cfg.memory_fraction <= 1:
         raise ClusterSimError("must be in (0, 1]", field="--memory-fraction")
     if not cfg.sizes:

@@ -17,7 +17,10 @@ from functools import partial
 from typing import TYPE_CHECKING, Callable
 
 from clustersim.calibration.bench.elementwise import elementwise_sweep
+from clustersim.calibration.bench.experts import run_experts
+from clustersim.calibration.bench.fp8 import run_fp8
 from clustersim.calibration.bench.gpu_bound import KernelKit, kernel_kit, kernel_point
+from clustersim.calibration.bench.config import KERNEL_CLASSES
 from clustersim.calibration.bench.plans import kernel_plan
 from clustersim.calibration.bench.sustained import duty_sweep, sustained_gemm
 
@@ -29,20 +32,32 @@ KERNEL_ADAMW_TENSOR = 1 << 23
 
 
 def run_kernels(bench: BenchRank) -> None:
-    """Kernel classes of a transformer training step (see :func:`kernel_plan`)."""
+    """Kernel classes of a transformer training step (see :func:`kernel_plan`); ``--kernel-classes``
+    (``BenchConfig.kernel_classes``) picks some of :data:`KERNEL_CLASSES`."""
     kit = kernel_kit(bench)
     plan = kernel_plan(bench.cfg)
-    attention_sweep(kit, plan["attention"])
-    gemm_layout_sweep(kit, plan["gemm"])
-    elementwise_sweep(kit, plan["elementwise"])
-    eager_attention_sweep(kit, plan.get("eager_attention", ()))
-    cross_entropy_sweep(kit, plan["cross_entropy"])
-    bmm_sweep(kit, plan.get("bmm", ()))
-    wave_sweep(kit, plan.get("wave", ()))
+    want = set(bench.cfg.kernel_classes or KERNEL_CLASSES)
+    sweeps = {"attention": lambda: attention_sweep(kit, plan["attention"]),
+              "gemm": lambda: gemm_layout_sweep(kit, plan["gemm"]),
+              "elementwise": lambda: elementwise_sweep(kit, plan["elementwise"]),
+              "eager_attention": lambda: eager_attention_sweep(kit, plan.get("eager_attention", ())),
+              "cross_entropy": lambda: cross_entropy_sweep(kit, plan["cross_entropy"]),
+              "bmm": lambda: bmm_sweep(kit, plan.get("bmm", ())),
+              "wave": lambda: wave_sweep(kit, plan.get("wave", ())),
+              "sustained": lambda: _sustained(bench, kit),
+              "adamw": lambda: adamw_sweep(kit, plan["adamw"]),
+              "fp8": lambda: run_fp8(kit),
+              "experts": lambda: run_experts(kit, gemm_layout_sweep)}
+    for name in KERNEL_CLASSES:
+        if name in want:
+            sweeps[name]()
+
+
+def _sustained(bench: BenchRank, kit: KernelKit) -> None:
+    """The sustained-clock sweeps (GPU, full runs only)."""
     if bench.cuda and not bench.cfg.quick:
         sustained_gemm(bench, kit.base)
         duty_sweep(bench, kit.base)
-    adamw_sweep(kit, plan["adamw"])
 
 
 # ------------------------------------------------------------------------------------- SDPA attention

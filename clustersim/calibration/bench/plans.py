@@ -8,7 +8,7 @@ collective size into per-rank element counts by nccl-tests' conventions, and
 
 from __future__ import annotations
 
-from clustersim.calibration.bench.config import CPU_GEMM_SHAPES, BenchConfig
+from clustersim.calibration.bench.config import CPU_GEMM_SHAPES, KERNEL_CLASSES, BenchConfig
 from clustersim.errors import ClusterSimError
 
 
@@ -88,6 +88,29 @@ def kernel_plan_size(plan: dict[str, list[tuple[int, ...]]]) -> int:
             + len(plan.get("wave", ())))
 
 
+def selected_kernel_rows(cfg: BenchConfig) -> int:
+    """Rows the kernel sweep writes for the classes ``cfg`` picks (progress total; the FP8 and MoE classes
+    from their own plans: 6 rows per FP8 GEMM shape, 8 per cast shape, 3 per expert GEMM, grouped or routing point,
+    1 per loop point)."""
+    from clustersim.calibration.bench.experts import expert_plan
+    from clustersim.calibration.bench.fp8 import fp8_plan
+
+    want = set(cfg.kernel_classes or KERNEL_CLASSES)
+    plan = kernel_plan(cfg)
+    sizes = {"attention": 2 * len(plan["attention"]), "gemm": 3 * len(plan["gemm"]),
+             "elementwise": 10 * len(plan["elementwise"]), "eager_attention": 2 * len(plan.get("eager_attention", ())),
+             "cross_entropy": len(plan["cross_entropy"]), "adamw": len(plan["adamw"]),
+             "bmm": 3 * len(plan.get("bmm", ())), "wave": len(plan.get("wave", ()))}
+    small = cfg.quick or cfg.device != "cuda"
+    if cfg.device == "cuda":
+        f = fp8_plan(cfg.quick)
+        top = max(t for t, _ in f["cast"])  # compiled casts at the largest token count only
+        sizes["fp8"] = 6 * len(f["gemm"]) + 4 * len(f["cast"]) + 4 * sum(t == top for t, _ in f["cast"])
+    e = expert_plan(small)
+    sizes["experts"] = 3 * (len(e["gemm"]) + len(e["grouped"]) + len(e["route"])) + len(e["loop"])
+    return sum(v for k, v in sizes.items() if k in want)
+
+
 def op_layout(op: str, size: int, n: int, elt: int) -> tuple[int, int, int] | None:
     """(input elements per rank, output elements per rank, bytes reported) for ``op`` at ``size``.
 
@@ -137,5 +160,5 @@ def plan_size(cfg: BenchConfig, world: int, scopes: list[str]) -> int:
     coll = len(cfg.ops) * len(cfg.sizes) * len(cfg.modes) * len(scopes)
     compute = (len(gemm_shapes_to_run(cfg)) if cfg.gemm else 0) + (1 if cfg.hbm else 0) + (1 if cfg.launch else 0)
     if cfg.kernels:
-        compute += kernel_plan_size(kernel_plan(cfg))
+        compute += selected_kernel_rows(cfg)
     return coll + compute

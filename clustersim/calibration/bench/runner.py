@@ -171,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-launch", action="store_true")
     ap.add_argument("--kernels", action="store_true", help="Kernel-class sweep (attention, GEMM layouts, "
                     "memory-bound ops, cross-entropy, AdamW), rank 0.")
+    ap.add_argument("--kernel-classes", default="", help="Only these classes of --kernels (comma-separated).")
     ap.add_argument("--memory-fraction", type=float, default=0.8)
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--run-id")
@@ -194,7 +195,7 @@ def _config_from_args(a: Any) -> BenchConfig:
                               framework_max_bytes=parse_size(a.framework_max_size), dtype=a.dtype,
                               nccl_algo=a.nccl_algo, nccl_proto=a.nccl_proto, nvls=a.nvls, scopes=csv(a.scopes),
                               gemm=not a.no_gemm, gemm_dtype=a.gemm_dtype, hbm=not a.no_hbm, launch=not a.no_launch,
-                              kernels=a.kernels,
+                              kernels=a.kernels, kernel_classes=csv(a.kernel_classes),
                               memory_fraction=a.memory_fraction, timeout_s=a.timeout, run_id=a.run_id,
                               progress=not a.no_progress)
     if a.sizes:
