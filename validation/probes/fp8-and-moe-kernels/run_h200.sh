@@ -28,3 +28,12 @@ for r in k:
         extra = f"{r.get('tflops', 0):7.1f} TF/s" if "tflops" in r else f"{r.get('bandwidth_GBps', 0):7.0f} GB/s"
         print(f"{r['op'][:58]:58s} {r['time_us']:9.1f} us {extra}")
 PY
+# smoke: the reference program's FP8 linears and MoE layers run (2 steps each, not a measurement)
+S=validation/probes/fp8-and-moe-kernels/smoke.yaml
+for set in "training.precision.params=fp8" "training.precision.params=fp8 training.precision.fp8_recipe=rowwise" \
+           "model.moe={experts: 8, top_k: 2, expert_ffn_hidden: 512, implementation: loop}" \
+           "model.moe={experts: 8, top_k: 2, expert_ffn_hidden: 512, implementation: grouped}"; do
+  args=(); for kv in $set; do args+=(--set "$kv"); done
+  case "$set" in model.moe*) args=(--set "$set");; esac
+  timeout -k 5 120 python3 reference/train_gpt.py "$S" "${args[@]}" --steps 2 --warmup 1 -o "$OUT/smoke.jsonl" 2>&1 | tail -1
+done
