@@ -43,6 +43,9 @@ H100_PI_STRONG = "profiles/measurements/h100x4/pi-strong.jsonl"
 #: attention timed as in training (profiles/measurements/h200x2/kernels.jsonl and h100/kernels.jsonl, the first
 #: sweeps, timed the attention backward with a scatter into a fused leaf and are not read)
 H200_KERNELS = "profiles/measurements/h200/kernels.jsonl"
+#: FP8 and MoE kernel classes of one H200 (validation/probes/fp8-and-moe-kernels/run_h200.sh, 2026-12-02)
+H200_FP8 = "profiles/measurements/h200/kernels-fp8-20261202.jsonl"
+H200_EXPERTS = "profiles/measurements/h200/kernels-experts-20261202.jsonl"
 H100_KERNELS = "profiles/measurements/h100/kernels-20261124.jsonl"
 #: an eager attention core's batched GEMMs by shape on one H200 (validation/probes/attention-bmm-by-shape/)
 H200_BMM = "profiles/measurements/h200/attention-bmm.jsonl"

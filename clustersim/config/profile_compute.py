@@ -70,6 +70,28 @@ class GemmLayoutPoint(StrictModel):
                             "out_features in_features); fraction, <= 1.")
 
 
+class Fp8GemmPoint(GemmLayoutPoint):
+    """Measured FP8 GEMM (``torch._scaled_mm``, e4m3 operands, bf16 output) of one linear layer in a training
+    layout and scaling recipe (``calibrate bench --kernels --kernel-classes fp8``)."""
+
+    recipe: Literal["tensorwise", "rowwise"] = Field(description="Operand scaling: one scale per tensor or per row.")
+    efficiency: Pos = Field(le=1.0, description="Achieved / the GPU's dense FP8 peak (FLOPs = 2 tokens out_features "
+                            "in_features); fraction, <= 1.")
+
+
+class GroupedGemmPoint(StrictModel):
+    """Measured grouped GEMM (``torch._grouped_mm``) of one projection of ``experts`` experts, ``tokens`` each
+    (``calibrate bench --kernels --kernel-classes experts``)."""
+
+    layout: Literal["NT", "NN", "TN"] = Field(description="NT forward, NN dgrad, TN wgrad (the groups along K).")
+    experts: int = Field(gt=0, description="Experts (groups) in the call.")
+    tokens: int = Field(gt=0, description="Tokens of each expert, rows.")
+    out_features: int = Field(gt=0, description="Output features of one expert's weight, elements.")
+    in_features: int = Field(gt=0, description="Input features of one expert's weight, elements.")
+    efficiency: Pos = Field(le=1.0, description="Achieved / dense peak of the dtype (FLOPs = 2 experts tokens "
+                            "out_features in_features); fraction, <= 1.")
+
+
 class MemoryPoint(StrictModel):
     """Measured efficiency of one memory-bound kernel class at one size.
 
@@ -80,7 +102,10 @@ class MemoryPoint(StrictModel):
 
     op: Literal["layernorm_fwd", "layernorm_bwd", "gelu_fwd", "gelu_bwd", "add", "cross_entropy", "adamw",
                 "rmsnorm_fwd", "rmsnorm_bwd", "rope", "swiglu", "repeat_kv", "eager_attention_fwd",
-                "eager_attention_bwd"] = Field(description="Memory-bound kernel class (bench --kernels names).")
+                "eager_attention_bwd", "fp8_quantize", "fp8_quantize_rowwise", "fp8_transpose", "bf16_transpose",
+                "fp8_quantize_fused", "fp8_quantize_rowwise_fused", "fp8_transpose_fused", "bf16_transpose_fused",
+                "moe_router", "moe_permute", "moe_unpermute"] = Field(
+        description="Memory-bound kernel class (bench --kernels names).")
     bytes: Pos = Field(description="Minimum HBM traffic of one call (each tensor read or written once), bytes.")
     efficiency: Pos = Field(description="(bytes / kernel time) / hbm_bandwidth_GBps; fraction (may exceed 1 where "
                             "caches serve part of the traffic).")
@@ -177,6 +202,22 @@ class ComputeParams(StrictModel):
     gemm_layout_table: list[GemmLayoutPoint] = Field(
         default_factory=list, description="Measured GEMMs of linear layers in the three training layouts "
         "(bench --kernels); when it has a layout, that layout's linears use it instead of gemm_table.")
+    expert_gemm_table: list[GemmLayoutPoint] = Field(
+        default_factory=list, description="Measured GEMMs of MoE expert shapes (16-4,096 tokens; bench --kernels "
+        "--kernel-classes experts), read by the experts only (a loop's GEMMs, and grouped experts without "
+        "grouped_gemm_table). Empty: experts read gemm_layout_table.")
+    fp8_layout_table: list[Fp8GemmPoint] = Field(
+        default_factory=list, description="Measured FP8 GEMMs of linear layers by layout and recipe (bench --kernels "
+        "--kernel-classes fp8): with training.precision.params fp8 the blocks' linears use them (against the FP8 "
+        "peak). Empty: FP8 linears at the bf16 table's efficiency times the FP8 peak (an assumption, no measurement).")
+    grouped_gemm_table: list[GroupedGemmPoint] = Field(
+        default_factory=list, description="Measured grouped GEMMs of MoE experts (bench --kernels --kernel-classes "
+        "experts): grouped experts read the nearest weight shape, interpolated in log(tokens per expert). Empty: "
+        "each expert at its own token count from gemm_layout_table, one launch for the group.")
+    moe_loop_expert_us: NonNeg | None = Field(
+        None, description="Wall time one expert of a Hugging Face style expert loop costs beyond its kernels' work "
+        "(torch.where waits for the GPU, then the host issues the expert's ~10 kernels), measured at one token per "
+        "expert (bench moe_loop_host rows), microseconds. None: not measured (a loop costs its kernels' issue only).")
     memory_table: list[MemoryPoint] = Field(
         default_factory=list, description="Measured memory-bound kernel classes (bench --kernels): efficiency "
         "relative to hbm_bandwidth_GBps, interpolated by log(bytes); classes not listed use bytes / HBM bandwidth.")

@@ -76,8 +76,11 @@ def transformer_step(rs: ResolvedScenario, reduced: bool = True) -> TransformerS
     the run's memory report. The planner screens mixes with it before building any DAG."""
     sc, profile = rs.scenario, rs.profile
     host_call = profile.host.per_call_overhead_us * 1e-6
-    # GEMMs run at the peak of the weights' dtype (fp8 -> fp8 tensor cores)
-    cm = ComputeModel.from_profile(profile.compute, rs.cluster.gpu_spec, sc.training.precision.params)
+    # GEMMs run at the peak of the weights' dtype; fp8: the blocks' linears on FP8 tensor cores by the recipe,
+    # with their casts, attention and the rest at 16 bits
+    precision = sc.training.precision
+    cm = ComputeModel.from_profile(profile.compute, rs.cluster.gpu_spec, precision.params,
+                                   fp8_recipe=precision.fp8_recipe if precision.params == "fp8" else None)
     # host CPU time per kernel call: the profile's per-call overhead, but never below the issue
     # latency of one torch op measured by the event-timed GEMM bench (the floor of its table)
     host_kernel = max(host_call, cm.issue_floor_s)

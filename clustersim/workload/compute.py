@@ -158,13 +158,37 @@ class ComputeModel:
     clock_slowdown: float = 1.0
     #: [compute-bound seconds, memory-bound seconds] charged since reset (duty of a step)
     tally: list[float] = field(default_factory=lambda: [0.0, 0.0])
+    # (layout, tokens, out_features, in_features, efficiency) of MoE expert-shape GEMMs (bench --kernels experts)
+    expert_layout_table: list[tuple[str, int, int, int, float]] = field(default_factory=list)
+    # (layout, experts, tokens per expert, out_features, in_features, efficiency) of grouped expert GEMMs
+    grouped_table: list[tuple[str, int, int, int, int, float]] = field(default_factory=list)
+    # (recipe, layout, tokens, out_features, in_features, efficiency vs the FP8 peak) of FP8 linears
+    fp8_layout_table: list[tuple[str, str, int, int, int, float]] = field(default_factory=list)
+    #: dense FP8 peak FLOP/s of the GPU (None: no FP8)
+    fp8_peak_flops: float | None = None
+    #: the blocks' linears run in FP8 with this scaling recipe (training.precision.params fp8); None: 16-bit
+    fp8_recipe: str | None = None
+    #: wall seconds per expert of a Hugging Face style loop beyond its kernels (profile moe_loop_expert_us)
+    moe_loop_expert_s: float | None = None
     #: SM count when the layout / attention tables are read through the roofline at the run's shape
     #: (transferred tables, module doc); None: tables read as measured
     roofline_sms: int | None = None
 
     @classmethod
-    def from_profile(cls, compute, gpu_spec, dtype: str = "bf16") -> "ComputeModel":
-        """Build from a profile ``compute`` section and the GPU spec (peak of ``dtype``)."""
+    def from_profile(cls, compute, gpu_spec, dtype: str = "bf16", fp8_recipe: str | None = None) -> "ComputeModel":
+        """Build from a profile ``compute`` section and the GPU spec (peak of ``dtype``).
+
+        ``dtype`` ``fp8`` with an ``fp8_recipe`` (a training step) prices the blocks' linear layers in FP8 (the
+        FP8 peak and ``fp8_layout_table`` of the recipe) and everything else (attention, the LM head,
+        memory-bound kernels) at the 16-bit peak and tables, as FP8 training recipes run them; without a recipe
+        (a generic job's phase of dtype fp8) every kernel at the FP8 peak."""
+        if dtype == "fp8" and fp8_recipe is not None:
+            cm = cls.from_profile(compute, gpu_spec, "bf16")
+            if "fp8" not in gpu_spec.peak_tflops:
+                raise ClusterSimError(f"GPU {gpu_spec.name} has no fp8 peak in its spec", field="training.precision")
+            cm.fp8_peak_flops = gpu_spec.peak_tflops["fp8"] * 1e12
+            cm.fp8_recipe = fp8_recipe
+            return cm
         if compute.peak_tflops is not None and dtype == compute.dtype:
             peak = compute.peak_tflops * 1e12
         else:
@@ -208,7 +232,14 @@ class ComputeModel:
                                   for p in compute.overlap_table],
                    p2p_wait_table=[(p.kernel, p.work, p.side, p.compute_slowdown) for p in compute.p2p_wait_table],
                    clock_window_s=(compute.clock_window_ms * 1e-3 if compute.clock_window_ms and compute.clock_table
-                                   and dtype == compute.dtype else None))
+                                   and dtype == compute.dtype else None),
+                   expert_layout_table=[(p.layout, p.tokens, p.out_features, p.in_features, p.efficiency)
+                                        for p in compute.expert_gemm_table],
+                   grouped_table=[(p.layout, p.experts, p.tokens, p.out_features, p.in_features, p.efficiency)
+                                  for p in compute.grouped_gemm_table],
+                   fp8_layout_table=[(p.recipe, p.layout, p.tokens, p.out_features, p.in_features, p.efficiency)
+                                     for p in compute.fp8_layout_table],
+                   moe_loop_expert_s=(None if compute.moe_loop_expert_us is None else compute.moe_loop_expert_us * 1e-6))
 
     def efficiency(self, m: int, n: int, k: int) -> float:
         """GEMM efficiency (fraction of peak) for an ``m x n x k`` problem."""
@@ -321,8 +352,13 @@ class ComputeModel:
         >>> round(cm.linear_efficiency(8192, 6144, 2304, "fwd"), 4)
         0.7862
         """
+        return self._table_efficiency(self.gemm_layout_table, M, N, K, role)
+
+    def _table_efficiency(self, table: list[tuple[str, int, int, int, float]], M: int, N: int, K: int,
+                          role: str) -> float | None:
+        """:meth:`linear_efficiency` read from ``table`` (rows ``(layout, tokens, out, in, efficiency)``)."""
         layout = LINEAR_ROLES[role]
-        pts = [p for p in self.gemm_layout_table if p[0] == layout]
+        pts = [p for p in table if p[0] == layout]
         if not pts:
             return None
         shapes = {(p[2], p[3]) for p in pts}
@@ -351,6 +387,55 @@ class ComputeModel:
             shape = {"fwd": (M, N, K), "dgrad": (M, K, N), "wgrad": (K, N, M)}[role]
             return self.gemm(*shape)
         return self._cb(flops / (self.peak_flops * eff)) + self.kernel_launch_s
+
+    def block_linear(self, M: int, N: int, K: int, role: str = "fwd") -> float:
+        """Seconds for one GEMM of a block's linear layer: :meth:`linear`, or with ``fp8_recipe`` set the FP8 GEMM
+        (``fp8_layout_table`` points of the recipe, else tensorwise, at the FP8 peak; without points the 16-bit
+        table's efficiency at the FP8 peak, an assumption). The casts around it are the caller's
+        (:func:`clustersim.workload.fp8.cast_segments`)."""
+        if self.fp8_recipe is None or self.fp8_peak_flops is None:
+            return self.linear(M, N, K, role)
+        flops = 2.0 * M * N * K
+        if flops <= 0:
+            return 0.0
+        pts = [p[1:] for p in self.fp8_layout_table if p[0] == self.fp8_recipe] or \
+            [p[1:] for p in self.fp8_layout_table if p[0] == "tensorwise"]
+        eff = self._table_efficiency(pts, M, N, K, role) if pts else None
+        if eff is None:
+            eff = self.linear_efficiency(M, N, K, role) or self.efficiency(*{"fwd": (M, N, K), "dgrad": (M, K, N),
+                                                                               "wgrad": (K, N, M)}[role])
+        return self._cb(flops / (self.fp8_peak_flops * eff)) + self.kernel_launch_s
+
+    def expert_linear(self, M: int, N: int, K: int, role: str = "fwd") -> float:
+        """Seconds for one expert's own GEMM (``M`` tokens, weight ``N x K``): ``expert_layout_table``, else
+        :meth:`linear`."""
+        flops = 2.0 * M * N * K
+        if flops <= 0:
+            return 0.0
+        eff = self._table_efficiency(self.expert_layout_table, M, N, K, role) if self.expert_layout_table else None
+        if eff is None:
+            return self.linear(M, N, K, role)
+        return self._cb(flops / (self.peak_flops * eff)) + self.kernel_launch_s
+
+    def grouped_linear(self, tokens: tuple[int, ...], N: int, K: int, role: str = "fwd") -> float:
+        """Seconds for one grouped GEMM over experts of ``tokens[e]`` rows each (weights ``N x K``), one launch.
+
+        ``grouped_table``: the points of the nearest weight shape and expert count, their efficiency interpolated
+        in log(tokens per expert) at the group's mean, for the group's FLOPs. Without it every expert at its own
+        :meth:`expert_linear` time (the kernel gap once)."""
+        work = [m for m in tokens if m > 0]
+        if not work:
+            return 0.0
+        layout = LINEAR_ROLES[role]
+        pts = [p for p in self.grouped_table if p[0] == layout]
+        if not pts:
+            return sum(self.expert_linear(m, N, K, role) - self.kernel_launch_s for m in work) + self.kernel_launch_s
+        n_e = len(work)
+        shape = min(sorted({(p[3], p[4], p[1]) for p in pts}),
+                    key=lambda sh: abs(math.log(sh[0] / N)) + abs(math.log(sh[1] / K)) + abs(math.log(sh[2] / n_e)))
+        mean = sum(work) / n_e
+        eff = interp_log([(p[2], p[5]) for p in pts if (p[3], p[4], p[1]) == shape], mean)
+        return self._cb(2.0 * sum(work) * N * K / (self.peak_flops * eff)) + self.kernel_launch_s
 
     def bmm(self, kind: str, batch_heads: int, seq: int, head_dim: int) -> float | None:
         """Seconds for one batched GEMM of an eager attention core (``kind``: score, context or context_t;

@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 from clustersim.workload.compute import ComputeModel
 from clustersim.workload.context_parallel import ContextParallel, attention_segments
+from clustersim.workload.fp8 import cast_segments
 from clustersim.workload.model import ModelDims
 from clustersim.workload.moe_costs import ExpertParallel, moe_layer_params, moe_mlp_block
 from clustersim.workload.segments import ComputeSegment, TPCommSegment, UnitSegment
@@ -78,6 +79,8 @@ class _Passes:
         self.split = split
         self.two_gemms = two_gemms
         self.weight: list[UnitSegment] = []
+        #: FP8 casts as fused (generated) kernels, not the unfused PyTorch sequence (training.kernel_fusion)
+        self.fused = True
 
     def backward_gemms(self, dgrad_s: float, wgrad_s: float) -> None:
         """The backward of a linear layer: the input-gradient (dgrad) and weight-gradient (wgrad)
@@ -121,12 +124,20 @@ class _Passes:
         self.backward.append(ComputeSegment(cm.memory_op(op, min_bwd, min_bwd, kernels_bwd, size_bytes=size),
                                             kernels_bwd))
 
-    def linear(self, tokens: int, out_features: int, in_features: int) -> None:
-        """A linear layer: forward NT GEMM, backward dgrad NN + wgrad TN (two kernels)."""
+    def linear(self, tokens: int, out_features: int, in_features: int, fp8: bool = True) -> None:
+        """A linear layer of a block: forward NT GEMM, backward dgrad NN + wgrad TN (two kernels); in FP8
+        (``compute.fp8_recipe``, unless ``fp8`` is false: a router) with its casts (:mod:`clustersim.workload.fp8`)
+        before each pass's GEMMs."""
         cm = self.compute
-        self.forward.append(ComputeSegment(cm.linear(tokens, out_features, in_features, "fwd"), 1))
-        self.backward_gemms(cm.linear(tokens, out_features, in_features, "dgrad"),
-                            cm.linear(tokens, out_features, in_features, "wgrad"))
+        gemm = cm.block_linear if fp8 else cm.linear
+        self.forward.append(ComputeSegment(gemm(tokens, out_features, in_features, "fwd"), 1))
+        if fp8 and cm.fp8_recipe is not None:
+            fwd, bwd = cast_segments(cm, cm.fp8_recipe, tokens, out_features, in_features, fused=self.fused)
+            self.forward[-1:-1] = fwd
+        self.backward_gemms(gemm(tokens, out_features, in_features, "dgrad"),
+                            gemm(tokens, out_features, in_features, "wgrad"))
+        if fp8 and cm.fp8_recipe is not None:
+            self.backward += bwd  # forward order: once reversed they run before the backward GEMMs
 
 
 class LayerCosts:
@@ -180,6 +191,7 @@ class LayerCosts:
         model, tp = self.model, self.tp
         overlap = self.sequence_parallel and self.tp_comm_overlap and tp > 1
         passes = _Passes(self.compute, split, two_gemms=overlap)
+        passes.fused = not self.unfused
         recompute_extra = self._attention_block(passes)
         if moe:
             moe_mlp_block(self, passes)

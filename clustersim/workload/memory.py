@@ -42,6 +42,18 @@ class StateBytes:
         return self.params + self.grads + self.optimizer
 
 
+def weight_bytes(precision) -> int:
+    """Bytes per element of the weights kept between steps: the params dtype, but 16-bit for ``fp8`` (FP8
+    recipes, Transformer Engine's and torchao's defaults and the reference program's, keep 16-bit weights
+    and cast them to e4m3 at every GEMM).
+
+    >>> from clustersim.config.scenario import PrecisionSection
+    >>> weight_bytes(PrecisionSection(params="fp8")), weight_bytes(PrecisionSection(params="fp32"))
+    (2, 4)
+    """
+    return 2 if precision.params == "fp8" else DTYPE_BYTES[precision.params]
+
+
 def state_bytes_per_param(precision, optimizer: str) -> StateBytes:
     """Bytes per parameter of weights, gradients and optimizer state.
 
@@ -53,7 +65,7 @@ def state_bytes_per_param(precision, optimizer: str) -> StateBytes:
     >>> state_bytes_per_param(PrecisionSection(grads="bf16", optimizer_states="bf16", master_weights=False), "adamw").total
     8
     """
-    p = DTYPE_BYTES[precision.params]
+    p = weight_bytes(precision)
     g = DTYPE_BYTES[precision.grads]
     o = 2 * DTYPE_BYTES[precision.optimizer_states] if optimizer == "adamw" else 0
     if precision.master_weights and precision.params != "fp32":
@@ -85,7 +97,7 @@ def optimizer_update_bytes(precision, optimizer: str) -> float:
     Plus one read of the gradients for the global-norm clip.
     """
     g = DTYPE_BYTES[precision.grads]
-    p = DTYPE_BYTES[precision.params]
+    p = weight_bytes(precision)
     master = precision.master_weights and precision.params != "fp32"
     w = 4 if master else p
     total = g + 2 * w + g  # grad read (update) + weight read/write + grad read (norm)

@@ -45,6 +45,7 @@ class MoEDims:
     first_dense_layers: int = 0
     capacity_factor: float | None = None
     router_skew: float = 0.0
+    implementation: str = "grouped"  # grouped | loop (model.moe.implementation)
 
     @classmethod
     def from_section(cls, s) -> "MoEDims | None":
@@ -53,7 +54,8 @@ class MoEDims:
             return None
         return cls(experts=s.experts, top_k=s.top_k, expert_ffn_hidden=s.expert_ffn_hidden,
                    shared_experts=s.shared_experts, moe_every=s.moe_every, first_dense_layers=s.first_dense_layers,
-                   capacity_factor=s.capacity_factor, router_skew=s.router_skew)
+                   capacity_factor=s.capacity_factor, router_skew=s.router_skew,
+                   implementation=getattr(s, "implementation", "grouped"))
 
     def is_moe_layer(self, index: int) -> bool:
         """Layer ``index`` (0-based) has routed experts."""

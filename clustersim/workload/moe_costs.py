@@ -100,17 +100,56 @@ def dispatch_pair(op_fwd: str, op_bwd: str, size_bytes: float, axis: str, algori
 
 
 def _grouped_linear(passes, tokens: tuple[int, ...], out_features: int, in_features: int) -> None:
-    """A grouped GEMM over the local experts (``tokens[e]`` rows each): every expert at the
-    efficiency of its own ``M``, one kernel launch for the group, per pass role."""
+    """A grouped GEMM over the local experts (``tokens[e]`` rows each), one kernel per pass role:
+    the profile's measured grouped GEMMs (``grouped_gemm_table``) where it has them, else every expert
+    at the efficiency of its own ``M`` (:meth:`~clustersim.workload.compute.ComputeModel.grouped_linear`)."""
     cm = passes.compute
-    launch = cm.kernel_launch_s
+    if not cm.grouped_table:  # as before the grouped table: the dense layout table at each expert's M
+        launch = cm.kernel_launch_s
 
-    def role_time(role: str) -> float:
-        per = [cm.linear(m, out_features, in_features, role) - launch for m in tokens if m > 0]
-        return sum(per) + launch if per else 0.0
+        def role_time(role: str) -> float:
+            per = [cm.linear(m, out_features, in_features, role) - launch for m in tokens if m > 0]
+            return sum(per) + launch if per else 0.0
+    else:
+        def role_time(role: str) -> float:
+            return cm.grouped_linear(tokens, out_features, in_features, role)
 
     passes.forward.append(ComputeSegment(role_time("fwd"), 1))
     passes.backward_gemms(role_time("dgrad"), role_time("wgrad"))
+
+
+#: kernels of one expert of the loop: forward (index, 2 GEMMs, SiLU, multiply, probability index and
+#: multiply, index_add_), backward (autograd: the 4 GEMMs, index_select, 3 for the weighting, 2 for the
+#: probability index, 2 for the product, SiLU, 5 for the two slices and their sum, 2 + 3 for the gather's
+#: zero-filled gradient and its sorted accumulation): reference/train_gpt_fp8_moe.py MoEMLP._loop
+LOOP_KERNELS_FWD, LOOP_KERNELS_BWD = 9, 24
+
+
+def loop_experts(costs, passes, routed: tuple[int, ...], f: int) -> None:
+    """The experts of one MoE layer as a Hugging Face style loop (``model.moe.implementation: loop``).
+
+    Forward, per expert: ``torch.where`` on its mask waits for the GPU, so the host issues the expert's
+    kernels only then and the GPU idles meanwhile: the profile's measured wall time per expert at one
+    token (``moe_loop_expert_us``) plus the expert's kernels' work at its own tokens (each kernel's gap is
+    inside that wall time), no host issue on top. Backward (autograd, no waits): the 4 GEMMs of each
+    expert (``expert_gemm_table``), its memory-bound kernels and the gather's gradient, a zero-filled
+    ``tokens x hidden`` tensor per expert (PyTorch's index backward), issued as
+    :data:`LOOP_KERNELS_BWD` kernels each.
+    """
+    cm, h = passes.compute, costs.model.hidden
+    tokens = costs.tokens_local
+    gap = cm.kernel_launch_s
+    wait = cm.moe_loop_expert_s or 0.0
+    fwd = bwd = 0.0
+    for m in routed:
+        gemm_f = cm.expert_linear(m, 2 * f, h, "fwd") + cm.expert_linear(m, h, f, "fwd") - 2 * gap
+        gemm_b = sum(cm.expert_linear(m, o, i, r) for o, i in ((2 * f, h), (h, f)) for r in ("dgrad", "wgrad"))
+        # gather x[tok], SiLU and product (read 2f, write f and f), weighting and index_add_ of m x h rows
+        mem_f = ACT_BYTES * m * (2 * h + 4 * f + 2 * h + 3 * h)
+        fwd += wait + gemm_f + cm.memory(mem_f, 0)
+        bwd += gemm_b + cm.memory(2 * mem_f + tokens * h * ACT_BYTES, LOOP_KERNELS_BWD - 4)
+    passes.forward.append(ComputeSegment(cm.memory(tokens * h * ACT_BYTES, 1) + fwd, 1))  # zeros_like, the loop
+    passes.backward.append(ComputeSegment(bwd, LOOP_KERNELS_BWD * len(routed)))
 
 
 def overlap_ep(segments: list, dense_end: int) -> list:
@@ -151,10 +190,21 @@ def moe_mlp_segments(costs, passes) -> None:
     costs._norm(passes)
     if moe.shared_experts:
         costs.dense_mlp(passes, moe.shared_experts * moe.expert_ffn_hidden)
-    passes.linear(tokens, moe.experts, h)  # router
-    passes.memory(tokens * moe.experts * 4 * 3)  # fp32 logits read, softmax written, top-k read
+    passes.linear(tokens, moe.experts, h, fp8=False)  # router (16-bit in FP8 recipes)
     slot_bytes = tokens * k * h * ACT_BYTES  # this rank's routed token copies
-    passes.memory(2 * slot_bytes)  # permute: gather each token once per expert
+    loop = moe.implementation == "loop"
+    if costs.unfused:  # the reference program's PyTorch sequences, measured (bench --kernels experts)
+        n = tokens * moe.experts
+        passes.forward.append(ComputeSegment(cm_route(costs, "moe_router", n * (ACT_BYTES + 4) + tokens * k * 8), 2))
+        passes.backward.append(ComputeSegment(costs.compute.memory(n * 4 * 3, 3), 3))
+        if not loop:  # argsort, counts, then index_select of each token once per expert
+            passes.forward.append(ComputeSegment(cm_route(costs, "moe_permute", 2 * slot_bytes)
+                                                 + costs.compute.memory(tokens * k * 8 * 4, 3), 4))
+            passes.backward.append(ComputeSegment(cm_route(costs, "moe_unpermute", slot_bytes
+                                                           + 2 * tokens * h * ACT_BYTES), 2))
+    else:
+        passes.memory(tokens * moe.experts * 4 * 3)  # fp32 logits read, softmax written, top-k read
+        passes.memory(2 * slot_bytes)  # permute: gather each token once per expert
     passes.dense_marks = (len(passes.forward), len(passes.backward))
     if xp.ep > 1:
         if xp.dispatcher == "alltoall":
@@ -166,6 +216,10 @@ def moe_mlp_segments(costs, passes) -> None:
         passes.extend(dispatch_pair("all_gather", "reduce_scatter", float(sum(routed)) * h * ACT_BYTES, "etp"))
     f_local = moe.expert_ffn_hidden // xp.expert_tp
     mlp_in = 2 * f_local if model.mlp == "swiglu" else f_local
+    if loop:
+        loop_experts(costs, passes, routed, f_local)
+        costs._residual(passes)
+        return
     _grouped_linear(passes, routed, mlp_in, h)
     expert_tokens = float(sum(routed))
     act = ("gelu_fwd", 2, "gelu_bwd", 3) if model.mlp == "gelu" else None
@@ -182,8 +236,21 @@ def moe_mlp_segments(costs, passes) -> None:
             passes.extend(ep_exchange(xp, tokens, k, h, combine=True))
         else:
             passes.extend(dispatch_pair("reduce_scatter", "all_gather", xp.ep * tokens * h * ACT_BYTES, "ep"))
-    passes.memory(2 * slot_bytes + tokens * h * ACT_BYTES)  # un-permute and the weighted sum over top_k
+    if costs.unfused:  # weighting and index_add_ back (measured); backward its index_select
+        passes.forward.append(ComputeSegment(cm_route(costs, "moe_unpermute", slot_bytes + 2 * tokens * h * ACT_BYTES)
+                                             + costs.compute.memory(tokens * h * ACT_BYTES, 1), 3))
+        passes.backward.append(ComputeSegment(cm_route(costs, "moe_permute", 2 * slot_bytes)
+                                              + costs.compute.memory(2 * slot_bytes, 3), 4))
+    else:
+        passes.memory(2 * slot_bytes + tokens * h * ACT_BYTES)  # un-permute and the weighted sum over top_k
     costs._residual(passes)
+
+
+def cm_route(costs, op: str, nbytes: float) -> float:
+    """Seconds of a measured routing class ``op`` moving ``nbytes`` (the copy bandwidth without it); one kernel
+    gap per call is the caller's segment's."""
+    cm = costs.compute
+    return cm.memory_op(op, nbytes, nbytes, 0)
 
 
 def moe_layer_params(costs) -> tuple[float, int]:

@@ -31,7 +31,7 @@ for cfg in ${CONFIGS:-calibrate/blind2_configs.txt validation/blind3_h200-h100_2
     [[ $id =~ $sel ]] || continue
     [[ $id =~ $excl ]] && continue
     grep -q -- "--nproc-per-node 1 " <<<"$line" || continue
-    args=$(sed -E 's/.*calibrate\/train_gpt.py (.*) --steps.*/\1/' <<<"$line")
+    args=$(sed -E 's/.*reference\/train_gpt.py (.*) --steps.*/\1/' <<<"$line")
     eval "runone $id $args"
   done < /tmp/cmds.txt
 done

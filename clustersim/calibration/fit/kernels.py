@@ -37,6 +37,14 @@ MEMORY_CLASSES = {
     # unfused PyTorch sequences of the reference program (forward + backward together)
     "rope_fwd_bwd": ("rope", 10), "swiglu_fwd_bwd": ("swiglu", 5), "repeat_kv_fwd_bwd": ("repeat_kv", 2),
     "eager_attention_fwd": ("eager_attention_fwd", 8),
+    # FP8 operand casts (clustersim/calibration/bench/fp8.py): the eager quantisation is 10 kernels (abs, amax, the
+    # scale's 3 scalar ops, upcast, multiply, clamp, cast, the inverse scale), compiled 2 (reduction, cast)
+    "fp8_quantize": ("fp8_quantize", 10), "fp8_quantize_rowwise": ("fp8_quantize_rowwise", 10),
+    "fp8_transpose": ("fp8_transpose", 1), "bf16_transpose": ("bf16_transpose", 1),
+    "fp8_quantize_fused": ("fp8_quantize_fused", 2), "fp8_quantize_rowwise_fused": ("fp8_quantize_rowwise_fused", 2),
+    "fp8_transpose_fused": ("fp8_transpose_fused", 1), "bf16_transpose_fused": ("bf16_transpose_fused", 1),
+    # MoE routing (clustersim/calibration/bench/experts.py): softmax + top-k; index_select; weighting + index_add_
+    "moe_router": ("moe_router", 2), "moe_permute": ("moe_permute", 1), "moe_unpermute": ("moe_unpermute", 2),
 }
 #: eager attention backward: (forward + backward) - forward, 7 kernels, bytes 3 x scores x element
 EAGER_BWD_KERNELS = 7
@@ -207,4 +215,48 @@ def fit_kernels(rows: list[dict], peak_tflops: float, hbm_GBps: float, launch_us
         out["bmm_table"] = bmm_table(kern, peak_tflops, launch_us)
     if any(r["name"] == "wave_gemm" for r in kern):
         out["wave_loss"] = wave_loss(kern, peak_tflops, hbm_GBps)
+    return out
+
+
+def fit_fp8_and_experts(rows: list[dict], peak_tflops: float, fp8_peak_tflops: float, launch_us: float) -> dict:
+    """``fp8_layout_table``, ``grouped_gemm_table`` and ``moe_loop_expert_us`` from the FP8 and MoE kernel rows
+    (``calibrate bench --kernels --kernel-classes fp8,experts``); their memory-bound classes go through
+    :func:`fit_kernels`.
+
+    FP8 GEMMs: ``2 tokens out in`` FLOPs against ``fp8_peak_tflops`` (1 kernel gap off); grouped GEMMs
+    ``2 experts tokens out in`` against the bf16 ``peak_tflops`` (1 kernel); the loop's host cost: the
+    median wall time per expert at one token per expert (its kernels' work at one token is a few
+    microseconds of the ~280 measured, left in).
+
+    >>> rows = [{"kind": "kernel", "name": "fp8_gemm_nt", "layout": "NT", "recipe": "tensorwise", "tokens": 4096,
+    ...          "out_features": 4096, "in_features": 4096, "time_us": 100.0},
+    ...         {"kind": "kernel", "name": "moe_loop_host", "time_us": 280.0}]
+    >>> out = fit_fp8_and_experts(rows, 989.4, 1979.0, 0.0)
+    >>> out["fp8_layout_table"][0]["efficiency"], out["moe_loop_expert_us"]
+    (0.6945, 280.0)
+    """
+    kern = [r for r in rows if r.get("kind") == "kernel"]
+    L = launch_us * 1e-6
+
+    def eff(flops: float, t_us: float, peak: float) -> float:
+        return _r4(min(1.0, flops / (peak * 1e12 * (t_us * 1e-6 - L))))
+    fp8 = [{"layout": r["layout"], "recipe": r["recipe"], "tokens": r["tokens"], "out_features": r["out_features"],
+            "in_features": r["in_features"],
+            "efficiency": eff(2.0 * r["tokens"] * r["out_features"] * r["in_features"], r["time_us"], fp8_peak_tflops)}
+           for r in kern if r["name"].startswith("fp8_gemm_")]
+    grouped = [{"layout": r["layout"], "experts": r["experts"], "tokens": r["tokens"], "out_features": r["out_features"],
+                "in_features": r["in_features"],
+                "efficiency": eff(2.0 * r["experts"] * r["tokens"] * r["out_features"] * r["in_features"], r["time_us"],
+                                  peak_tflops)}
+               for r in kern if r["name"].startswith("grouped_gemm_")]
+    loop = [r["time_us"] for r in kern if r["name"] == "moe_loop_host"]
+    out: dict = {}
+    if fp8:
+        out["fp8_layout_table"] = sorted(fp8, key=lambda p: (p["recipe"], p["layout"], p["out_features"],
+                                                             p["in_features"], p["tokens"]))
+    if grouped:
+        out["grouped_gemm_table"] = sorted(grouped, key=lambda p: (p["layout"], p["out_features"], p["in_features"],
+                                                                   p["experts"], p["tokens"]))
+    if loop:
+        out["moe_loop_expert_us"] = _r4(statistics.median(loop))
     return out
