@@ -179,8 +179,18 @@ def read_rows(path: Path, select: list[str] | None = None) -> list[dict]:
         if select is not None and r.get("run_id") not in select:
             continue
         rows.append({"file": path.name, "run_id": r.get("run_id"), "scenario": r["scenario"],
-                     "overrides": list(r["overrides"]), "gpus": r["world_size"], "measured_s": float(r["step_time_s"])})
+                     "overrides": list(r["overrides"]), "gpus": r["world_size"], "measured_s": float(r["step_time_s"]),
+                     "scenario_file": scenario_path(r)})
     return rows
+
+
+def scenario_path(r: dict) -> str:
+    """The scenario file a measured row ran, relative to the repository: the shipped ``scenarios/<name>.yaml``, or
+    the study's own configuration file the row names (``scenario_file``) when it is not a shipped scenario."""
+    f = r.get("scenario_file") or ""
+    if f and not f.startswith(("/", "scenarios/")) and (ROOT / f).is_file():
+        return f
+    return f"scenarios/{r['scenario']}.yaml"
 
 
 def config_key(row: dict) -> tuple:
@@ -220,7 +230,7 @@ def predict(row: dict) -> dict[str, float]:
 
     k = config_key(row)
     if k not in _PREDICTED:
-        sc = load_model(Scenario, ROOT / "scenarios" / f"{row['scenario']}.yaml", row["overrides"])
+        sc = load_model(Scenario, ROOT / row.get("scenario_file", f"scenarios/{row['scenario']}.yaml"), row["overrides"])
         _PREDICTED[k] = {f: run_scenario(sc, fidelity=f).step_time_s for f in FIDELITIES}
     return _PREDICTED[k]
 
@@ -370,7 +380,8 @@ def band_of(study: Study, check: dict, rid: str, row: dict) -> tuple[float, floa
     ``-rN`` round tag), checked to be the configuration that ran."""
     spec = check["band"]
     pred = json.loads(repo_path(study.folder, spec["predictions"]).read_text(encoding="utf-8"))[rid.rsplit("-r", 1)[0]]
-    assert (pred["scenario"], pred["overrides"]) == (f"scenarios/{row['scenario']}.yaml", row["overrides"]), rid
+    assert (pred["scenario"], pred["overrides"]) == (row.get("scenario_file", f"scenarios/{row['scenario']}.yaml"),
+                                                     row["overrides"]), rid
     lo, hi = pred["predicted_band_s"][spec.get("fidelity", "analytical")]
     return lo, hi
 
