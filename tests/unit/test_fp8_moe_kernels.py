@@ -72,5 +72,5 @@ def test_bench_kernel_classes_are_checked_and_counted():
     with pytest.raises(ClusterSimError, match="kernel class"):
         validate_config(BenchConfig(output="x", device="cpu", kernel_classes=("fp9",)))
     cpu = BenchConfig(output="x", device="cpu", kernel_classes=("experts",))
-    assert selected_kernel_rows(cpu) == 3 * 3 + 1  # the CPU plan: one point of each class, the loop once
+    assert selected_kernel_rows(cpu) == 3 * 3 + 1 + 2  # the CPU plan: one point of each class, the loops
     assert selected_kernel_rows(BenchConfig(output="x", device="cpu", kernel_classes=("fp8",))) == 0

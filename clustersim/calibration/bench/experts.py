@@ -40,12 +40,12 @@ def expert_plan(quick: bool) -> dict[str, list[tuple]]:
     ``loop`` (experts, hidden, ffn).
 
     >>> p = expert_plan(False)
-    >>> len(p["gemm"]), len(p["grouped"]), len(p["route"]), len(p["loop"])
-    (40, 24, 6, 2)
+    >>> len(p["gemm"]), len(p["grouped"]), len(p["route"]), len(p["loop"]), len(p["train"])
+    (40, 24, 6, 2, 25)
     """
     if quick:
         return {"gemm": [(64, 128, 64, "expert_up")], "grouped": [(4, 64, 128, 64, "expert_up")],
-                "route": [(256, 8, 2, 64)], "loop": [(4, 64, 32)]}
+                "route": [(256, 8, 2, 64)], "loop": [(4, 64, 32)], "train": [(4, 64, 32, 16)]}
     gemm, grouped = [], []
     for _, h, f in EXPERT_SHAPES:
         for t in EXPERT_TOKENS:
@@ -57,7 +57,9 @@ def expert_plan(quick: bool) -> dict[str, list[tuple]]:
     route = [(t, e, k, h) for t, e, k, h in ((8192, 128, 8, 2048), (16384, 128, 8, 2048), (8192, 64, 8, 2048),
                                                (8192, 32, 4, 2880), (8192, 256, 8, 7168), (4096, 8, 2, 4096))]
     loop = [(32, 2048, 768), (128, 2048, 768)]
-    return {"gemm": gemm, "grouped": grouped, "route": route, "loop": loop}
+    train = [(16, h, f, m) for h, f in ((2048, 768), (2048, 1408), (2880, 2880), (2048, 4096), (4096, 1536))
+             for m in (1, 64, 256, 1024, 2048)]
+    return {"gemm": gemm, "grouped": grouped, "route": route, "loop": loop, "train": train}
 
 
 def _grouped_setup(kit: KernelKit, layout: str, e: int, t: int, out_f: int, in_f: int) -> Callable[[], None]:
@@ -168,6 +170,52 @@ def loop_host_sweep(kit: KernelKit, points: list[tuple]) -> None:
         bench.advance()
 
 
+#: top-k of the training-loop points: each token to 2 experts (the slots of a layer, t x k = experts x m)
+LOOP_TOP_K = 2
+
+
+def loop_train_sweep(kit: KernelKit, points: list[tuple]) -> None:
+    """``moe_loop_fwd`` / ``moe_loop_fwd_bwd`` rows: wall seconds per expert of :func:`hf_expert_loop` as training runs
+    it (per-expert weights and the input requiring gradients, autograd recording), forward alone and forward +
+    backward, at ``m`` tokens per expert over ``experts x m / 2`` tokens routed to 2 experts each, synchronised."""
+    bench, torch, dev, dt = kit.bench, kit.torch, kit.dev, kit.dt
+    for e, h, f, m in points:
+        t = e * m // LOOP_TOP_K
+        if t < 1:
+            continue
+        keys = [{**kit.base, "op": f"{n}:e{e}:h{h}:f{f}:m{m}"} for n in ("moe_loop_fwd", "moe_loop_fwd_bwd")]
+        bench.describe(f"kernel {keys[0]['op']}"[:34])
+        if all(bench.skip(k) for k in keys):
+            bench.advance(2)
+            continue
+        x = torch.randn(t, h, device=dev, dtype=dt, requires_grad=True)
+        chosen = (torch.arange(t * LOOP_TOP_K, device=dev) % e).view(t, LOOP_TOP_K)
+        probs = torch.rand(t, LOOP_TOP_K, device=dev, dtype=dt)
+        w_up = [torch.randn(2 * f, h, device=dev, dtype=dt, requires_grad=True) for _ in range(e)]
+        w_down = [torch.randn(h, f, device=dev, dtype=dt, requires_grad=True) for _ in range(e)]
+        dy = torch.randn(t, h, device=dev, dtype=dt)
+        run = partial(hf_expert_loop, torch, kit.F, x, probs, chosen, w_up, w_down)
+        for key, backward in zip(keys, (False, True)):
+            walls = []
+            for i in range(2 + (3 if bench.cfg.quick else 7)):
+                bench.sync()
+                t0 = time.perf_counter()
+                out = run()
+                if backward:
+                    out.backward(dy)
+                bench.sync()
+                if i >= 2:  # two warm-up passes
+                    walls.append((time.perf_counter() - t0) / e)
+                del out
+                x.grad = None
+                for w in w_up + w_down:
+                    w.grad = None
+            bench.emit({**key, "name": key["op"].split(":")[0], "experts": e, "hidden": h, "ffn": f,
+                        "tokens_per_expert": m, "tokens": t, "top_k": LOOP_TOP_K, **summarize(walls),
+                        "reps": len(walls), "timing": "wall clock per expert, synchronised, autograd on"})
+            bench.advance()
+
+
 def run_experts(kit: KernelKit, gemm_layout_sweep: Callable[[KernelKit, list], None]) -> None:
     """The MoE sweep: expert GEMMs through the dense layout sweep (``gemm_layout_sweep``), grouped GEMMs,
     routing classes and the loop's host cost."""
@@ -176,3 +224,4 @@ def run_experts(kit: KernelKit, gemm_layout_sweep: Callable[[KernelKit, list], N
     grouped_sweep(kit, plan["grouped"])
     route_sweep(kit, plan["route"])
     loop_host_sweep(kit, plan["loop"])
+    loop_train_sweep(kit, plan["train"])

@@ -107,7 +107,7 @@ def selected_kernel_rows(cfg: BenchConfig) -> int:
         top = max(t for t, _ in f["cast"])  # compiled casts at the largest token count only
         sizes["fp8"] = 6 * len(f["gemm"]) + 4 * len(f["cast"]) + 4 * sum(t == top for t, _ in f["cast"])
     e = expert_plan(small)
-    sizes["experts"] = 3 * (len(e["gemm"]) + len(e["grouped"]) + len(e["route"])) + len(e["loop"])
+    sizes["experts"] = 3 * (len(e["gemm"]) + len(e["grouped"]) + len(e["route"])) + len(e["loop"]) + 2 * len(e["train"])
     return sum(v for k, v in sizes.items() if k in want)
 
 
