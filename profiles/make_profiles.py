@@ -65,7 +65,7 @@ from fsdp_hook import (H200_PROBE, HOST_PROBE_RUNS, HOST_PROBE_SUMMARIES, OPTIMI
                        fsdp_hook_us, host_speed_band, optimizer_host)
 from recipe_base import (A100_COLLECTIVES, BASE_H200, CLOCK_IDLE, CLOCK_IDLE_H200, COMMAND, H100_COLLECTIVES,
                          H100_COMPUTE, H100_KERNELS, H100_OVERLAP, H100_PI_STRONG, H200_BMM, H200_COLLECTIVES,
-                         H200_COMPUTE, H200_EXPERTS, H200_FIRST_COLLECTIVE, H200_FP8, H200_KERNELS, H200_OVERLAP, H200_PI_GPUS, H200_WAVES,
+                         H200_COMPUTE, H200_EXPERTS, H200_EXPERTS_LOOP, H200_FIRST_COLLECTIVE, H200_FP8, H200_KERNELS, H200_OVERLAP, H200_PI_GPUS, H200_WAVES,
                          LINKS_PUBLISHED, P2P_RESIDENT, P2P_RESIDENT_H200, PROFILES, ROOT, link_model_section,
                          nccl_switches, path, reading_for, reads)
 from recipe_base import merge as _merge
@@ -146,7 +146,9 @@ def _add_fp8_and_experts(data: dict, rels: tuple[str, ...], fp8_peak: float) -> 
     from clustersim.calibration.fit.kernels import fit_fp8_and_experts
     from clustersim.calibration.jsonl import read_rows
 
-    rows = [r for rel in rels for r in read_rows(path(rel)) if r.get("kind") in ("kernel", "meta")]
+    # the loop file (2nd call) is read for its training-loop rows only: the rest repeats the first experts file
+    rows = [r for rel in rels for r in read_rows(path(rel)) if r.get("kind") in ("kernel", "meta")
+            and (rel != H200_EXPERTS_LOOP or str(r.get("name", "")).startswith(("moe_loop_fwd",)))]
     meta = next((r for r in rows if r.get("kind") == "meta"), {})
     comp = data["compute"]
     peak, launch = float(comp.get("peak_tflops") or peak_tflops_for(meta.get("gpu"))), float(comp["kernel_launch_us"])
@@ -295,7 +297,7 @@ def make_h200() -> Profile:
     data["nvls"] = False
     data["link_model"] = link_model_section(coll)
     _add_kernels(data, H200_KERNELS)
-    _add_fp8_and_experts(data, (H200_FP8, H200_EXPERTS), fp8_peak=1979.0)  # H200 SXM dense FP8, NVIDIA datasheet
+    _add_fp8_and_experts(data, (H200_FP8, H200_EXPERTS, H200_EXPERTS_LOOP), fp8_peak=1979.0)  # H200 SXM dense FP8, NVIDIA datasheet
     data["compute"]["bmm_table"] = bmm_table()
     data["compute"]["wave_loss"] = wave_loss()
     data["source"]["files"] = list(data["source"].get("files", [])) + [H200_BMM, H200_WAVES]

@@ -46,6 +46,8 @@ H200_KERNELS = "profiles/measurements/h200/kernels.jsonl"
 #: FP8 and MoE kernel classes of one H200 (validation/probes/fp8-and-moe-kernels/run_h200.sh, 2026-12-02)
 H200_FP8 = "profiles/measurements/h200/kernels-fp8-20261202.jsonl"
 H200_EXPERTS = "profiles/measurements/h200/kernels-experts-20261202.jsonl"
+#: the expert loop as training runs it (validation/probes/fp8-and-moe-kernels/run_loop_h200.sh, 2026-12-02, 2nd call)
+H200_EXPERTS_LOOP = "profiles/measurements/h200/kernels-experts-loop-20261202.jsonl"
 H100_KERNELS = "profiles/measurements/h100/kernels-20261124.jsonl"
 #: an eager attention core's batched GEMMs by shape on one H200 (validation/probes/attention-bmm-by-shape/)
 H200_BMM = "profiles/measurements/h200/attention-bmm.jsonl"

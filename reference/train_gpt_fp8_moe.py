@@ -13,9 +13,10 @@ first operand row-major and its second column-major, so:
   by rows for dgrad, and bf16 transposes of W, dy and x cast by rows for their GEMMs.
 
 MoE (``model.moe``, SwiGLU experts, top-k softmax router, renormalised over the chosen experts):
-``implementation: loop`` is the Hugging Face Mixtral loop (``torch.where`` per expert, which waits
-for the GPU); ``grouped`` sorts the token copies by expert and runs one ``torch._grouped_mm`` per
-weight over all experts.
+``implementation: loop`` is the Hugging Face loop (``torch.where`` per expert, which waits for the
+GPU) over stacked expert weights indexed per expert (transformers' GPT-OSS / Qwen3-MoE),
+``loop_modules`` the same loop over one parameter per expert (Mixtral's ModuleList); ``grouped``
+sorts the token copies by expert and runs one ``torch._grouped_mm`` per weight over all experts.
 """
 
 from __future__ import annotations
@@ -91,11 +92,17 @@ class MoEMLP(nn.Module):
         super().__init__()
         moe = m.moe
         self.experts, self.top_k, self.f = moe.experts, moe.top_k, moe.expert_ffn_hidden
-        self.loop = moe.implementation == "loop"
+        self.loop = moe.implementation != "grouped"
         self.router = nn.Parameter(torch.empty(moe.experts, m.hidden))
-        # gate and up of every expert in one (2f, h) matrix; down (h, f)
-        self.w_up = nn.Parameter(torch.empty(moe.experts, 2 * self.f, m.hidden))
-        self.w_down = nn.Parameter(torch.empty(moe.experts, m.hidden, self.f))
+        # gate and up of every expert in one (2f, h) matrix; down (h, f): stacked (grouped, loop) or one
+        # parameter per expert (loop_modules, as Mixtral's ModuleList)
+        if moe.implementation == "loop_modules":
+            self.w_up_e = nn.ParameterList([nn.Parameter(torch.empty(2 * self.f, m.hidden)) for _ in range(moe.experts)])
+            self.w_down_e = nn.ParameterList([nn.Parameter(torch.empty(m.hidden, self.f)) for _ in range(moe.experts)])
+            self.w_up, self.w_down = self.w_up_e, self.w_down_e
+        else:
+            self.w_up = nn.Parameter(torch.empty(moe.experts, 2 * self.f, m.hidden))
+            self.w_down = nn.Parameter(torch.empty(moe.experts, m.hidden, self.f))
 
     def forward(self, x):
         shape = x.shape

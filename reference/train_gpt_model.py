@@ -355,7 +355,7 @@ def init_weights(model, m):
                 nn.init.zeros_(p)
         elif name.endswith("bias"):
             nn.init.zeros_(p)
-        elif name.endswith("proj.weight") or name.endswith("down.weight") or name.endswith("w_down"):
+        elif name.endswith("proj.weight") or name.endswith("down.weight") or "w_down" in name:
             nn.init.normal_(p, 0.0, std_out)
         else:
             nn.init.normal_(p, 0.0, 0.02)

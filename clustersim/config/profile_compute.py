@@ -92,6 +92,17 @@ class GroupedGemmPoint(StrictModel):
                             "out_features in_features); fraction, <= 1.")
 
 
+class MoeLoopPoint(StrictModel):
+    """Wall time per expert of a Hugging Face style expert loop as training runs it (autograd on; bench
+    ``moe_loop_fwd`` / ``moe_loop_fwd_bwd`` rows: 16 experts with their own weights, tokens to 2 experts each)."""
+
+    hidden: int = Field(gt=0, description="Model width h, elements.")
+    ffn: int = Field(gt=0, description="Inner width of one expert (SwiGLU: gate and up 2 ffn x h, down h x ffn).")
+    tokens: int = Field(gt=0, description="Tokens per expert.")
+    forward_us: Pos = Field(description="Wall time of one expert's forward (the torch.where wait, its kernels), microseconds.")
+    backward_us: Pos = Field(description="Wall time of its backward (forward + backward minus forward), microseconds.")
+
+
 class MemoryPoint(StrictModel):
     """Measured efficiency of one memory-bound kernel class at one size.
 
@@ -218,6 +229,10 @@ class ComputeParams(StrictModel):
         None, description="Wall time one expert of a Hugging Face style expert loop costs beyond its kernels' work "
         "(torch.where waits for the GPU, then the host issues the expert's ~10 kernels), measured at one token per "
         "expert (bench moe_loop_host rows), microseconds. None: not measured (a loop costs its kernels' issue only).")
+    moe_loop_table: list[MoeLoopPoint] = Field(
+        default_factory=list, description="Measured wall time per expert of an expert loop in training (bench "
+        "--kernels --kernel-classes experts): the loop's experts read the nearest (hidden, ffn), interpolated in "
+        "log(tokens per expert). Empty: moe_loop_expert_us and the experts' kernels.")
     memory_table: list[MemoryPoint] = Field(
         default_factory=list, description="Measured memory-bound kernel classes (bench --kernels): efficiency "
         "relative to hbm_bandwidth_GBps, interpolated by log(bytes); classes not listed use bytes / HBM bandwidth.")

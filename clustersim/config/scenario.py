@@ -182,7 +182,7 @@ def _moe_rules(m: ModelSection, par: ParallelismSection) -> None:
         raise ValueError("model.moe with tp > 1 needs parallelism.sequence_parallel (as Megatron-Core)")
     if par.ep > 1 and par.order.split("-").index("tp") > par.order.split("-").index("dp"):
         raise ValueError("model.moe with ep > 1 needs tp inside dp in parallelism.order (expert groups tile dp*tp)")
-    if moe.implementation == "loop" and (par.ep > 1 or par.expert_tp > 1):
+    if moe.implementation != "grouped" and (par.ep > 1 or par.expert_tp > 1):
         raise ValueError("model.moe.implementation: loop runs every expert on its own rank (ep = expert_tp = 1); "
                          "expert parallelism needs implementation: grouped")
     if par.ep_transport == "nvshmem" and par.ep_dispatcher != "alltoall":

@@ -51,10 +51,11 @@ class MoESection(StrictModel):
     first_dense_layers: bounded("layers", minimum=0) = Field(0, description="Leading layers that keep the dense MLP (model.ffn_hidden).")
     capacity_factor: float | None = Field(None, gt=0, description="Tokens an expert takes, as a multiple of the mean load; null = dropless.")
     router_skew: float = Field(0.0, ge=0, description="Zipf exponent of expert popularity (seeded by simulation.seed); 0 = uniform routing.")
-    implementation: Literal["grouped", "loop"] = Field(
+    implementation: Literal["grouped", "loop", "loop_modules"] = Field(
         "grouped", description="grouped: one grouped GEMM per weight over the local experts (Megatron-Core, torchtitan, "
         "torch._grouped_mm); loop: a Python loop over the experts as Hugging Face models run it (torch.where per expert, "
-        "which waits for the GPU, then the expert's own GEMMs and kernels).")
+        "which waits for the GPU, then the expert's own GEMMs and kernels) on stacked expert weights indexed per expert "
+        "(transformers' GPT-OSS / Qwen3-MoE); loop_modules: the same loop over one module per expert (Mixtral).")
 
     @model_validator(mode="after")
     def _k(self) -> "MoESection":

@@ -170,6 +170,8 @@ class ComputeModel:
     fp8_recipe: str | None = None
     #: wall seconds per expert of a Hugging Face style loop beyond its kernels (profile moe_loop_expert_us)
     moe_loop_expert_s: float | None = None
+    # (hidden, ffn, tokens per expert, forward s, backward s) of an expert loop in training (profile moe_loop_table)
+    moe_loop_table: list[tuple[int, int, int, float, float]] = field(default_factory=list)
     #: SM count when the layout / attention tables are read through the roofline at the run's shape
     #: (transferred tables, module doc); None: tables read as measured
     roofline_sms: int | None = None
@@ -239,7 +241,9 @@ class ComputeModel:
                                   for p in compute.grouped_gemm_table],
                    fp8_layout_table=[(p.recipe, p.layout, p.tokens, p.out_features, p.in_features, p.efficiency)
                                      for p in compute.fp8_layout_table],
-                   moe_loop_expert_s=(None if compute.moe_loop_expert_us is None else compute.moe_loop_expert_us * 1e-6))
+                   moe_loop_expert_s=(None if compute.moe_loop_expert_us is None else compute.moe_loop_expert_us * 1e-6),
+                   moe_loop_table=[(p.hidden, p.ffn, p.tokens, p.forward_us * 1e-6, p.backward_us * 1e-6)
+                                   for p in compute.moe_loop_table])
 
     def efficiency(self, m: int, n: int, k: int) -> float:
         """GEMM efficiency (fraction of peak) for an ``m x n x k`` problem."""
@@ -436,6 +440,17 @@ class ComputeModel:
         mean = sum(work) / n_e
         eff = interp_log([(p[2], p[5]) for p in pts if (p[3], p[4], p[1]) == shape], mean)
         return self._cb(2.0 * sum(work) * N * K / (self.peak_flops * eff)) + self.kernel_launch_s
+
+    def loop_expert(self, hidden: int, ffn: int, tokens: int) -> tuple[float, float] | None:
+        """(forward, backward) wall seconds of one expert of an expert loop in training at ``tokens`` tokens:
+        ``moe_loop_table`` at the nearest (hidden, ffn) in log space, interpolated in log(tokens); None without it."""
+        if not self.moe_loop_table:
+            return None
+        shape = min(sorted({(p[0], p[1]) for p in self.moe_loop_table}),
+                    key=lambda sh: abs(math.log(sh[0] / hidden)) + abs(math.log(sh[1] / ffn)))
+        pts = [p for p in self.moe_loop_table if (p[0], p[1]) == shape]
+        m = max(tokens, 1)
+        return interp_log([(p[2], p[3]) for p in pts], m), interp_log([(p[2], p[4]) for p in pts], m)
 
     def bmm(self, kind: str, batch_heads: int, seq: int, head_dim: int) -> float | None:
         """Seconds for one batched GEMM of an eager attention core (``kind``: score, context or context_t;

@@ -123,33 +123,45 @@ def _grouped_linear(passes, tokens: tuple[int, ...], out_features: int, in_featu
 #: probability index, 2 for the product, SiLU, 5 for the two slices and their sum, 2 + 3 for the gather's
 #: zero-filled gradient and its sorted accumulation): reference/train_gpt_fp8_moe.py MoEMLP._loop
 LOOP_KERNELS_FWD, LOOP_KERNELS_BWD = 9, 24
+#: HBM passes over a stacked expert weight per expert in the backward of ``w[e]``: PyTorch's select backward
+#: writes a zero tensor of the whole stacked weight and copies the expert's slice in; autograd adds it to the
+#: weight's gradient buffer (read both, write one)
+STACKED_PASSES = 4
 
 
 def loop_experts(costs, passes, routed: tuple[int, ...], f: int) -> None:
-    """The experts of one MoE layer as a Hugging Face style loop (``model.moe.implementation: loop``).
+    """The experts of one MoE layer as a Hugging Face style loop (``model.moe.implementation: loop`` or
+    ``loop_modules``).
 
-    Forward, per expert: ``torch.where`` on its mask waits for the GPU, so the host issues the expert's
-    kernels only then and the GPU idles meanwhile: the profile's measured wall time per expert at one
-    token (``moe_loop_expert_us``) plus the expert's kernels' work at its own tokens (each kernel's gap is
-    inside that wall time), no host issue on top. Backward (autograd, no waits): the 4 GEMMs of each
-    expert (``expert_gemm_table``), its memory-bound kernels and the gather's gradient, a zero-filled
-    ``tokens x hidden`` tensor per expert (PyTorch's index backward), issued as
-    :data:`LOOP_KERNELS_BWD` kernels each.
+    Per expert, ``torch.where`` on its mask waits for the GPU, so host and GPU take turns: each expert costs
+    the wall time measured for an expert of such a loop in training at its token count
+    (``compute.moe_loop_table``, forward and backward apart, autograd on, per-expert weights). ``loop`` indexes
+    one stacked weight per projection (``w[e]``, transformers' GPT-OSS / Qwen3-MoE style): its backward also
+    materialises a gradient of the whole stacked weight per expert and adds it up (:data:`STACKED_PASSES` passes
+    of ``experts x 3 f h`` 16-bit elements at the copy bandwidth). Without the table: the measured host cost per
+    expert (``moe_loop_expert_us``) and the experts' own kernels, a lower bound.
     """
     cm, h = passes.compute, costs.model.hidden
     tokens = costs.tokens_local
-    gap = cm.kernel_launch_s
-    wait = cm.moe_loop_expert_s or 0.0
+    stacked = costs.model.moe.implementation == "loop"
+    grad_copy = cm.memory(STACKED_PASSES * len(routed) * 3 * f * h * ACT_BYTES, 1) if stacked else 0.0
     fwd = bwd = 0.0
     for m in routed:
+        measured = cm.loop_expert(h, f, m)
+        if measured is not None:
+            fwd += measured[0]
+            bwd += measured[1] + grad_copy
+            continue
+        gap = cm.kernel_launch_s
         gemm_f = cm.expert_linear(m, 2 * f, h, "fwd") + cm.expert_linear(m, h, f, "fwd") - 2 * gap
         gemm_b = sum(cm.expert_linear(m, o, i, r) for o, i in ((2 * f, h), (h, f)) for r in ("dgrad", "wgrad"))
         # gather x[tok], SiLU and product (read 2f, write f and f), weighting and index_add_ of m x h rows
         mem_f = ACT_BYTES * m * (2 * h + 4 * f + 2 * h + 3 * h)
-        fwd += wait + gemm_f + cm.memory(mem_f, 0)
-        bwd += gemm_b + cm.memory(2 * mem_f + tokens * h * ACT_BYTES, LOOP_KERNELS_BWD - 4)
-    passes.forward.append(ComputeSegment(cm.memory(tokens * h * ACT_BYTES, 1) + fwd, 1))  # zeros_like, the loop
-    passes.backward.append(ComputeSegment(bwd, LOOP_KERNELS_BWD * len(routed)))
+        fwd += (cm.moe_loop_expert_s or 0.0) + gemm_f + cm.memory(mem_f, 0)
+        bwd += gemm_b + cm.memory(2 * mem_f + tokens * h * ACT_BYTES, LOOP_KERNELS_BWD - 4) + grad_copy
+    # the wall times hold the host's issue: no kernels counted for the host on top
+    passes.forward.append(ComputeSegment(cm.memory(tokens * h * ACT_BYTES, 1) + fwd, 0))  # zeros_like, the loop
+    passes.backward.append(ComputeSegment(bwd, 0))
 
 
 def overlap_ep(segments: list, dense_end: int) -> list:
@@ -192,7 +204,7 @@ def moe_mlp_segments(costs, passes) -> None:
         costs.dense_mlp(passes, moe.shared_experts * moe.expert_ffn_hidden)
     passes.linear(tokens, moe.experts, h, fp8=False)  # router (16-bit in FP8 recipes)
     slot_bytes = tokens * k * h * ACT_BYTES  # this rank's routed token copies
-    loop = moe.implementation == "loop"
+    loop = moe.implementation in ("loop", "loop_modules")
     if costs.unfused:  # the reference program's PyTorch sequences, measured (bench --kernels experts)
         n = tokens * moe.experts
         passes.forward.append(ComputeSegment(cm_route(costs, "moe_router", n * (ACT_BYTES + 4) + tokens * k * 8), 2))

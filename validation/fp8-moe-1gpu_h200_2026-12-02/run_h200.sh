@@ -7,7 +7,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$PWD NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 HERE=validation/fp8-moe-1gpu_h200_2026-12-02
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader > "$OUT/gpus.txt"
-python3 tools/heldout.py --configs $HERE/configs.txt commands > /tmp/cmds.txt
+python3 tools/heldout.py --configs $HERE/${CONFIGS:-configs.txt} commands > /tmp/cmds.txt
 t0=$(date +%s)
 while read -r line; do
   id=$(sed -E 's/.*--run-id ([^ ]+).*/\1/' <<<"$line")

@@ -250,7 +250,16 @@ def fit_fp8_and_experts(rows: list[dict], peak_tflops: float, fp8_peak_tflops: f
                                   peak_tflops)}
                for r in kern if r["name"].startswith("grouped_gemm_")]
     loop = [r["time_us"] for r in kern if r["name"] == "moe_loop_host"]
+    train: dict[tuple, dict[str, float]] = {}
+    for r in kern:
+        if r["name"] in ("moe_loop_fwd", "moe_loop_fwd_bwd"):
+            train.setdefault((r["hidden"], r["ffn"], r["tokens_per_expert"]), {})[r["name"]] = r["time_us"]
     out: dict = {}
+    table = [{"hidden": h, "ffn": f, "tokens": m, "forward_us": _r4(t["moe_loop_fwd"]),
+              "backward_us": _r4(t["moe_loop_fwd_bwd"] - t["moe_loop_fwd"])}
+             for (h, f, m), t in sorted(train.items()) if len(t) == 2 and t["moe_loop_fwd_bwd"] > t["moe_loop_fwd"]]
+    if table:
+        out["moe_loop_table"] = table
     if fp8:
         out["fp8_layout_table"] = sorted(fp8, key=lambda p: (p["recipe"], p["layout"], p["out_features"],
                                                              p["in_features"], p["tokens"]))
