@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One call on one H200: the rows of configs.txt (reference/train_gpt.py, 10 steps after 3 warm-up steps each).
 # Needs the pydantic wheels in .whl (the device image has none); rows to $OUT/train_steps.jsonl.
-#   bash validation/fp8-moe-1gpu_h200_2026-12-02/run_h200.sh
+#   bash validation/fp8-moe-1gpu_h200_2026-12-02/run_h200.sh                          # round 1
+#   CONFIGS=configs-r2.txt bash validation/fp8-moe-1gpu_h200_2026-12-02/run_h200.sh   # round 2
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 export PYTHONPATH=/tmp/site:$PWD NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
