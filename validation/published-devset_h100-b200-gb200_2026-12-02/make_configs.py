@@ -187,8 +187,9 @@ ROWS = [
 ]
 
 
-def tt_70b(rid, quant, async_tp, tok):
-    """torchtitan AsyncTP benchmark, Llama 3.1 70B on 256 H100: FSDP 32 x TP 8, compile, full AC, local batch 16."""
+def tt_70b(rid, quant, async_tp, tok, source=None, memory=None):
+    """torchtitan, Llama 3.1 70B on 256 H100: FSDP 32 x TP 8, compile, full AC, local batch 16 (the AsyncTP benchmark
+    of 2025-06, or ``source``: Table 4 of the 2024-12 one, which also publishes memory)."""
     par = {"tp": 8, "dp": 32, "zero": 3, "sequence_parallel": True}
     if async_tp:
         par["tp_comm_overlap"] = True
@@ -196,42 +197,47 @@ def tt_70b(rid, quant, async_tp, tok):
     if quant != "bf16":
         training["precision"] = {"params": "fp8"}
     label = {"bf16": "None (bfloat16)", "fp8tw": "float8 tensorwise"}[quant]
-    return {"id": rid, "source": dict(TT_ASYNC, section=f"Llama3 70b on 256 H100s, {label}, "
-                                                          f"{'Async' if async_tp else 'Vanilla'} TP"),
+    pub = {"metric": "tokens/s/GPU", "value": tok}
+    if memory:
+        pub.update(memory_GiB=memory, memory_metric=TT_MEMORY)
+    return {"id": rid, "source": source or dict(TT_ASYNC, section=f"Llama3 70b on 256 H100s, {label}, "
+                                                                    f"{'Async' if async_tp else 'Vanilla'} TP"),
             "system": "Grand Teton H100 96GB (500 W)", "model": "Llama 3.1 70B", "precision": label, "gpus": 256,
             "layout": {"GBS": 512, "MBS": 16, "seq": 8192, "FSDP": 32, "TP": 8, "PP": 1, "CP": 1, "VP": None,
                        "EP": 1},
-            "published": {"metric": "tokens/s/GPU", "value": tok},
+            "published": pub,
             "step_time_s": round(512 * 8192 / (tok * 256), 6),
             "conversion": f"step = local batch 16 x FSDP 32 x seq 8192 / (tokens/s/GPU x 256) = 512 x 8192 / ({tok} x 256)",
             "assumed": [f"topology {H100}"] + TORCHTITAN + [
                 "seq 8192 (the llama3_70b.toml of the run's torchtitan commit; the page states no sequence length)",
                 "torchtitan's TP plan: sequence-parallel norms (sequence_parallel true), loss parallel (vocab_parallel)",
             ] + (["AsyncTP as tp_comm_overlap (each TP all-gather/reduce-scatter beside its GEMM)"] if async_tp else [])
-              + (FP8 if quant != "bf16" else []),
+              + (FP8 if quant != "bf16" else []) + ([TT_FP8_GATHER, TT_MEMORY_CMP] if memory else []),
             "groups": ["H100", "fp8" if quant != "bf16" else "bf16", "dense", "compile", "scale"]
                       + (["tp-overlap"] if async_tp else []),
             "scenario": {"cluster": cluster("H100", 256), "model": {"preset": "llama3-70b"}, "training": training,
                          "parallelism": par}}
 
 
+TT_MEMORY = "torchtitan's logged memory: torch.cuda.max_memory_reserved, max over GPUs"
+TT_FP8_GATHER = ("Float8 with FSDP float8 all-gather (torchtitan's documented Float8 setting of these tables) as "
+                 "precision.params fp8: fp8 GEMMs and 1-byte gathered weights")
+TT_MEMORY_CMP = ("memory compared as the model's reserved estimate: peak_allocated_bytes + fragmentation_bytes (the "
+                 "caching allocator's reserved bytes; CUDA context and NCCL buffers are outside it)")
 ROWS += [
+    tt_70b("tt2412-llama31-70b-h100-fp8", "fp8tw", False, 829, dict(TT_2412, section="Table 4, 2D"), 71.9),
+    tt_70b("tt2412-llama31-70b-h100-fp8-asynctp", "fp8tw", True, 876, dict(TT_2412, section="Table 4, 2D + AsyncTP"),
+           67.6),
     tt_70b("tt2506-llama31-70b-h100-bf16", "bf16", False, 597.3),
     tt_70b("tt2506-llama31-70b-h100-bf16-asynctp", "bf16", True, 652.4),
     tt_70b("tt2506-llama31-70b-h100-fp8tw", "fp8tw", False, 809.8),
     {"id": "tt2412-llama31-8b-32k-h100-fp8", "source": dict(TT_2412, section="Table 2, FSDP 8, CP 1, seq 32768"),
      "system": "Grand Teton H100 96GB (500 W)", "model": "Llama 3.1 8B", "precision": "Float8 (torchao)", "gpus": 8,
      "layout": {"GBS": 8, "MBS": 1, "seq": 32768, "FSDP": 8, "TP": 1, "PP": 1, "CP": 1, "VP": None, "EP": 1},
-     "published": {"metric": "tokens/s/GPU", "value": 3890, "memory_GiB": 83.9,
-                   "memory_metric": "torchtitan's logged memory: torch.cuda.max_memory_reserved, max over GPUs"},
+     "published": {"metric": "tokens/s/GPU", "value": 3890, "memory_GiB": 83.9, "memory_metric": TT_MEMORY},
      "step_time_s": round(8 * 32768 / (3890 * 8), 6),
      "conversion": "step = local batch 1 x FSDP 8 x seq 32768 / (tokens/s/GPU x 8) = 8 x 32768 / (3890 x 8)",
-     "assumed": [f"topology {H100}"] + TORCHTITAN + [
-         "Float8 with FSDP float8 all-gather (torchtitan's documented Float8 setting of these tables) as "
-         "precision.params fp8: fp8 GEMMs and 1-byte gathered weights",
-         "memory compared as the model's reserved estimate: peak_allocated_bytes + fragmentation_bytes (the "
-         "caching allocator's reserved bytes; CUDA context and NCCL buffers are outside it)",
-     ],
+     "assumed": [f"topology {H100}"] + TORCHTITAN + [TT_FP8_GATHER, TT_MEMORY_CMP],
      "groups": ["H100", "fp8", "dense", "compile"],
      "scenario": {"cluster": cluster("H100", 8), "model": {"preset": "llama3-8b", "seq_len": 32768},
                   "training": {"global_batch": 8, "micro_batch": 1, "recompute": "full",
