@@ -114,6 +114,7 @@ def mb_row(rid, release, system, model, shape, gpus, prec, gbs, mbs, seq, tp=1, 
     if note:
         assumed.append(SHAPE_NOTES[note])
     groups = [system, "fp8" if prec != "BF16" else "bf16"] + (["moe"] if ep > 1 else ["dense"])
+    groups += ["small-experts"] if note in ("qwen3", "gpt-oss") else []
     groups += ["tp-overlap"] if tp > 1 else []
     groups += ["scale"] if gpus >= 256 else []
     return {"id": rid, "source": source or dict(MB, section=f"{release} NeMo Container, Pre-Training, {model}"),
