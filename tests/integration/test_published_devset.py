@@ -57,6 +57,15 @@ def test_the_set_has_twenty_expressible_rows_with_sources_and_assumptions():
         assert r["id"] not in configs, f"{r['id']} is listed as not expressible but has a scenario file"
 
 
+def test_the_files_are_what_make_configs_writes():
+    """configs/ and rows.yaml are generated from one table (make_configs.py ROWS): no hand edit drifts from it."""
+    spec = importlib.util.spec_from_file_location("published_devset_make", STUDY / "make_configs.py")
+    mk = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mk)
+    for rel, text in mk.files().items():
+        assert (STUDY / rel).read_text(encoding="utf-8") == text, f"{rel} differs from make_configs.py (re-run it)"
+
+
 @cache
 def _now(rid: str) -> dict:
     (row,) = [r for r in ROWS if r["id"] == rid]
