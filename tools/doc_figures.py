@@ -606,6 +606,23 @@ FIGURES["training.b177b"] = lambda: (lambda e: f"{abs(e) * 100:.0f}% {'fast' if 
     dict(_published())["B177B"])
 FIGURES["readme.published"] = lambda: _within([e for _, e in _published()], 0.15)
 
+
+def _devset():
+    """The published development set's module (validation/published-devset_*/devset.py): its committed predictions,
+    which tests/integration/test_published_devset.py holds equal to what the code gives now."""
+    return _module(ROOT / "validation" / "published-devset_h100-b200-gb200_2026-12-02" / "devset.py",
+                   "clustersim_doc_devset")
+
+
+def _devset_summary() -> str:
+    d = _devset()
+    err = d.step_errors(d.committed())
+    return f"MAPE {_pct(d.mape(err.values()), sign=False)}; {_within(err.values(), 0.15)} within 15%"
+
+
+FIGURES["readme.devset"] = _devset_summary
+FIGURES["validation.devset-table"] = lambda: (lambda d: d.group_table(d.committed()) + "\n")(_devset())
+
 #: Megatron-Bridge 25.09's DeepSeek-V3 on 1,024 H100 (tokens/s/GPU) and Llama 3 405B at 128K (TFLOP/s/GPU).
 _DSV3_PUBLISHED, _CP_PUBLISHED = 1297.0, 380.0
 
