@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_serializer, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_serializer, model_validator
 
 from clustersim.config.base import StrictModel, bounded
 from clustersim.errors import ClusterSimError
@@ -80,12 +80,15 @@ class MLASection(StrictModel):
 
 
 #: model fields left out of a dump while null, so that the scenarios written before they existed dump as before
-_DUMP_IF_SET = ("head_dim", "mla")
+_DUMP_IF_SET = ("head_dim", "mla", "hf_config")
 
 
 class ModelSection(StrictModel):
-    """A decoder-only transformer. ``preset`` fills every field; explicit fields override it."""
+    """A decoder-only transformer. ``preset`` (or ``hf_config``) fills every field; explicit fields override it."""
 
+    hf_config: str | None = Field(None, description="A Hugging Face config.json (path, relative to the scenario's "
+                                  "folder) whose architecture fills the model fields as `clustersim scenario "
+                                  "from-hf` maps them (docs/inputs.md); explicit fields override it.")
     preset: str | None = Field(None, description="gpt3-175b | llama3-8b | llama3-70b | llama3-405b | gpt-1b | ... (see clustersim.config.presets).")
     layers: Layers | None = Field(None, description="Transformer layers.")
     hidden: Width | None = Field(None, description="Model width h.")
@@ -107,6 +110,19 @@ class ModelSection(StrictModel):
     moe: MoESection | None = Field(None, description="Mixture-of-experts MLPs; null = dense model.")
     mla: MLASection | None = Field(None, description="Multi-head latent attention (DeepSeek-V2/V3) instead of "
                                    "Q/K/V projections; needs kv_heads = heads; null = multi-head/grouped attention.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_hf(cls, data: Any, info: ValidationInfo) -> Any:
+        """Fill the fields from ``hf_config`` (explicit fields win; the path resolves against the folder of
+        the file being validated, then the cwd)."""
+        if not isinstance(data, dict) or not isinstance(data.get("hf_config"), str):
+            return data
+        from clustersim.config.hf import model_fields_from_file
+
+        base = (info.context or {}).get("base_dir") if info is not None else None
+        fields = model_fields_from_file(data["hf_config"], base=base, field="model.hf_config")
+        return {**fields, **data}
 
     @model_serializer(mode="wrap")
     def _dump(self, handler) -> dict[str, Any]:
