@@ -12,6 +12,7 @@ import typer
 from clustersim import __version__
 from clustersim.cli import calibrate as _calibrate
 from clustersim.cli import collective as _collective
+from clustersim.cli import compare as _compare
 from clustersim.cli import goodput as _goodput
 from clustersim.cli import inputs as _inputs
 from clustersim.cli import plan as _plan
@@ -61,6 +62,7 @@ _sweep.register(app)
 _goodput.register(app)
 _plan.register(app)
 _report.register(app)
+_compare.register(app)
 
 
 def main(argv: list[str] | None = None) -> None:
