@@ -17,8 +17,8 @@ def render_compare(d: dict) -> None:
     from clustersim.units import format_bytes, format_time
 
     t = Table(title=f"{Path(d['scenario']).name}: measured vs predicted step (first {d['warmup_steps']} steps left out)")
-    for col in ("log", "format", "steps", "measured", "predicted", "error", "memory", "predicted", "error"):
-        t.add_column(col, justify="left" if col in ("log", "format") else "right", overflow="fold")
+    for col in ("log", "steps", "measured", "predicted", "error", "memory", "predicted", "error"):
+        t.add_column(col, justify="left" if col.startswith("log") else "right", no_wrap=True)
     for r in d["rows"]:
         mem = ("-", "-", "-")
         if r.get("measured_memory_bytes"):
@@ -26,14 +26,15 @@ def render_compare(d: dict) -> None:
             mark = "*" if r["memory_kind"] == "max_reserved" else ""
             mem = (format_bytes(r["measured_memory_bytes"]) + mark,
                    format_bytes(r["predicted_memory_bytes"]) if r.get("predicted_memory_bytes") else "-", err)
-        t.add_row(Path(r["log"]).name, r["format"], str(r["steps_used"]), format_time(r["measured_step_s"]),
+        t.add_row(Path(r["log"]).name, str(r["steps_used"]), format_time(r["measured_step_s"]),
                   format_time(r["predicted_step_s"]), f"{100 * r['error']:+.1f} %", *mem)
     console.print(t)
     if any(r.get("memory_kind") == "max_reserved" for r in d["rows"]):
         console.print("* the allocator's peak reserved memory (torchtitan); the others its peak allocated memory",
                       highlight=False, markup=False, soft_wrap=True)
     ev = d["evidence"]
-    console.print(f"prediction: {ev['fidelity']} fidelity, topology {ev['topology_file']}, profile {ev['profile_file']}",
+    console.print(f"prediction: {ev['fidelity']} fidelity, topology {Path(ev['topology_file']).name}, profile "
+                  f"{Path(ev['profile_file']).name} (files in --json)",
                   highlight=False, markup=False, soft_wrap=True)
 
 

@@ -37,11 +37,15 @@ def render_imported(imported, output: Optional[Path], as_json: bool) -> None:
     for n in imported.notes:
         err_console.print(f"note: {n}", highlight=False, markup=False, soft_wrap=True)
     r = imported.report
+
+    def count(n: float) -> str:
+        return f"{n / 1e9:.2f}B" if n >= 1e9 else (f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n:,.0f}")
+
     if "total_params" in r:
-        mtp = f" (+ {r['mtp_params'] / 1e9:.2f}B in {r['mtp_layers']} MTP layer(s), apart)" if r.get("mtp_params") else ""
-        active = f", {r['active_params'] / 1e9:.2f}B active" if r["active_params"] != r["total_params"] else ""
+        mtp = f" (+ {count(r['mtp_params'])} in {r['mtp_layers']} MTP layer(s), apart)" if r.get("mtp_params") else ""
+        active = f", {count(r['active_params'])} active" if r["active_params"] != r["total_params"] else ""
         layout = "".join(f" {k}{v}" for k, v in r.get("layout", {}).items())
-        err_console.print(f"{r['total_params'] / 1e9:.2f}B parameters{active}{mtp}{layout}", highlight=False,
+        err_console.print(f"{count(r['total_params'])} parameters{active}{mtp}{layout}", highlight=False,
                           markup=False, soft_wrap=True)
     if output is None:
         sys.stdout.write(imported.yaml())
