@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clustersim.errors import ClusterSimError
+from clustersim.errors import ClusterSimError, require_file
 from clustersim.importers.logs import median_step, read_log
 
 #: log files a folder is searched for
@@ -59,7 +59,7 @@ def logs_of(path: str | Path) -> list[Path]:
         if not found:
             raise ClusterSimError(f"no log files ({', '.join(LOG_SUFFIXES)}) in this folder", file=str(p))
         return found
-    return [p]
+    return [require_file(p)]
 
 
 def compare(scenario: str | Path, log: str | Path, *, warmup: int = 2, fmt: str | None = None,
@@ -70,7 +70,8 @@ def compare(scenario: str | Path, log: str | Path, *, warmup: int = 2, fmt: str 
     """
     if warmup < 0:
         raise ClusterSimError(f"must be >= 0, got {warmup}", field="--warmup")
+    files = logs_of(log)  # a missing log is refused before the simulation
     pred = _prediction(scenario, fidelity, overrides)
-    rows = [_row(f, pred, warmup, fmt) for f in logs_of(log)]
+    rows = [_row(f, pred, warmup, fmt) for f in files]
     return {"scenario": str(scenario), "warmup_steps": warmup, "predicted_step_s": pred["step_time_s"],
             "evidence": pred["evidence"], "rows": rows}

@@ -59,3 +59,17 @@ def test_bad_logs_are_refused_with_the_file_and_reason(tmp_path, cli):
     assert r.returncode == 2 and "every step time lies in the warm-up" in r.stderr
     with pytest.raises(ClusterSimError, match="no log files"):
         compare(SCENARIO, tmp_path / "nothing-here" if (tmp_path / "nothing-here").mkdir() is None else tmp_path)
+
+
+def test_run_log_format_megatron_is_read_back_by_compare(tmp_path, cli):
+    r = cli("run", str(SCENARIO), "--fidelity", "analytical", "--log-format", "megatron", "--set", "training.steps=4")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert sum("elapsed time per iteration (ms):" in ln for ln in lines) == 4 and "max allocated:" in lines[1]
+    (tmp_path / "sim.log").write_text(r.stdout)
+    d = compare(SCENARIO, tmp_path / "sim.log", fidelity="analytical")
+    (row,) = d["rows"]
+    assert row["format"] == "megatron" and row["steps_used"] == 2  # iterations 3 and 4 after the warm-up
+    assert row["error"] == pytest.approx(0, abs=1e-3) and row["memory_error"] == pytest.approx(0, abs=1e-6)
+    r = cli("run", str(SCENARIO), "--fidelity", "analytical", "--log-format", "csv")
+    assert r.returncode == 2 and "--log-format" in r.stderr
