@@ -195,7 +195,8 @@ def _notes(cfg: dict, hf: HFModel) -> None:
     """Known features of the config that the schema leaves out, each said once."""
     types = cfg.get("layer_types") or []
     sliding = sum(t == "sliding_attention" for t in types) if isinstance(types, list) else 0
-    if sliding or cfg.get("use_sliding_window"):
+    mistral_window = hf.model_type in ("mistral", "mixtral") and cfg.get("sliding_window")
+    if sliding or cfg.get("use_sliding_window") or mistral_window:
         hf.notes.append(f"sliding-window attention (window {cfg.get('sliding_window')}, "
                         f"{sliding or 'some'} layers) is modelled as full causal attention (an upper bound on its cost)")
     if cfg.get("n_group") and cfg.get("topk_group") and cfg.get("n_group") > 1:
