@@ -148,7 +148,7 @@ def run_and_write(scenario, *, fidelity: str | None = None, overrides: list[str]
         from clustersim.trace.chrome import write_trace
 
         write_trace(trace_path, step.graph, step.timeline, cluster=step.cluster, title=res.scenario,
-                    comm_time=step.comm_time, rank_labels=step.rank_labels)
+                    comm_time=step.comm_time, rank_labels=step.rank_labels, link_loads=step.link_loads)
     if html_path is not None:
         from clustersim.report.html import write_html
         from clustersim.simulate.describe import run_description
