@@ -658,6 +658,19 @@ FIGURES["example.whatif.dp"] = lambda: (f"{_nic(400, 'analytical')['breakdown'][
 FIGURES["example.plan.shipped"] = lambda: f"{_run('hybrid-tp2-pp2-dp2')['step_time_s'] * 1e3:.1f} ms"
 
 
+# -- docs/inputs.md ----------------------------------------------------------------------------
+
+FIGURES["inputs.from-hf"] = lambda: _cli(
+    "clustersim scenario from-hf tests/data/importers/hf/DeepSeek-V3.json --nodes 32 --pp 8 --ep 32 "
+    "--global-batch 256 -o dsv3.yaml",
+    "clustersim run dsv3.yaml --fidelity analytical | head -9")
+FIGURES["inputs.from-megatron"] = lambda: _cli(
+    "clustersim scenario from-megatron tests/data/importers/megatron/train_gpt3_175b_distributed.sh --nodes 128 "
+    "-o gpt3.yaml")
+FIGURES["inputs.compare"] = lambda: _cli(
+    "clustersim compare scenarios/ref-single.yaml tests/data/logs --fidelity analytical")
+
+
 # -- docs/training.md --------------------------------------------------------------------------
 
 @figure("training.ref-single.duty")

@@ -12,7 +12,9 @@ import typer
 from clustersim import __version__
 from clustersim.cli import calibrate as _calibrate
 from clustersim.cli import collective as _collective
+from clustersim.cli import compare as _compare
 from clustersim.cli import goodput as _goodput
+from clustersim.cli import inputs as _inputs
 from clustersim.cli import plan as _plan
 from clustersim.cli import report as _report
 from clustersim.cli import run as _run
@@ -52,6 +54,7 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 app.add_typer(_topo.app, name="topo")
 app.add_typer(_calibrate.app, name="calibrate")
+app.add_typer(_inputs.app, name="scenario")
 _scenario.register(app)
 _collective.register(app)
 _run.register(app)
@@ -59,6 +62,7 @@ _sweep.register(app)
 _goodput.register(app)
 _plan.register(app)
 _report.register(app)
+_compare.register(app)
 
 
 def main(argv: list[str] | None = None) -> None:

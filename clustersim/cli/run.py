@@ -148,7 +148,7 @@ def run_and_write(scenario, *, fidelity: str | None = None, overrides: list[str]
         from clustersim.trace.chrome import write_trace
 
         write_trace(trace_path, step.graph, step.timeline, cluster=step.cluster, title=res.scenario,
-                    comm_time=step.comm_time, rank_labels=step.rank_labels)
+                    comm_time=step.comm_time, rank_labels=step.rank_labels, link_loads=step.link_loads)
     if html_path is not None:
         from clustersim.report.html import write_html
         from clustersim.simulate.describe import run_description
@@ -179,6 +179,7 @@ def register(root: typer.Typer) -> None:
         full: bool = typer.Option(False, "--full", help="Simulate every data-parallel replica (no symmetry reduction)."),
         html: Optional[Path] = typer.Option(None, "--html", help="Write a standalone HTML report (timeline, breakdown, memory, links)."),
         band: bool = typer.Option(False, "--band", help="Also simulate at the profile's 95% confidence bounds and report the step-time band."),
+        log_format: Optional[str] = typer.Option(None, "--log-format", help="megatron: print Megatron-LM iteration lines (one per training.steps) instead of the tables."),
         max_memory: Optional[str] = max_memory_option(),
         max_events: Optional[int] = max_events_option(),
     ) -> None:
@@ -197,11 +198,15 @@ def register(root: typer.Typer) -> None:
           clustersim run scenarios/gpt-1b-ddp.yaml --band --json
 
           clustersim run scenarios/two-jobs-shared-fabric.yaml --trace jobs.json
+
+          clustersim run scenarios/ref-single.yaml --log-format megatron > sim.log
         """
         from clustersim.errors import ClusterSimError
 
         if fidelity is not None and fidelity not in ("flow", "analytical"):
             raise ClusterSimError(f"--fidelity must be flow or analytical, not {fidelity!r}", field="--fidelity")
+        if log_format not in (None, "megatron"):
+            raise ClusterSimError(f"--log-format must be megatron, not {log_format!r}", field="--log-format")
         with budget(max_memory, max_events), progress(f"simulating {scenario}"):
             res, lo_hi = run_and_write(scenario, fidelity=fidelity, overrides=set_ or [], reduced=not full,
                                        trace_path=trace, html_path=html, band=band)
@@ -210,6 +215,10 @@ def register(root: typer.Typer) -> None:
             d["step_time_band_s"] = list(lo_hi)
         if as_json:
             print_json(d)
+        elif log_format == "megatron":
+            from clustersim.report.megatron_log import iteration_lines
+
+            console.print("\n".join(iteration_lines(d)), highlight=False, markup=False, soft_wrap=True)
         else:
             render_run(d)
             if band:

@@ -446,7 +446,8 @@ def validate(cls: type[M], data: dict[str, Any], file: str | None = None) -> M:
     clustersim.errors.ClusterSimError: p.yaml: bandwidth_GBps: Input should be greater than 0
     """
     try:
-        return cls.model_validate(data)
+        # the folder of the file: fields naming other files (model.hf_config) resolve against it
+        return cls.model_validate(data, context={"base_dir": str(Path(file).parent)} if file else None)
     except ValidationError as exc:
         raise validation_error(exc, file) from None
     except ClusterSimError as exc:

@@ -26,6 +26,7 @@ from clustersim.config.sections import (
     LinkDegraded,
     LinkDown,
     LinkSelector,
+    MLASection,
     ModelSection,
     MoESection,
     NodeLost,
@@ -42,7 +43,7 @@ from clustersim.errors import ClusterSimError
 
 __all__ = [
     "CollectivePhase", "ComputePhase", "FaultsSection", "JobEntry", "JobSection", "LinkDegraded", "LinkDown",
-    "LinkSelector", "ModelSection", "MoESection", "NodeLost", "ParallelismSection", "Phase", "PrecisionSection",
+    "LinkSelector", "MLASection", "ModelSection", "MoESection", "NodeLost", "ParallelismSection", "Phase", "PrecisionSection",
     "Scenario", "ScenarioClusterSection", "SimulationSection", "Straggler", "StragglerDistribution", "TrainingSection",
     "check_jobs_section", "check_work", "check_world_size", "estimate_events", "job_scenario", "jobs_events",
     "split_schedule_problem",

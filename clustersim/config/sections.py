@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_serializer, model_validator
 
 from clustersim.config.base import StrictModel, bounded
 from clustersim.errors import ClusterSimError
@@ -64,14 +64,45 @@ class MoESection(StrictModel):
         return self
 
 
-class ModelSection(StrictModel):
-    """A decoder-only transformer. ``preset`` fills every field; explicit fields override it."""
+class MLASection(StrictModel):
+    """DeepSeek's multi-head latent attention (``model.mla``; DeepSeek-V2 arXiv 2405.04434 section 2.1, V3
+    arXiv 2412.19437 section 2.1.1), with the Hugging Face config's names.
 
+    Per layer: queries through a low-rank ``hidden -> q_lora_rank -> heads x (qk_nope + qk_rope)`` pair of
+    projections (one ``hidden -> heads x qk`` projection without ``q_lora_rank``), keys and values through one
+    shared latent ``hidden -> kv_lora_rank + qk_rope`` (the rope part is one key head shared by every head),
+    then ``kv_lora_rank -> heads x (qk_nope + v_head_dim)``, and the output projection ``heads x v_head_dim ->
+    hidden``; an RMSNorm on each latent. The down projections are replicated over TP ranks, the up
+    projections and the output split by heads (Megatron-Core's MLA)."""
+
+    q_lora_rank: Width | None = Field(None, description="Rank of the query compression (DeepSeek-V3 1536); null: "
+                                      "one full-rank query projection (DeepSeek-V2-Lite).")
+    kv_lora_rank: Width = Field(description="Rank of the joint key/value compression (DeepSeek-V3 512).")
+    qk_nope_head_dim: Width = Field(description="Per-head query/key width without rotary embedding (DeepSeek-V3 128).")
+    qk_rope_head_dim: Width = Field(description="Per-head query/key width with rotary embedding, the decoupled "
+                                    "rope key shared by all heads (DeepSeek-V3 64).")
+    v_head_dim: Width = Field(description="Per-head value width (DeepSeek-V3 128).")
+
+
+#: model fields left out of a dump while null, so that the scenarios written before they existed dump as before
+_DUMP_IF_SET = ("head_dim", "mla", "hf_config")
+
+
+class ModelSection(StrictModel):
+    """A decoder-only transformer. ``preset`` (or ``hf_config``) fills every field; explicit fields override it."""
+
+    hf_config: str | None = Field(None, description="A Hugging Face config.json (path, relative to the scenario's "
+                                  "folder) whose architecture fills the model fields as `clustersim scenario "
+                                  "from-hf` maps them (docs/inputs.md); explicit fields override it.")
     preset: str | None = Field(None, description="gpt3-175b | llama3-8b | llama3-70b | llama3-405b | gpt-1b | ... (see clustersim.config.presets).")
     layers: Layers | None = Field(None, description="Transformer layers.")
     hidden: Width | None = Field(None, description="Model width h.")
     heads: Heads | None = Field(None, description="Attention (query) heads.")
     kv_heads: Heads | None = Field(None, description="Key/value heads (GQA); default = heads.")
+    head_dim: Width | None = Field(None, description="Width of one attention head; default hidden/heads. Set it "
+                                   "when the attention width is decoupled from hidden (Qwen3-30B-A3B: 32 heads x 128 "
+                                   "= 4096 query channels on hidden 2048; GPT-OSS: 64 x 64 on 2880): Q and the "
+                                   "output projection's input are heads*head_dim wide, K and V kv_heads*head_dim.")
     ffn_hidden: Width | None = Field(None, description="MLP inner width; default 4*hidden.")
     vocab: Width | None = Field(None, description="Vocabulary size.")
     seq_len: SeqLen | None = Field(None, description="Sequence length in tokens.")
@@ -82,6 +113,29 @@ class ModelSection(StrictModel):
     position_embedding: Literal["learned", "rope", "none"] | None = Field(None, description="learned adds a seq_len x hidden table.")
     attention: Literal["flash", "eager"] | None = Field(None, description="flash: fused, no s^2 scores stored; eager: materialised scores.")
     moe: MoESection | None = Field(None, description="Mixture-of-experts MLPs; null = dense model.")
+    mla: MLASection | None = Field(None, description="Multi-head latent attention (DeepSeek-V2/V3) instead of "
+                                   "Q/K/V projections; needs kv_heads = heads; null = multi-head/grouped attention.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_hf(cls, data: Any, info: ValidationInfo) -> Any:
+        """Fill the fields from ``hf_config`` (explicit fields win; the path resolves against the folder of
+        the file being validated, then the cwd)."""
+        if not isinstance(data, dict) or not isinstance(data.get("hf_config"), str):
+            return data
+        from clustersim.config.hf import model_fields_from_file
+
+        base = (info.context or {}).get("base_dir") if info is not None else None
+        fields = model_fields_from_file(data["hf_config"], base=base, field="model.hf_config")
+        return {**fields, **data}
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler) -> dict[str, Any]:
+        out = handler(self)
+        for key in _DUMP_IF_SET:
+            if out.get(key) is None:
+                out.pop(key, None)
+        return out
 
     @model_validator(mode="after")
     def _fill(self) -> "ModelSection":
@@ -101,8 +155,14 @@ class ModelSection(StrictModel):
             base["kv_heads"] = base["heads"]
         if base.get("ffn_hidden") is None:
             base["ffn_hidden"] = 4 * base["hidden"]
-        if base["hidden"] % base["heads"]:
-            raise ValueError(f"hidden ({base['hidden']}) must be divisible by heads ({base['heads']})")
+        if base.get("head_dim") is None and base.get("mla") is None and base["hidden"] % base["heads"]:
+            raise ValueError(f"hidden ({base['hidden']}) must be divisible by heads ({base['heads']}), "
+                             "or give model.head_dim")
+        if base.get("mla") is not None and base["kv_heads"] != base["heads"]:
+            raise ValueError(f"model.mla needs kv_heads = heads (every head has its own key and value after the "
+                             f"latent up-projection), got kv_heads {base['kv_heads']} and heads {base['heads']}")
+        if base.get("mla") is not None and base.get("head_dim") is not None:
+            raise ValueError("give model.head_dim or model.mla, not both (mla sets the head widths)")
         if base["heads"] % base["kv_heads"]:
             raise ValueError(f"heads ({base['heads']}) must be divisible by kv_heads ({base['kv_heads']})")
         for k, v in base.items():

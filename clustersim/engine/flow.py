@@ -120,6 +120,9 @@ class FlowNetwork:
         self.now = 0.0
         self.recomputes = 0
         self.flows_started = 0
+        #: ``(time s, link indices, bytes/s)`` after every re-rating, when a caller sets it to a list (a trace's
+        #: link counters); None: not kept (the default: a long simulation re-rates millions of times)
+        self.load_log: list | None = None
 
     # -- storage --------------------------------------------------------------------------
     def _grow(self, k: int) -> None:
@@ -191,6 +194,8 @@ class FlowNetwork:
         if len(act) == 0:
             self.link_load[:] = 0.0
             self._loaded = np.zeros(0, dtype=np.int64)
+            if self.load_log is not None:
+                self.load_log.append((self.now, self._loaded, self._loaded.astype(float)))
             return
         dense = np.full(self._n, -1, dtype=np.int64)
         dense[act] = np.arange(len(act))
@@ -199,6 +204,8 @@ class FlowNetwork:
         self.link_load = np.bincount(self._el, weights=self.rate[self._ef], minlength=len(self.capacity))
         self._loaded = np.flatnonzero(self.link_load > 0)
         self._dirty = False
+        if self.load_log is not None:
+            self.load_log.append((self.now, self._loaded, self.link_load[self._loaded]))
 
     def next_completion(self) -> float:
         """Seconds until the first active flow finishes at current rates (inf if none can)."""

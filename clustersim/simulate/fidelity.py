@@ -60,9 +60,10 @@ def _overlap(graph: Graph, stretch: dict[int, float]) -> OverlapSlowdown | None:
 
 
 def execute_graph(rs: ResolvedScenario, cluster: Cluster, graph: Graph, comm: CommCache, *,
-                  fidelity: str) -> Execution:
+                  fidelity: str, record_links: bool = False) -> Execution:
     """Execute ``graph`` on ``cluster`` at ``fidelity`` (``flow`` or ``analytical``); ``comm``: the
-    closed-form collective times on that cluster, ``rs``: the scenario's profile and ``cluster:`` switches."""
+    closed-form collective times on that cluster, ``rs``: the scenario's profile and ``cluster:`` switches;
+    ``record_links``: keep every link's load over time (``sim.net.load_log``, a trace's link counters)."""
     from clustersim.simulate.overlap import needs_stretch, stretch_fixed_point
 
     if fidelity == "analytical":
@@ -75,6 +76,8 @@ def execute_graph(rs: ResolvedScenario, cluster: Cluster, graph: Graph, comm: Co
 
     c = rs.scenario.cluster
     sim = flow_simulation(cluster, rs.profile, nvls=c.nvls, p2p=c.p2p, gdr=c.gpudirect_rdma)
+    if record_links:
+        sim.net.load_log = []
     private = tp_private(cluster, graph)
     stretch: dict[int, float] = {}
     if needs_stretch(graph):

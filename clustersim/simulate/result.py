@@ -47,6 +47,8 @@ class StepTimeline:
     comm_time: CommCache
     #: trace label of each rank where it is more than its number (several jobs: ``"<job> rank <r>"``)
     rank_labels: dict[int, str] | None = None
+    #: flow fidelity: ``(link names, [(time s, link indices, bytes/s), ...])``, every link's load over time
+    link_loads: tuple | None = None
 
 
 @dataclass(frozen=True)

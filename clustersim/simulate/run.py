@@ -112,7 +112,7 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
         makespan, bd, links, tp_closed_form, overlap = hit
         bd, links = dict(bd), [dict(x) for x in links]
     else:
-        ex = execute_graph(rs, cluster, graph, built.comm, fidelity=fidelity)
+        ex = execute_graph(rs, cluster, graph, built.comm, fidelity=fidelity, record_links=keep_timeline)
         makespan, tp_closed_form, overlap = ex.timeline.makespan, ex.tp_closed_form, ex.overlap
         bd = breakdown(graph, ex.timeline, exec_ranks, makespan)
         bd = {k: v / iters for k, v in bd.items()}
@@ -138,6 +138,7 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
                     faults=faults)
     res.digest = digest
     if keep_timeline:
-        res.step = StepTimeline(graph=graph, timeline=ex.timeline, cluster=cluster, comm_time=built.comm)
+        loads = (ex.sim.cluster.link_names, ex.sim.net.load_log) if ex.sim is not None else None
+        res.step = StepTimeline(graph=graph, timeline=ex.timeline, cluster=cluster, comm_time=built.comm, link_loads=loads)
     res.wall_s = time.perf_counter() - t_wall
     return res

@@ -101,11 +101,50 @@ def trace_events(graph, tl, cluster=None, comm_time=None, rank_labels=None) -> l
     return events + body
 
 
-def write_trace(path, graph, tl, cluster=None, title: str | None = None, comm_time=None, rank_labels=None) -> Path:
+#: the process the link counters are drawn in (after every rank's), and how many links it shows
+LINKS_PID, LINK_COUNTERS = 1_000_000, 16
+
+
+def link_counter_events(link_loads: tuple, top: int = LINK_COUNTERS) -> list[dict]:
+    """Perfetto counter tracks (``ph: "C"``) of the ``top`` links that carried the most bytes, in GB/s over time,
+    from a flow run's ``(link names, [(time s, link indices, bytes/s), ...])``: one event where a link's load changes.
+
+    >>> import numpy as np
+    >>> log = [(0.0, np.array([1]), np.array([2e9])), (1.0, np.array([], dtype=int), np.array([]))]
+    >>> [(e["name"], e.get("ts"), e["args"]) for e in link_counter_events((["a->b", "b->c"], log))][1:]
+    [('b->c', 0.0, {'GB/s': 2.0}), ('b->c', 1000000.0, {'GB/s': 0.0})]
+    """
+    names, log = link_loads
+    if not log:
+        return []
+    bytes_by_link: dict[int, float] = {}
+    for (t, idx, load), nxt in zip(log, [e[0] for e in log[1:]] + [log[-1][0]]):
+        for i, v in zip(idx.tolist(), load.tolist()):
+            bytes_by_link[i] = bytes_by_link.get(i, 0.0) + v * (nxt - t)
+    shown = sorted(bytes_by_link, key=lambda i: (-bytes_by_link[i], i))[:top]
+    out = [{"ph": "M", "name": "process_name", "pid": LINKS_PID, "tid": 0,
+            "args": {"name": f"links (GB/s; the {len(shown)} that carried the most bytes)"}}]
+    last = {i: 0.0 for i in shown}
+    for t, idx, load in log:
+        now = dict(zip(idx.tolist(), load.tolist()))
+        for i in shown:
+            v = now.get(i, 0.0) / 1e9
+            if v != last[i] or (t == log[0][0] and v):
+                out.append({"ph": "C", "name": names[i], "pid": LINKS_PID, "ts": t * 1e6, "args": {"GB/s": round(v, 6)}})
+                last[i] = v
+    return out
+
+
+def write_trace(path, graph, tl, cluster=None, title: str | None = None, comm_time=None, rank_labels=None,
+                link_loads=None) -> Path:
     """Write the trace JSON object (``traceEvents`` + ``displayTimeUnit``) to ``path`` (``rank_labels``:
-    see :func:`trace_events`)."""
+    see :func:`trace_events`; ``link_loads``: a flow run's link loads over time, drawn as counter tracks by
+    :func:`link_counter_events`)."""
     p = Path(path)
-    doc = {"traceEvents": trace_events(graph, tl, cluster, comm_time, rank_labels), "displayTimeUnit": "ms",
+    events = trace_events(graph, tl, cluster, comm_time, rank_labels)
+    if link_loads is not None:
+        events += link_counter_events(link_loads)
+    doc = {"traceEvents": events, "displayTimeUnit": "ms",
            "otherData": {"generator": "clustersim", "scenario": title}}
     try:
         p.write_text(json.dumps(doc))

@@ -188,7 +188,7 @@ def cp_report(step) -> dict:
     bytes each rank sends per layer and micro-batch (``step``: a
     :class:`~clustersim.workload.transformer.TransformerStep` with context parallelism)."""
     ctx, model = step.context, step.model
-    kv = kv_block_bytes(step.micro_batch, model.seq_len, model.kv_hidden, step.tp, ctx.cp)
+    kv = kv_block_bytes(step.micro_batch, model.seq_len, model.kv_pair_hidden, step.tp, ctx.cp)
     return {"cp": ctx.cp, "algorithm": ctx.algorithm, "local_tokens": ctx.local(step.micro_batch * model.seq_len),
             "kv_block_bytes": kv, "send_bytes_per_layer": cp_send_bytes(ctx.cp, ctx.algorithm, kv),
             "grad_reduction_ranks": step.grad_dp}

@@ -201,12 +201,15 @@ class LayerCosts:
         bwd.reverse()
         if overlap:
             fwd, bwd = overlap_tp(fwd), overlap_tp(bwd)
-        params_local = model.layer_matmul_params / tp + model.layer_other_params
-        matrices = 5 if model.mlp == "swiglu" else 4  # QKV, output, MLP matrices
+        replicated = model.attention_replicated_params  # MLA's down-projections: whole on every TP rank
+        params_local = (model.layer_matmul_params - replicated) / tp + replicated + model.layer_other_params
+        matrices = model.attention_matrices + (3 if model.mlp == "swiglu" else 2)  # QKV, output, MLP matrices
         if moe:
             params_local, matrices = moe_layer_params(self)
         norm_tensors = 2 if (model.norm == "layernorm" and model.bias) else 1
         tensors = matrices * (2 if model.bias else 1) + 2 * norm_tensors
+        if model.mla is not None:  # the RMSNorm gains of the latents
+            tensors += 2 if model.mla.q_lora_rank else 1
         forward = Unit("layer", fwd, 0.0, params_local, tensors)
         backward = Unit("layer", bwd, params_local * self.grad_dtype_bytes, params_local, tensors,
                         weight_grad=passes.weight[::-1] if split else None)
@@ -237,12 +240,16 @@ class LayerCosts:
         hidden, tokens = model.hidden, self.tokens
         self._norm(passes)
         passes.extend(tp_region_entry(tp, self.sequence_parallel, self.full_activation))
-        passes.linear(tokens, (hidden + 2 * model.kv_hidden) // tp, hidden)
+        qkv_width = model.q_hidden + model.kv_hidden + model.v_hidden  # h + 2 h_kv unless decoupled or MLA
+        if model.mla is not None:
+            self._mla_projections(passes)
+        else:
+            passes.linear(tokens, qkv_width // tp, hidden)
         passes.backward += tp_input_regather(tp, self.sequence_parallel, self.full_activation)
         # the fused QKV output is split into q, k, v views; backward concatenates their gradients
-        qkv_bytes = 2 * tokens * (hidden + 2 * model.kv_hidden) // tp * act_bytes
+        qkv_bytes = 2 * tokens * qkv_width // tp * act_bytes
         passes.backward.append(ComputeSegment(cm.memory(qkv_bytes), 1))
-        q_elems, kv_elems = tokens * hidden // tp, tokens * model.kv_hidden // tp  # of q and of k (= v) on this rank
+        q_elems, kv_elems = tokens * model.q_hidden // tp, tokens * model.kv_hidden // tp  # of q and of k on this rank
         qk_bytes = 2 * (q_elems + kv_elems) * act_bytes  # read and write q and k
         if model.position_embedding == "rope":
             if self.unfused:  # per tensor (q, k): neg, cat, 2 mul, add forward; the same count backward
@@ -254,19 +261,41 @@ class LayerCosts:
             kv_repeat_bytes = 2 * (kv_elems + q_elems) * act_bytes
             passes.measured_pair("repeat_kv", kv_repeat_bytes, kv_repeat_bytes, 2, 2)
         recompute_extra = self._attention_core(passes)
-        passes.linear(tokens, hidden, hidden // tp)
+        passes.linear(tokens, hidden, model.attn_out_hidden // tp)
         passes.extend(tp_region_exit(tp, self.sequence_parallel, self.full_activation))
         self._residual(passes)
         return recompute_extra
+
+    def _mla_projections(self, passes: _Passes) -> None:
+        """MLA's projections on this TP rank (Megatron-Core's MLA): the query and key/value down-projections
+        whole on every rank (replicated weights, all the tokens of the TP region), an RMSNorm on each latent,
+        the up-projections split by heads."""
+        model, tp, tokens, mla = self.model, self.tp, self.tokens, self.model.mla
+        hidden, heads_local = model.hidden, model.heads // tp
+        if mla.q_lora_rank:
+            passes.linear(tokens, mla.q_lora_rank, hidden)
+            self._latent_norm(passes, mla.q_lora_rank)
+            passes.linear(tokens, heads_local * mla.qk_head_dim, mla.q_lora_rank)
+        else:
+            passes.linear(tokens, heads_local * mla.qk_head_dim, hidden)
+        passes.linear(tokens, mla.kv_lora_rank + mla.qk_rope_head_dim, hidden)
+        self._latent_norm(passes, mla.kv_lora_rank)
+        passes.linear(tokens, heads_local * (mla.qk_nope_head_dim + mla.v_head_dim), mla.kv_lora_rank)
+
+    def _latent_norm(self, passes: _Passes, width: int) -> None:
+        """RMSNorm of an MLA latent of ``width`` over every token of the TP region (as :meth:`_norm`)."""
+        row = self.tokens * width * ACTIVATION_BYTES
+        passes.memory_class("rmsnorm_fwd", 2 * row, "rmsnorm_bwd", 3 * row, 2 * row, kernels_bwd=2, hidden=width)
 
     def _attention_core(self, passes: _Passes) -> list[UnitSegment] | None:
         """Softmax(QK^T)V on this rank's heads; returns the selective-recompute forward segments."""
         model, cm, act_bytes = self.model, self.compute, ACTIVATION_BYTES
         micro_batch, seq, head_dim = self.micro_batch, model.seq_len, model.head_dim
+        flops_dim = model.attention_flops_head_dim  # head_dim unless MLA's values are narrower than its keys
         heads_local = model.heads // self.tp
         if self.context is not None:  # ring or all-gather attention over the CP group (flash only)
-            fwd, bwd = attention_segments(self.context, cm, micro_batch=micro_batch, seq_len=seq, head_dim=head_dim,
-                                          heads_local=heads_local, kv_hidden_local=model.kv_hidden // self.tp)
+            fwd, bwd = attention_segments(self.context, cm, micro_batch=micro_batch, seq_len=seq, head_dim=flops_dim,
+                                          heads_local=heads_local, kv_hidden_local=model.kv_pair_hidden // self.tp)
             passes.forward += fwd
             passes.backward += bwd[::-1]  # the backward list is kept in forward order until the layer is done
             return None
@@ -282,7 +311,7 @@ class LayerCosts:
             passes.backward.append(ComputeSegment(bwd_s, 7))
             return [ComputeSegment(fwd_s, 8)] if selective else None
         if model.attention == "flash":
-            flops = 4.0 * micro_batch * seq * seq * head_dim * heads_local * 0.5  # QK^T and PV, causal half skipped
+            flops = 4.0 * micro_batch * seq * seq * flops_dim * heads_local * 0.5  # QK^T and PV, causal half skipped
             passes.forward.append(ComputeSegment(cm.attention(flops, 1, "fwd", seq=seq, head_dim=head_dim), 1))
             # FlashAttention-2 backward: softmax-denominator (dO.O) pre-pass, the main kernel, dQ conversion
             passes.backward.append(ComputeSegment(cm.attention(2.5 * flops, 3, "bwd", seq=seq, head_dim=head_dim), 3))
@@ -291,13 +320,13 @@ class LayerCosts:
         scores = batch * seq * seq
         qk = cm.bmm("score", batch, seq, head_dim)
         if qk is not None:  # measured batched GEMMs (bmm_table), each at the run's own shape
-            pv = cm.bmm("context", batch, seq, head_dim)
-            pv_t = cm.bmm("context_t", batch, seq, head_dim)
+            pv = cm.bmm("context", batch, seq, model.v_head_dim)
+            pv_t = cm.bmm("context_t", batch, seq, model.v_head_dim)
             # backward: dP = dO v^T (score-shaped), dQ = dS k (context), dV = p^T dO and dK = dS^T q (context_t)
             (qk_bwd, n_qk), (pv_bwd, n_pv) = (qk, 1), (pv + 2 * pv_t, 3)
         else:  # batched GEMM as one kernel (efficiency from total FLOPs)
             qk = cm.gemm(seq, seq, head_dim * batch)
-            pv = cm.gemm(seq, head_dim * batch, seq)
+            pv = cm.gemm(seq, model.v_head_dim * batch, seq)
             (qk_bwd, n_qk), (pv_bwd, n_pv) = (2 * qk, 2), (2 * pv, 2)
         softmax_fwd = cm.memory(scores * 9.0, 2)  # scale-mask-softmax (r2 w2) + dropout (r2 w2 mask1)
         softmax_bwd = cm.memory(scores * 11.0, 2)  # dropout bwd (r2 mask1 w2) + softmax bwd (r4 w2)

@@ -146,18 +146,18 @@ def eager_layer_bytes(model: ModelDims, *, micro_batch: int, tp: int = 1, recomp
     scale = act_bytes / 2  # the counts below are for 16-bit activations
     if recompute == "full":
         return 2.0 * h * tokens * scale
-    kv = model.kv_hidden
+    kv, q, o = model.kv_hidden, model.q_hidden, model.attn_out_hidden  # q = o = h unless the head width is decoupled
     gqa, rope = model.kv_heads != model.heads, model.position_embedding == "rope"
     stats = 8 if model.norm == "layernorm" else 4
     replicated = 4 * 2 * h * scale + 2 * stats
     per_layer_extra = 0.0
     if model.attention == "flash":
         qkv_view_saved = (not rope) or (not gqa)  # q or v is saved as a view of the fused QKV output
-        att = (2 * (h + 2 * kv) if qkv_view_saved else 0) + (2 * h if rope else 0)
-        att += 4 * h if gqa else (2 * kv if rope else 0)  # repeated k and v / rotated k
-        att = att * scale + 2 * h * scale + 4 * a  # output, fp32 log-sum-exp
+        att = (2 * (q + 2 * kv) if qkv_view_saved else 0) + (2 * q if rope else 0)
+        att += 4 * q if gqa else (2 * kv if rope else 0)  # repeated k and v / rotated k
+        att = att * scale + 2 * o * scale + 4 * a  # output, fp32 log-sum-exp
     else:
-        att = (3 * 2 * h + 2 * h + (0 if recompute == "selective" else 2 * a * s)) * scale
+        att = (3 * 2 * q + 2 * o + (0 if recompute == "selective" else 2 * a * s)) * scale
         per_layer_extra = s * s  # bool causal mask, built per layer call
     mlp = (4 if model.mlp == "swiglu" else 2) * 2 * model.ffn_hidden * scale
     return (replicated + (att + mlp) / tp) * tokens + per_layer_extra
@@ -296,7 +296,7 @@ def _stage_row(step, stage: int, state_bytes: StateBytes, act_layer: float) -> d
     # (the FSDP2 runs of h 2048-4096 on 2 and 4 ranks: +0.18..+0.69 GiB over with the sum, docs/validation.md 2d)
     step_transient = max(loss, gathered_layers)
     grads_during = states["grads"] if (step.micro_batches > 1 or step.pp > 1) else 0.0
-    cp_buffers = cp_buffer_bytes(step.context, kv_block_bytes(step.micro_batch, model.seq_len, model.kv_hidden, tp,
+    cp_buffers = cp_buffer_bytes(step.context, kv_block_bytes(step.micro_batch, model.seq_len, model.kv_pair_hidden, tp,
                                                               step.cp, act)) if step.context is not None else 0.0
     forward_backward = (CUBLAS_WORKSPACE_BYTES + states["params"] + states["optimizer"] + ddp_buckets + gathered_root
                         + step_transient + acts + grads_during + pipeline_outputs + cp_buffers + recv_buffers)

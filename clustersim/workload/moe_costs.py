@@ -271,9 +271,10 @@ def moe_layer_params(costs) -> tuple[float, int]:
     model, moe, xp, tp = costs.model, costs.model.moe, costs.experts, costs.tp
     mats = model.mlp_matrices
     shared = moe.shared_experts * mats * model.hidden * moe.expert_ffn_hidden
-    params = ((model.attention_matmul_params + shared) / tp + model.hidden * moe.experts
-              + expert_params_per_rank(moe, model.hidden, mats, xp.ep, xp.expert_tp) + model.layer_other_params)
-    tensors = 2 + 1 + (mats if moe.shared_experts else 0) + mats * (moe.experts // xp.ep)  # TE GroupedLinear: one weight per expert
+    params = ((model.attention_split_params + shared) / tp + model.attention_replicated_params
+              + model.hidden * moe.experts + expert_params_per_rank(moe, model.hidden, mats, xp.ep, xp.expert_tp)
+              + model.layer_other_params)
+    tensors = model.attention_matrices + 1 + (mats if moe.shared_experts else 0) + mats * (moe.experts // xp.ep)  # TE GroupedLinear: one weight per expert
     return params, tensors
 
 

@@ -63,6 +63,8 @@ LAYERS = [
     ("clustersim.sweep", 8),
     ("clustersim.reliability", 8),
     ("clustersim.calibration", 8),
+    # other tools' files as scenarios, training logs beside predictions: they build and simulate scenarios
+    ("clustersim.importers", 8),
     ("clustersim.trace", 9),
     ("clustersim.report", 9),
     ("clustersim.cli", 10),
