@@ -48,7 +48,9 @@ What is built (choices, stated once):
   * Combinations: dp x tp (DDP over the dp group); pp x tp x dp (TP layers inside the pipeline
     stages; with dp > 1 the gradients are all-reduced over the dp group after the pipeline step, in
     buckets of ``ddp_bucket_mb``, not overlapped with the backward); zero 3 alone. Others are refused.
-- Kernels: plain PyTorch eager, nothing fused (RoPE as neg/cat/mul/add, silu then mul, GQA by
+- Kernels: with ``training.kernel_fusion: fused`` on one rank or DDP, each block compiled by
+  ``torch.compile`` (its elementwise kernels generated and fused, as torchtitan's per-block compile);
+  otherwise plain PyTorch eager, nothing fused (RoPE as neg/cat/mul/add, silu then mul, GQA by
   ``repeat_interleave``, eager attention as scale/masked_fill/softmax): the scenario field
   ``training.kernel_fusion: none`` describes it (the ``ref-*`` scenarios set it).
 - Timing: ``--warmup`` steps, then ``--steps`` steps, each bracketed by ``torch.cuda.synchronize()``;
@@ -356,9 +358,16 @@ def note_unfused_kernels(sc: Scenario, rank: int) -> None:
     unfused_features = [f for f, on in (("rope", m.position_embedding == "rope"), ("swiglu", m.mlp == "swiglu"),
                                         ("GQA", m.kv_heads != m.heads), ("eager attention", m.attention == "eager"))
                         if on]
-    if tr.kernel_fusion == "fused" and unfused_features:
+    if tr.kernel_fusion == "fused" and unfused_features and not compiles_blocks(sc):
         _log(rank, f"note: this script runs {', '.join(unfused_features)} as separate PyTorch kernels; the scenario "
                    "says training.kernel_fusion: fused, so `clustersim run` models fused kernels (set it to none)")
+
+
+def compiles_blocks(sc: Scenario) -> bool:
+    """``training.kernel_fusion: fused`` on one rank or DDP (tp = pp = 1, zero 0): every block is compiled by
+    ``torch.compile`` (torchtitan's per-block compile), so its elementwise kernels are the generated fused ones."""
+    par = sc.parallelism
+    return sc.training.kernel_fusion == "fused" and par.tp == 1 and par.pp == 1 and par.zero == 0
 
 
 def start(args, sc: Scenario, dtype_name: str) -> Launch:
@@ -416,6 +425,9 @@ def build_model(sc: Scenario, launch: Launch, dtype):
         from train_gpt_fp8_moe import fp8_linear  # noqa: PLC0415 - beside this script
 
         set_block_linear(fp8_linear(sc.training.precision.fp8_recipe))
+    if compiles_blocks(sc) and launch.device_kind == "cuda":
+        for block in model.blocks:
+            block.compile()  # in place: the module keeps its parameters and names
     return model, n_params
 
 
