@@ -463,6 +463,7 @@ def index_table() -> str:
 TRAIN_STEP_SETS = {
     "fp8-moe": "validation/fp8-moe-1gpu_h200_2026-12-02/train_steps.jsonl",
     "fp8-moe-r2": "validation/fp8-moe-1gpu_h200_2026-12-02/train_steps-r2.jsonl",
+    "fp8-moe-r3": "validation/fp8-moe-1gpu_h200_2026-12-02/train_steps-r3.jsonl",
     "blind10": "validation/blind10_h100x4_2026-11-27/train_steps.jsonl",
     "blind11": "validation/blind11-fsdp2-skew_h100x2_2026-11-27/train_steps.jsonl",
     "blind12": "validation/blind12-4gpu_h100x4_2026-11-27/train_steps.jsonl",
