@@ -139,7 +139,7 @@ def _add_kernels(data: dict, rel: str) -> None:
     data["source"]["files"] = list(data["source"].get("files", [])) + [rel]
 
 
-def _add_fp8_and_experts(data: dict, rels: tuple[str, ...], fp8_peak: float) -> None:
+def _add_fp8_and_experts(data: dict, rels: tuple[str, ...]) -> None:
     """The FP8 and MoE kernel classes of ``data['compute']`` (:func:`fit_fp8_and_experts`; their memory-bound classes
     join ``memory_table``) from the bench files ``rels`` (``--kernel-classes fp8`` and ``experts``)."""
     from clustersim.calibration.fit import peak_tflops_for
@@ -159,7 +159,7 @@ def _add_fp8_and_experts(data: dict, rels: tuple[str, ...], fp8_peak: float) -> 
     comp["expert_gemm_table"] = extra["gemm_layout_table"]
     comp["memory_table"] = sorted(comp["memory_table"] + extra["memory_table"],
                                   key=lambda r: (r["op"], r.get("hidden", 0), r["bytes"]))
-    comp.update(fit_fp8_and_experts(kern, peak, fp8_peak, launch))
+    comp.update(fit_fp8_and_experts(kern, peak, 2.0 * peak, launch))  # dense FP8 = 2x dense bf16 (datasheets), as fit
     data["source"]["files"] = list(data["source"].get("files", [])) + list(rels)
 
 
@@ -297,7 +297,7 @@ def make_h200() -> Profile:
     data["nvls"] = False
     data["link_model"] = link_model_section(coll)
     _add_kernels(data, H200_KERNELS)
-    _add_fp8_and_experts(data, (H200_FP8, H200_EXPERTS, H200_EXPERTS_LOOP), fp8_peak=1979.0)  # H200 SXM dense FP8, NVIDIA datasheet
+    _add_fp8_and_experts(data, (H200_FP8, H200_EXPERTS, H200_EXPERTS_LOOP))
     data["compute"]["bmm_table"] = bmm_table()
     data["compute"]["wave_loss"] = wave_loss()
     data["source"]["files"] = list(data["source"].get("files", [])) + [H200_BMM, H200_WAVES]

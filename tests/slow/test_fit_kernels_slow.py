@@ -15,7 +15,8 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 MEAS = ROOT / "profiles" / "measurements"
-TABLES = ("attention_table", "gemm_layout_table", "memory_table", "clock_table")
+TABLES = ("attention_table", "gemm_layout_table", "memory_table", "clock_table", "expert_gemm_table", "grouped_gemm_table",
+          "fp8_layout_table")
 
 
 def _fit(tmp_path: Path, *files: Path) -> CliResult:
@@ -26,7 +27,8 @@ def _fit(tmp_path: Path, *files: Path) -> CliResult:
 def test_fit_reproduces_the_shipped_kernel_tables(tmp_path):
     """The H200 bench (GEMM, HBM, launch rows) and its kernel rows through the CLI give the same four tables as the
     shipped hgx-h200 profile, which profiles/make_profiles.py builds from the same two files."""
-    r = _fit(tmp_path, MEAS / "h200x2" / "bench-run1.jsonl", MEAS / "h200" / "kernels.jsonl")
+    r = _fit(tmp_path, MEAS / "h200x2" / "bench-run1.jsonl", MEAS / "h200" / "kernels.jsonl",
+             MEAS / "h200" / "kernels-fp8-20261202.jsonl", MEAS / "h200" / "kernels-experts-20261202.jsonl")
     assert r.returncode == 0, r.stderr
     assert "kernel classes: 40 flash-attention, 180 layout GEMM" in r.stdout
     fitted = yaml.safe_load((tmp_path / "p.yaml").read_text())["compute"]

@@ -134,7 +134,8 @@ def compute_section(meas: Measurements, compute: dict[str, Any], *, meta: dict[s
     launch = meas.of("launch")
     if launch:
         compute["kernel_launch_us"] = rounded(statistics.median(float(r["overhead_us"]) for r in launch))
-    kernels = [r for r in meas.of("kernel") if r.get("dtype", "bf16") == "bf16"]
+    every = meas.of("kernel")
+    kernels = [r for r in every if r.get("dtype", "bf16") == "bf16" and not str(r.get("linear", "")).startswith("expert")]
     if kernels:  # calibrate bench --kernels: the kernel-class tables (each one the rows give; others kept)
         peak = peak_tflops or compute.get("peak_tflops") or peak_tflops_for(meta.get("gpu"))
         if peak is None:
@@ -150,4 +151,19 @@ def compute_section(meas: Measurements, compute: dict[str, Any], *, meta: dict[s
             raise ClusterSimError(f"a kernel row lacks a field or holds a bad value ({exc!r}): the rows of "
                                   "calibrate bench --kernels carry each kernel's shape") from None
         compute.update({k: v for k, v in tables.items() if v})
+        compute.update(_expert_and_fp8_tables(every, float(peak), compute))
     return compute
+
+
+def _expert_and_fp8_tables(rows: list[dict], peak: float, compute: dict) -> dict:
+    """The MoE and FP8 tables of ``--kernel-classes experts,fp8`` rows: expert-shape GEMMs as ``expert_gemm_table``
+    (apart from the dense layout table), grouped GEMMs, the loop's wall times, FP8 GEMMs against twice the bf16
+    peak (the dense FP8 rate of Hopper and Blackwell parts by their datasheets)."""
+    from clustersim.calibration.fit.kernels import fit_fp8_and_experts
+
+    launch = float(compute.get("kernel_launch_us", 4.0))
+    expert = [r for r in rows if str(r.get("linear", "")).startswith("expert") and r.get("name", "").startswith("gemm_")]
+    out = fit_fp8_and_experts(rows, peak, 2.0 * peak, launch)
+    if expert:
+        out["expert_gemm_table"] = fit_kernels(expert, peak, float(compute["hbm_bandwidth_GBps"]), launch)["gemm_layout_table"]
+    return out
