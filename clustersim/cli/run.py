@@ -55,6 +55,8 @@ def render_run(d: dict) -> None:
     if d.get("mfu") is not None:
         t.add_row("MFU (model FLOPs / bf16 peak)", f"{100 * d['mfu']:.1f} %")
         t.add_row("model TFLOP/s/GPU", f"{d['tflops_per_gpu']:.1f}")
+    if d.get("compute_tables"):
+        t.add_row("profile compute tables", d["compute_tables"])
     if d.get("clock_slowdown") is not None:
         t.add_row("sustained clock (GEMM, attention)",
                   f"x{d['clock_slowdown']:.3f} at duty {100 * d['compute_duty']:.0f} %")
@@ -144,6 +146,7 @@ def run_and_write(scenario, *, fidelity: str | None = None, overrides: list[str]
     res = run_scenario(rs, fidelity=fidelity, reduced=reduced,
                        keep_timeline=trace_path is not None or html_path is not None)
     step = res.step
+    res.compute_tables = f"{rs.profile.name}: {rs.profile.compute.tables_summary()}" if rs.profile is not None else None
     if trace_path is not None:
         from clustersim.trace.chrome import write_trace
 
