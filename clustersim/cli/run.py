@@ -55,8 +55,6 @@ def render_run(d: dict) -> None:
     if d.get("mfu") is not None:
         t.add_row("MFU (model FLOPs / bf16 peak)", f"{100 * d['mfu']:.1f} %")
         t.add_row("model TFLOP/s/GPU", f"{d['tflops_per_gpu']:.1f}")
-    if d.get("compute_tables"):
-        t.add_row("profile compute tables", d["compute_tables"])
     if d.get("clock_slowdown") is not None:
         t.add_row("sustained clock (GEMM, attention)",
                   f"x{d['clock_slowdown']:.3f} at duty {100 * d['compute_duty']:.0f} %")
@@ -72,6 +70,8 @@ def render_run(d: dict) -> None:
                   f"fwd {format_bytes(c['send_bytes_per_layer']['forward'])} bwd "
                   f"{format_bytes(c['send_bytes_per_layer']['backward'])}")
     console.print(t)
+    if d.get("compute_tables"):  # which compute model the step ran on (a fitted profile may carry none)
+        console.print(f"profile compute tables: {d['compute_tables']}", highlight=False)
     b = Table(title="where the step goes (per rank, averaged)")
     b.add_column("part")
     b.add_column("time", justify="right")

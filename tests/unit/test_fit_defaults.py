@@ -60,7 +60,7 @@ def test_no_silent_compute_swap(fitted):
     from clustersim.simulate.run import run_scenario
 
     _, out, res = fitted
-    assert "compute model of the shipped profile 'hgx-h200'" in res.stderr.replace("\n", " ")
+    assert "compute model of the shipped hgx-h200 (no --base" in res.stderr.replace("\n", " ")
     from clustersim.calibration.fit import load_profile
 
     assert load_model(Profile, out).compute == load_profile("hgx-h200").compute

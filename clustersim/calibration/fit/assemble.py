@@ -119,8 +119,8 @@ def fit_profile(meas: Measurements, *, name: str, base: Profile | None = None, h
                                                min_sizes=min_sizes, ci=ci, rng=rng, switches=switches)
 
     if n_whole:
-        notes.append(f"{n_whole} nccl-tests row(s) timed back to back without CUDA graphs: fitted less the "
-                     f"{gap:.3g} us kernel gap (compute.kernel_launch_us) the simulator adds to every call")
+        notes.append(f"{n_whole} nccl-tests rows (whole calls, no CUDA graphs) fitted less the {gap:.3g} us "
+                     "kernel gap the simulator adds")
     data["name"] = name
     data["nvls"] = nvls_default
     # collectives: replace matching, keep the rest

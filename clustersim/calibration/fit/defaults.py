@@ -138,12 +138,12 @@ def compute_base(meta: dict[str, Any], topology: str | None, *, has_compute_rows
         except ClusterSimError:
             prof = None
         if prof is not None and fits(prof):
-            return prof.compute.model_dump(mode="json"), f"compute model of the shipped profile {prof.name!r}"
+            return prof.compute.model_dump(mode="json"), f"compute model of the shipped {prof.name}"
     if gpu:
         shipped = [load_profile(shipped_dir("profile") / f"{n}.yaml") for n in shipped_names("profile")]
         for prof in sorted(shipped, key=lambda p: not p.source.measured):
             if _same_gpu(prof.source.gpu, gpu):
-                return prof.compute.model_dump(mode="json"), f"compute model of the shipped profile {prof.name!r}"
+                return prof.compute.model_dump(mode="json"), f"compute model of the shipped {prof.name}"
     if has_compute_rows:
         return {}, ""
     raise ClusterSimError(f"no shipped profile describes the GPU measured ({gpu or 'the rows name none'}) and the "

@@ -213,6 +213,6 @@ def fit_files(files: Sequence[str | Path], *, output: str | Path | None = None, 
                 "--topology): what-ifs on that class will not move it"
                 for cls, lp in profile.links.items() if not lp.scales]
     told = [f"topology {topo_name} (from {said})"] if said and said != "--topology" else []
-    told += [f"{compute_note} (no --base; the compute rows measured replace what they measure)"] if compute_note else []
+    told += [f"{compute_note} (no --base; compute rows replace what they measure)"] if compute_note else []
     return FitRun(profile=profile, measurements=meas, new_entries=_new_entries(profile, base_p),
                   warnings=warnings + told + list(res.notes), output=written)
