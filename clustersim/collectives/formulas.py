@@ -401,9 +401,8 @@ def throttle_fraction(S: float, channels: int, proto: str, n: int, algorithm: st
     nc, nt = channels, nt0
     if S >= nc * nt * thr:
         return 1.0
-    # the loop keeps thr to 2 thr bytes per thread (channels, then threads, in steps of one and of 2); its
-    # envelope at thr bytes per thread (where the loop's steps land) makes the time monotone in S instead of
-    # a saw of up to 2x in the bandwidth term; at least one channel of the fewest threads the loop reaches
+    # the loop keeps thr..2 thr bytes per thread; its envelope at thr (where its steps land) is monotone in S
+    # (no 2x saw in the bandwidth term); at least one channel of the fewest threads the loop reaches
     nt_min = nt
     while nt_min % 128 == 0:
         nt_min //= 2
