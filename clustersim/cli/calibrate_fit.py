@@ -102,7 +102,8 @@ def fit_cmd(
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap's random generator."),
     json_out: bool = typer.Option(False, "--json", help="Print the fitted profile as one JSON document."),
     topology: Optional[str] = typer.Option(
-        None, "--topology", help="Topology the measurements were taken on (name or YAML): fitted link classes record "
+        None, "--topology", help="Topology the measurements were taken on (name or YAML; needed for NCCL-level "
+        "collective rows unless the meta row or the --base profile names it): fitted link classes record "
         "its line rates, so their efficiency follows what-ifs on other topologies, and NCCL-level collective rows "
         "also give the profile a link model (per link class and protocol an efficiency of those line rates and a "
         "per-step latency, per op a launch floor), used for the rank counts and sizes not measured."),
@@ -111,10 +112,10 @@ def fit_cmd(
 
     Examples:
 
-      clustersim calibrate fit profiles/measurements/h200x2/*.jsonl -o profiles/hgx-h200.yaml
-
       clustersim calibrate fit profiles/measurements/h200x2/bench-graph.jsonl profiles/measurements/h200x4/bench-graph.jsonl
-      --topology hgx-h200 -o my-h200.yaml   (also writes the link_model section)
+      --topology hgx-h200 -o my-h200.yaml   (entries and the link_model section)
+
+      clustersim calibrate fit nt_all_reduce.txt --base hgx-h200 -o mine.yaml   (the topology of the base profile)
     """
     from clustersim.calibration.fit.pipeline import fit_files
     from clustersim.collectives.topology_lines import TopologyLines
@@ -129,7 +130,7 @@ def fit_cmd(
         with progress("fitting the profile") as update:
             run = fit_files(measurements, output=output, name=name, base=base, holdout=holdout,
                             peak_tflops=peak_tflops, max_segments=max_segments, min_sizes=min_sizes, ci=ci,
-                            seed=seed, topology=TopologyLines(topology) if topology is not None else None,
+                            seed=seed, topology=topology, open_topology=TopologyLines,
                             command=command, warn=_warn, update=update)
     except ClusterSimError as exc:
         fail(exc)

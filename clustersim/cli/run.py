@@ -70,6 +70,8 @@ def render_run(d: dict) -> None:
                   f"fwd {format_bytes(c['send_bytes_per_layer']['forward'])} bwd "
                   f"{format_bytes(c['send_bytes_per_layer']['backward'])}")
     console.print(t)
+    if d.get("compute_tables"):  # which compute model the step ran on (a fitted profile may carry none)
+        console.print(f"profile compute tables: {d['compute_tables']}", highlight=False)
     b = Table(title="where the step goes (per rank, averaged)")
     b.add_column("part")
     b.add_column("time", justify="right")
@@ -144,6 +146,7 @@ def run_and_write(scenario, *, fidelity: str | None = None, overrides: list[str]
     res = run_scenario(rs, fidelity=fidelity, reduced=reduced,
                        keep_timeline=trace_path is not None or html_path is not None)
     step = res.step
+    res.compute_tables = f"{rs.profile.name}: {rs.profile.compute.tables_summary()}" if rs.profile is not None else None
     if trace_path is not None:
         from clustersim.trace.chrome import write_trace
 

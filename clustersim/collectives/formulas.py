@@ -384,23 +384,30 @@ def tree_correction(proto: str, S: float) -> float:
     return 1.0
 
 
-def throttle_fraction(S: float, channels: int, proto: str, n: int, algorithm: str) -> float:
+def throttle_fraction(S: float, channels: int, proto: str, n: int, algorithm: str, headroom: float = 1.0) -> float:
     """Fraction of the full bandwidth NCCL runs at for S bytes (``enqueue.cc`` topoGetAlgoInfo).
 
-    ``while S < nc * nt * threshold: nc -= 1 (nc >= 2) else nt /= 2 (nt % 128 == 0)``. LL's
+    ``while S < nc * nt * threshold: nc -= 1 (nc >= 2) else nt /= 2 (nt % 128 == 0)``, as its envelope. LL's
     threshold is per rank on rings (``x nRanks``). The achieved bandwidth scales with the
-    channels and threads kept, which is what makes NCCL's mid-size bandwidth ramp.
+    channels and threads kept (NCCL's mid-size ramp) up to a cap of the whole call (``headroom``,
+    :attr:`NcclAlgo.headroom`: LL's ``llMaxBw``). Without it a forced ring on 16 DGX H100 nodes ran LL at
+    2 MiB in 1,131.6 us and LL128 at 4 MiB in 591.9 us.
+
+    >>> throttle_fraction(2**21, 16, "ll", 128, "ring"), throttle_fraction(2**21, 16, "ll", 128, "ring", headroom=8.0)
+    (0.25, 1.0)
     """
     nt0 = NVLS_THREADS if algorithm in ("nvls", "nvls_tree") else MAX_THREADS[proto]
     thr = THREAD_THRESHOLD[proto] * (n if proto == "ll" and algorithm == "ring" else 1)
     nc, nt = channels, nt0
     if S >= nc * nt * thr:
         return 1.0
-    # closed form of the channel loop (nc -= 1 while S < nc*nt*thr), then the thread loop
-    nc = max(1, min(channels, int(S // (nt * thr))))
-    while S < nc * nt * thr and nc == 1 and nt % 128 == 0:
-        nt //= 2
-    return (nc / channels) * (nt / nt0)
+    # the loop keeps thr..2 thr bytes per thread; its envelope at thr (where its steps land) is monotone in S
+    # (no 2x saw in the bandwidth term); at least one channel of the fewest threads the loop reaches
+    nt_min = nt
+    while nt_min % 128 == 0:
+        nt_min //= 2
+    kept = max(nt_min, S / thr) / (channels * nt0)
+    return min(1.0, kept * max(1.0, headroom))
 
 
 @dataclass(frozen=True)
@@ -432,6 +439,8 @@ class NcclAlgo:
     lat_us: float
     algbw_GBps: float
     channels: int
+    #: the channels' own rate over the cell's bandwidth: > 1 where a cap of the whole call (llMaxBw) bounds it
+    headroom: float = 1.0
 
     def time_us(self, S: float, op: str, ctx: NcclContext) -> float:
         """``ncclTopoGetAlgoTime``: ``lat * latCount + S / (1000 * bw)`` with NCCL's corrections."""
@@ -530,19 +539,22 @@ def nccl_table(op: str, ctx: NcclContext) -> list[NcclAlgo]:
                 bw = min(intra, inter, PER_CH_MAX_NVLS_TREE[a][idx2] if algo == "nvls_tree" else math.inf)
                 if nch < 2 or bw <= 0:
                     continue
-                bus = nch * bw
+                bus = chan_bus = nch * bw
             else:
                 nch, s = g[algo]
                 bus = nch * s
+                chan_bus = bus  # the channels' own rate, above a cap of the whole call (headroom)
                 if algo == "ring" and proto == "ll":
-                    bus = min(ll_max, 0.5 * bus)
+                    chan_bus = 0.5 * bus
+                    bus = min(ll_max, chan_bus)
                 elif algo == "ring" and proto == "ll128":
                     bus = min(0.92 * bus, nch * PER_CH_MAX_RING_LL128[a][idx2])
                 elif algo == "tree":
                     base_bus = bus
                     bus = min(0.92 * base_bus, nch * PER_CH_MAX_TREE[a][idx2])
                     if proto == "ll":
-                        bus = min(base_bus / 3.8, ll_max)
+                        chan_bus = base_bus / 3.8
+                        bus = min(chan_bus, ll_max)
                     elif proto == "ll128":
                         bus = min(base_bus * (7 / 9 if nodes == 1 else 120 / 128),
                                   nch * PER_CH_MAX_TREE_LL128[a][idx2])
@@ -576,7 +588,8 @@ def nccl_table(op: str, ctx: NcclContext) -> list[NcclAlgo]:
                 lat = intra_lat + (inter_lat if nodes > 1 else 0.0)
             elif algo == "nvls_tree":
                 lat += intra_lat + 2 * math.log2(nodes) * inter_lat
-            out.append(NcclAlgo(algorithm=algo, protocol=proto, lat_us=lat, algbw_GBps=alg, channels=nch))
+            out.append(NcclAlgo(algorithm=algo, protocol=proto, lat_us=lat, algbw_GBps=alg, channels=nch,
+                                headroom=max(1.0, chan_bus / bus)))
     return out
 
 

@@ -399,7 +399,7 @@ class CollectiveModel:
                         and S / (cell.channels * n) >= 64:
                     lat_model = cell.lat_us * (1.9 if nc.sm < 80 else 1.4) * 1e-6
                 bw_model = max(0.0, t_model - lat_model)
-                frac = F.throttle_fraction(S, F.exec_channels(cell), cell.protocol, n, cell.algorithm)
+                frac = F.throttle_fraction(S, F.exec_channels(cell), cell.protocol, n, cell.algorithm, cell.headroom)
                 out.append((cell.algorithm, cell.protocol, launch + lat_model, bw_model / frac,
                             F.exec_channels(cell), t_model))
         if algo == "auto" and out:

@@ -12,7 +12,8 @@ object with its own ``to_dict``, in a fixed order:
 * ``total_time_s`` (a generic job, or a transformer run of several steps) and ``ranks`` (a generic job);
 * :class:`FaultReport` (``faults``: the scenario injects faults);
 * :class:`JobsReport` (``jobs`` and ``placed_gpus``: several jobs on one fabric, ``jobs:``);
-* ``band_factors`` (``step_time_band_factors``: ``clustersim run --band``).
+* ``band_factors`` (``step_time_band_factors``: ``clustersim run --band``);
+* ``compute_tables`` (which compute tables the profile carries: ``clustersim run``).
 
 >>> OverlapSlowdown(compute=1.05, collective=1.2, stretch_s=0.01).to_dict()
 {'compute': 1.05, 'collective': 1.2, 'stretch_s': 0.01}
@@ -257,6 +258,8 @@ class RunResult:
     jobs: JobsReport | None = None
     #: the factors of the step-time band (:func:`clustersim.simulate.band.band_factors`), set by ``run --band``
     band_factors: dict[str, float | None] | None = None
+    #: the profile's name and the compute tables it carries (``ComputeParams.tables_summary``), set by ``clustersim run``
+    compute_tables: str | None = None
     #: the simulated ops and their times, kept when ``run_scenario(keep_timeline=True)`` (not in ``to_dict``)
     step: StepTimeline | None = field(default=None, repr=False, compare=False)
     #: :func:`~clustersim.simulate.memo.graph_digest` of the executed DAG when run with a ``memo`` (not in ``to_dict``)
@@ -285,6 +288,8 @@ class RunResult:
             d.update(self.jobs.to_dict())
         if self.band_factors is not None:
             d["step_time_band_factors"] = dict(self.band_factors)
+        if self.compute_tables is not None:
+            d["compute_tables"] = self.compute_tables
         return d
 
     @property

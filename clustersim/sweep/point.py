@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shlex
 import time
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from clustersim.breakdown import BREAKDOWN_KEYS
+from clustersim.budget import limits
 from clustersim.config.base import resolve_file
 from clustersim.errors import ClusterSimError
 from clustersim.simulate.resolve import ScenarioInputs, build_resolved, read_inputs
@@ -44,6 +46,8 @@ class Task:
     id: str
     inputs: ScenarioInputs
     plan: bool = False
+    #: the study's event budget of one point (``max_events``); None: the command's
+    max_events: int | None = None
 
 
 @dataclass
@@ -100,13 +104,14 @@ def prepare_points(study: Study, study_file: Path, extra: list[str] | None = Non
     out: list[PreparedPoint] = []
     for p in expand(study, extra):
         try:
-            inputs = read_inputs(scenario_file, p.overrides, cache=cache)
+            with limits(max_events=study.max_events):
+                inputs = read_inputs(scenario_file, p.overrides, cache=cache)
         except ClusterSimError as exc:
             pid = _digest({"scenario_file": str(scenario_file), "overrides": p.overrides, "plan": study.plan})[:16]
-            out.append(PreparedPoint(p.index, pid, p.values, p.overrides, None, exc.message))
+            out.append(PreparedPoint(p.index, pid, p.values, p.overrides, None, portable_message(exc)))
             continue
         pid = point_id(inputs, study.plan, memo)
-        out.append(PreparedPoint(p.index, pid, p.values, p.overrides, Task(pid, inputs, study.plan)))
+        out.append(PreparedPoint(p.index, pid, p.values, p.overrides, Task(pid, inputs, study.plan, study.max_events)))
     if out and all(p.task is None for p in out):
         first = out[0]
         raise ClusterSimError(f"every point is invalid; point 0 ({first.run_args or 'no --set'}): {first.error}",
@@ -166,6 +171,23 @@ def _columns(inputs: ScenarioInputs, res, planned: bool) -> dict[str, Any]:
     return row
 
 
+def portable_message(exc: ClusterSimError) -> str:
+    """``exc``'s message with its file relative to the working directory (the sweep's tables and journal
+    travel with the output folder: an absolute path names one machine's checkout).
+
+    >>> import os
+    >>> portable_message(ClusterSimError("bad", file=os.path.join(os.getcwd(), "scenarios", "x.yaml")))
+    'scenarios/x.yaml: bad'
+    """
+    if exc.file and os.path.isabs(exc.file):
+        try:
+            rel = os.path.relpath(exc.file)
+        except ValueError:  # another drive (Windows): keep it
+            rel = exc.file
+        return ClusterSimError(exc.reason, file=rel, field=exc.field).message
+    return exc.message
+
+
 def error_columns(message: str) -> dict[str, Any]:
     """The columns of a point that could not be simulated: every input and output empty but the error."""
     row: dict[str, Any] = {k: None for k in (*INPUT_COLUMNS, *OUTPUT_COLUMNS)}
@@ -181,10 +203,11 @@ def evaluate_point(task: Task) -> dict[str, Any]:
     """
     t0 = time.perf_counter()
     try:
-        inputs, res = (_plan if task.plan else _simulate)(task.inputs)
+        with limits(max_events=task.max_events):
+            inputs, res = (_plan if task.plan else _simulate)(task.inputs)
         row = _columns(inputs, res, task.plan)
     except ClusterSimError as exc:
-        row = error_columns(exc.message)
+        row = error_columns(portable_message(exc))
     return {"id": task.id, "row": _plain(row), "wall_s": time.perf_counter() - t0}
 
 

@@ -136,6 +136,9 @@ class Study(StrictModel):
     axes: list[Axis] = Field(default_factory=list, description="Axes; the points are every combination of them, the first outermost.")
     plan: bool = Field(False, description="Plan each point: the fastest parallel mix that fits replaces the scenario's (clustersim.plan.plan_point).")
     plots: list[Plot] = Field(default_factory=list, description="PNG plots written next to the tables.")
+    max_events: int | None = Field(None, ge=1, le=100_000_000, description="Simulated-event budget of each point "
+                                   "(count; the command's --max-events default of 2,000,000 when null): a study "
+                                   "whose points need more says so.")
 
     @field_validator("set")
     @classmethod
@@ -152,6 +155,18 @@ class Study(StrictModel):
                 if path in seen and seen[path] != i:
                     raise ValueError(f"axes.{i}: {path} is already varied by axes.{seen[path]}")
                 seen[path] = i
+        return self
+
+    @model_validator(mode="after")
+    def _lines_need_a_series(self) -> "Study":
+        # more than one varied dimension (each grid path is one; a zip or a list of points is one): without
+        # series: one line would join every point in file order and zig-zag between the other axis's values
+        dims = sum(len(axis.grid) if axis.grid is not None else 1 for axis in self.axes)
+        for i, plot in enumerate(self.plots):
+            if getattr(plot, "series", "") is None and dims > 1:
+                raise ValueError(f"plots.{i}: the points vary along {dims} dimensions ({', '.join(self.varied)}); "
+                                 "give series: (the column that splits them into lines), else one line zig-zags "
+                                 "through all of them")
         return self
 
     @property

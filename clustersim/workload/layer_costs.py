@@ -44,6 +44,9 @@ class Unit:
     #: a backward unit built with the backward split (zero-bubble schedules): ``segments`` are the
     #: input-gradient pass and these the weight-gradient GEMMs, run later as their own pass
     weight_grad: list[UnitSegment] | None = None
+    #: the unit's weight matrices (0: as ``tensors``): the most DDP buckets its gradient can fill, the norms'
+    #: and biases' small tensors (KBs) joining a matrix's bucket (:func:`clustersim.workload.step_pipeline.fill_buckets`)
+    matrices: int = 0
 
 
 class UnitPair(NamedTuple):
@@ -212,7 +215,7 @@ class LayerCosts:
             tensors += 2 if model.mla.q_lora_rank else 1
         forward = Unit("layer", fwd, 0.0, params_local, tensors)
         backward = Unit("layer", bwd, params_local * self.grad_dtype_bytes, params_local, tensors,
-                        weight_grad=passes.weight[::-1] if split else None)
+                        weight_grad=passes.weight[::-1] if split else None, matrices=matrices)
         extra = Unit("recompute", recompute_extra, 0.0, 0.0) if recompute_extra else None
         return LayerUnits(forward, backward, extra)
 

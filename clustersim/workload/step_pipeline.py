@@ -23,6 +23,8 @@ modules import each other in one direction only.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field, replace
 
 from clustersim.workload.ops import Coll, Graph
@@ -60,6 +62,31 @@ def add_chunk_compute(graph: Graph, step, *, grad_sync: bool, param_gather: bool
             _stage_chunks(graph, step, chunks, segment_cache, replica, stage, grad_sync=grad_sync,
                           param_gather=param_gather)
     return chunks
+
+
+def fill_buckets(pending: float, grad_bytes: float, tensors: int, bucket_bytes: float) -> tuple[float, list[float]]:
+    """``(pending, closed)``: DDP's gradient buckets after one unit's backward adds ``grad_bytes``.
+
+    A bucket closes once it holds ``bucket_bytes`` (``ddp_bucket_mb``); a unit larger than a bucket fills
+    several, as PyTorch's reducer does with a layer's parameter tensors, in at most ``tensors`` equal pieces
+    (its weight matrices: a tensor is never split, the tensor sizes are not modelled; 0: one piece). Every
+    piece is ready when the unit's backward ends.
+
+    >>> fill_buckets(0.0, 100e6, 4, 50e6)    # a 100 MB layer of 4 matrices in 50 MB buckets
+    (0.0, [50000000.0, 50000000.0])
+    >>> fill_buckets(0.0, 100e6, 4, 1e6)[1]  # 1 MB buckets: one per matrix
+    [25000000.0, 25000000.0, 25000000.0, 25000000.0]
+    >>> fill_buckets(0.0, 10e6, 4, 25e6)     # smaller than a bucket: carried to the next unit
+    (10000000.0, [])
+    """
+    pieces = max(1, min(max(tensors, 1), math.ceil(grad_bytes / bucket_bytes)))
+    closed = []
+    for _ in range(pieces):
+        pending += grad_bytes / pieces
+        if pending >= bucket_bytes * (1 - 1e-12):
+            closed.append(pending)
+            pending = 0.0
+    return pending, closed
 
 
 def _stage_chunks(graph: Graph, step, chunks: ChunkOps, segment_cache: dict, replica: int,
@@ -112,10 +139,10 @@ def _stage_chunks(graph: Graph, step, chunks: ChunkOps, segment_cache: dict, rep
                     param_bytes = group_units[0].param_count * step.param_dtype_bytes
                     chunks.forward_units.setdefault((replica, stage), []).append((oid, param_bytes))
                 elif split:
-                    pending += sum(u.grad_bytes for u in group_units)
-                    if pending >= bucket_bytes:
-                        buckets.append((oid, pending))
-                        pending = 0.0
+                    grad = sum(u.grad_bytes for u in group_units)
+                    pieces = sum(u.matrices or u.tensors for u in group_units)
+                    pending, closed = fill_buckets(pending, grad, pieces, bucket_bytes)
+                    buckets.extend((oid, nbytes) for nbytes in closed)
     if grad_sync:  # flush the remainder after the rank's last gradient-producing pass
         _, last_b_mb, last_b_chunk = [x for x in order if x[0] == grad_kind][-1]
         if pending > 0:

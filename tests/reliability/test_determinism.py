@@ -28,7 +28,7 @@ def _run(args: list[str], hash_seed: str) -> str:
     ["collective", "all_reduce", "-t", "dgx-h100-superpod", "--nodes", "4", "--sizes", "1KiB:1GiB:x32",
      "--fidelity", "flow", "--json"],
     ["calibrate", "fit", "tests/data/h200x2/nt_all_reduce.txt", "-o", "/dev/null", "--name", "p", "--ci",
-     "bootstrap", "--seed", "3", "--json"],
+     "bootstrap", "--seed", "3", "--json", "--topology", "hgx-h200"],
 ], ids=["run-flow", "run-job", "collective-flow", "fit-bootstrap"])
 def test_same_inputs_same_bytes(args: list[str]) -> None:
     assert _run(args, "1") == _run(args, "2")

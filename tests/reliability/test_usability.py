@@ -31,19 +31,19 @@ def test_validate_prints_valid_yaml_with_long_lines(tmp_path: Path) -> None:
 def test_readme_fit_then_report_agree_on_the_holdout(tmp_path: Path) -> None:
     # was: fit defaulted to --holdout none, report to odd: a warning, and fitted points plotted as held out
     prof = tmp_path / "p.yaml"
-    assert cli("calibrate", "fit", str(NT_LOG), "-o", str(prof)).code == 0
+    assert cli("calibrate", "fit", str(NT_LOG), "-o", str(prof), "--topology", "hgx-h200").code == 0
     r = cli("calibrate", "report", str(NT_LOG), "--profile", str(prof))
     assert r.code == 0, r.err
     assert "warning" not in r.err and "in-sample" in r.out
     # a profile fitted with a hold-out is reported on that hold-out by default
-    assert cli("calibrate", "fit", str(NT_LOG), "-o", str(prof), "--holdout", "odd").code == 0
+    assert cli("calibrate", "fit", str(NT_LOG), "-o", str(prof), "--holdout", "odd", "--topology", "hgx-h200").code == 0
     r = cli("calibrate", "report", str(NT_LOG), "--profile", str(prof))
     assert r.code == 0 and "held-out odd" in r.out and "warning" not in r.err
 
 
 def test_fit_table_is_readable_at_80_columns(tmp_path: Path) -> None:
     # was: cut cells (…) and 1e+06 caps
-    r = cli("calibrate", "fit", str(BENCH), "-o", str(tmp_path / "p.yaml"))
+    r = cli("calibrate", "fit", str(BENCH), "-o", str(tmp_path / "p.yaml"), "--topology", "hgx-h200")
     assert r.code == 0, r.err
     table = r.out.split("links:")[0]
     assert "…" not in table and not re.search(r"\de[+-]\d", table)

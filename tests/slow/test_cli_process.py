@@ -35,7 +35,7 @@ def fitted(tmp_path):
     src = tmp_path / "ar.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in parse_nccl_tests_log(str(NT_LOG), warn=None)))
     prof = tmp_path / "p.yaml"
-    r = clustersim("calibrate", "fit", str(src), "-o", str(prof), "--holdout", "odd")
+    r = clustersim("calibrate", "fit", str(src), "-o", str(prof), "--holdout", "odd", "--topology", "hgx-h200")
     assert r.returncode == 0, r.stderr
     return src, prof
 

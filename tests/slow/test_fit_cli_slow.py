@@ -52,6 +52,7 @@ def test_cli_fit_with_topology_writes_the_link_model(tmp_path, shared_cluster):
                    "--holdout", "odd")
     assert half.exit_code == 0, half.output
     assert load_model(Profile, tmp_path / "h.yaml").link_model.provenance.rows < lm.provenance.rows
-    # without --topology there are no line rates to learn efficiencies of: no section
-    assert run_cli("calibrate", "fit", str(src), "-o", str(tmp_path / "n.yaml")).exit_code == 0
-    assert load_model(Profile, tmp_path / "n.yaml").link_model is None
+    # without a topology (--topology, the meta row or the base profile) there are no line rates to learn
+    # efficiencies of: refused, naming --topology (clustersim.calibration.fit.defaults)
+    bare = run_cli("calibrate", "fit", str(src), "-o", str(tmp_path / "n.yaml"))
+    assert bare.exit_code == 2 and "--topology" in bare.output and not (tmp_path / "n.yaml").exists()

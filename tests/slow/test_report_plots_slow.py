@@ -60,7 +60,7 @@ def fitted(tmp_path):
     src = tmp_path / "ar.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in nt_rows(NT_LOG)))
     prof = tmp_path / "p.yaml"
-    r = run_cli("calibrate", "fit", str(src), "-o", str(prof), "--holdout", "odd")
+    r = run_cli("calibrate", "fit", str(src), "-o", str(prof), "--holdout", "odd", "--topology", "hgx-h200")
     assert r.exit_code == 0, r.output
     return src, prof
 

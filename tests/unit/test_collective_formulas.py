@@ -111,7 +111,9 @@ def _nccl_throttle_loop(S, channels, proto, n, algo):
     return nc / channels * nt / nt0
 
 
-def test_throttle_closed_form_equals_nccl_loop():
+def test_throttle_is_the_envelope_of_nccl_loop():
+    """The loop keeps thr to 2 thr bytes per thread; the model takes its envelope at thr (where the loop's
+    steps land: equal there, never below it, never 2x above it) so that a larger size is never faster."""
     import random
 
     rng = random.Random(0)
@@ -119,7 +121,13 @@ def test_throttle_closed_form_equals_nccl_loop():
         S = int(2 ** rng.uniform(0, 28))
         ch, proto = rng.randint(1, 32), rng.choice(F.PROTOCOLS)
         n, algo = rng.randint(2, 64), rng.choice(["ring", "tree", "nvls"])
-        assert F.throttle_fraction(S, ch, proto, n, algo) == pytest.approx(_nccl_throttle_loop(S, ch, proto, n, algo))
+        loop, env = _nccl_throttle_loop(S, ch, proto, n, algo), F.throttle_fraction(S, ch, proto, n, algo)
+        assert loop * (1 - 1e-12) <= env <= 2 * loop * (1 + 1e-12)
+        assert F.throttle_fraction(2 * S, ch, proto, n, algo) >= env
+        nt0 = F.NVLS_THREADS if algo in ("nvls", "nvls_tree") else F.MAX_THREADS[proto]
+        thr = F.THREAD_THRESHOLD[proto] * (n if proto == "ll" and algo == "ring" else 1)
+        step = rng.randint(1, ch) * nt0 * thr   # a size where the loop lands on whole channels
+        assert F.throttle_fraction(step, ch, proto, n, algo) == pytest.approx(_nccl_throttle_loop(step, ch, proto, n, algo))
 
 
 def test_formulas_import_needs_only_the_standard_library():

@@ -449,42 +449,36 @@ def real_jsonl(tmp_path: Path) -> Path:
 
 
 def test_cli_fit_writes_a_valid_profile(tmp_path):
+    # one fit for the table, the header and the intervals (each fit also fits the link model: seconds)
     src = real_jsonl(tmp_path)
     out = tmp_path / "prof" / "p.yaml"
     r = run_cli("calibrate", "fit", str(src), str(GEMM), "-o", str(out), "--name", "h200", "--holdout", "odd",
-                "--peak-tflops", "989.4")
+                "--peak-tflops", "989.4", "--topology", "hgx-h200", "--ci", "bootstrap", "--seed", "3")
     assert r.exit_code == 0, r.output
     p = load_model(Profile, out)
-    assert p.name == "h200" and p.collectives and p.compute.gemm_table
+    assert p.name == "h200" and p.collectives and p.compute.gemm_table and p.link_model is not None
     assert "holdout=odd" in p.source.notes
-    r = run_cli("calibrate", "fit", str(src), "-o", str(out), "--ci", "bootstrap", "--seed", "3")
-    assert r.exit_code == 0, r.output
     assert "--ci bootstrap --seed 3" in out.read_text().splitlines()[2]
-    assert run_cli("calibrate", "fit", str(src), "-o", str(out), "--ci", "magic").exit_code == 2
+    assert run_cli("calibrate", "fit", str(src), "-o", str(out), "--ci", "magic", "--topology", "hgx-h200").exit_code == 2
     assert "wrote" in r.output
 
 
-def test_cli_fit_json_is_one_document(tmp_path):
-    r = run_cli("calibrate", "fit", str(real_jsonl(tmp_path)), "-o", str(tmp_path / "p.yaml"), "--json")
-    assert r.exit_code == 0
-    doc = json.loads(r.stdout)
-    assert doc["collectives"][0]["op"] == "all_reduce"
-
-
-def test_cli_fit_reports_bad_line_and_skips_it(tmp_path):
+def test_cli_fit_json_is_one_document_and_bad_lines_are_skipped(tmp_path):
     src = real_jsonl(tmp_path)
     lines = src.read_text().splitlines()
     lines.insert(2, '{"kind": "collective", "op": "all_reduce", "size_bytes": 8, "time_us": ')
     src.write_text("\n".join(lines) + "\n")
-    r = run_cli("calibrate", "fit", str(src), "-o", str(tmp_path / "p.yaml"))
+    r = run_cli("calibrate", "fit", str(src), "-o", str(tmp_path / "p.yaml"), "--json", "--topology", "hgx-h200")
     assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["collectives"][0]["op"] == "all_reduce"
     assert f"{src}:3:" in r.stderr.replace("\n", "") and "skipped" in r.stderr
 
 
 @pytest.mark.parametrize("case", ["empty", "missing", "holdout", "peak", "only_bad"])
 def test_cli_fit_user_errors_exit_2(tmp_path, case):
     src = real_jsonl(tmp_path)
-    args = ["calibrate", "fit", str(src), "-o", str(tmp_path / "p.yaml")]
+    args = ["calibrate", "fit", str(src), "-o", str(tmp_path / "p.yaml"), "--topology", "hgx-h200"]
     if case == "empty":
         (tmp_path / "e.jsonl").write_text("")
         args[2] = str(tmp_path / "e.jsonl")

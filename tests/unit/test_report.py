@@ -153,12 +153,14 @@ def run_cli(*args: str):
     return CliRunner().invoke(make_app(), list(args))
 
 
-@pytest.fixture()
-def fitted(tmp_path):
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    # one fit for the module's tests (--topology: the link model is fitted too, a second)
+    tmp_path = tmp_path_factory.mktemp("fitted")
     src = tmp_path / "ar.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in nt_rows(NT_LOG)))
     prof = tmp_path / "p.yaml"
-    r = run_cli("calibrate", "fit", str(src), "-o", str(prof), "--holdout", "odd")
+    r = run_cli("calibrate", "fit", str(src), "-o", str(prof), "--holdout", "odd", "--topology", "hgx-h200")
     assert r.exit_code == 0, r.output
     return src, prof
 

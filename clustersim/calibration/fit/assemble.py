@@ -15,12 +15,13 @@ import numpy as np
 
 from clustersim.calibration.fit.collective import Switches, entry_key, fit_collectives
 from clustersim.calibration.fit.compute import compute_section
+from clustersim.calibration.fit.defaults import without_gap
 from clustersim.calibration.fit.grouping import group_collectives
 from clustersim.calibration.fit.host import host_section
 from clustersim.calibration.fit.links import links_from
 from clustersim.calibration.fit.measurements import Measurements
 from clustersim.config.base import validate
-from clustersim.config.profile import CollectiveEntry, Profile, Source
+from clustersim.config.profile import CollectiveEntry, ComputeParams, Profile, Source
 from clustersim.errors import ClusterSimError
 
 
@@ -65,7 +66,7 @@ def _source(meta: dict[str, Any], base: Profile | None, files: Sequence[str], *,
 def fit_profile(meas: Measurements, *, name: str, base: Profile | None = None, holdout: str = "none",
                 peak_tflops: float | None = None, max_segments: int = 6, min_sizes: int = 3,
                 files: Sequence[str] | None = None, ci: str = "t", seed: int = 0,
-                switches: Switches | None = None) -> FitResult:
+                switches: Switches | None = None, compute_from: dict[str, Any] | None = None) -> FitResult:
     """Fit everything the measurements determine into a :class:`Profile`.
 
     Parameters
@@ -89,22 +90,37 @@ def fit_profile(meas: Measurements, *, name: str, base: Profile | None = None, h
     switches:
         ``switches(op, ranks, scope)``: sizes where NCCL's tuner changes protocol
         (see :func:`fit_piecewise`); None: the cheaper-line rule in every gap.
+    compute_from:
+        Without ``base``: the compute section to start from (:func:`.defaults.compute_base`, the shipped
+        profile of the GPU measured); the rows replace what they measure.
+
+    Whole back-to-back calls (nccl-tests rows timed without CUDA graphs, :func:`.defaults.whole_call`) are
+    fitted less the profile's ``compute.kernel_launch_us``, which the simulator adds to every call.
     """
     if ci not in ("t", "bootstrap"):
         raise ClusterSimError(f"--ci must be t or bootstrap, got {ci!r}")
     rng = np.random.default_rng(seed)
     meta = _meta_of(meas)
-    groups = group_collectives(meas.rows)
     usable = [r for r in meas.rows if r["kind"] != "meta"]
     if not usable:
         raise ClusterSimError("no measurements found (no collective, gemm, hbm, launch, framework_call "
                               "or comm_init rows)" + (f"; {len(meas.skipped)} line(s) skipped" if meas.skipped else ""),
                               file=", ".join(meas.files) or None)
+    data: dict[str, Any] = base.model_dump(mode="json") if base else {"name": name}
+    if base is None and compute_from:
+        data["compute"] = dict(compute_from)
+    data["compute"] = compute_section(meas, data.get("compute", {}), meta=meta, peak_tflops=peak_tflops)
+    # whole back-to-back calls carry the kernel gap the simulator adds to every call: fitted without it
+    gap = float(data["compute"].get("kernel_launch_us", ComputeParams().kernel_launch_us))
+    meas, n_whole = without_gap(meas, gap)
+    groups = group_collectives(meas.rows)
     nvls_default = bool(meta.get("nvls")) if meta.get("nvls") is not None else (base.nvls if base else False)
     entries, held_out, notes = fit_collectives(groups, nvls=nvls_default, holdout=holdout, max_segments=max_segments,
                                                min_sizes=min_sizes, ci=ci, rng=rng, switches=switches)
 
-    data: dict[str, Any] = base.model_dump(mode="json") if base else {"name": name}
+    if n_whole:
+        notes.append(f"{n_whole} nccl-tests rows (whole calls, no CUDA graphs) fitted less the {gap:.3g} us "
+                     "kernel gap the simulator adds")
     data["name"] = name
     data["nvls"] = nvls_default
     # collectives: replace matching, keep the rest
@@ -115,7 +131,6 @@ def fit_profile(meas: Measurements, *, name: str, base: Profile | None = None, h
     for cls, lp in links_from(entries, meta).items():
         links[cls] = lp.model_dump(mode="json")
     data["links"] = links
-    data["compute"] = compute_section(meas, data.get("compute", {}), meta=meta, peak_tflops=peak_tflops)
     data["host"] = host_section(meas, data.get("host", {}), entries)
     data["source"] = _source(meta, base, files or meas.files, holdout=holdout, ci=ci).model_dump(mode="json")
     profile = validate(Profile, data, file=None)

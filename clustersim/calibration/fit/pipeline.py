@@ -15,7 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
-from clustersim.calibration.fit.assemble import FitResult, fit_profile
+from clustersim.calibration.fit.assemble import FitResult, _meta_of, fit_profile
+from clustersim.calibration.fit.defaults import (
+    TOPOLOGY_HINT, compute_base, fit_topology_name, needs_topology, without_gap,
+)
 from clustersim.calibration.fit.grouping import split_holdout
 from clustersim.calibration.fit.link_section import link_model_section
 from clustersim.calibration.fit.measurements import Measurements, read_measurements
@@ -121,19 +124,24 @@ def with_topology(profile: Profile, meas: Measurements, topology: FitTopology, *
     profile = profile.with_line_rates(topology.line_rates_GBps())
     if not any(r.get("kind") == "collective" and r.get("mode", "nccl") == "nccl" for r in meas.rows):
         return profile
+    # whole back-to-back calls less the kernel gap the simulator adds to every call (as the entries)
+    meas, n_whole = without_gap(meas, profile.compute.kernel_launch_us)
     side = fit_side(meas, holdout)
     lines, sm = topology.communicator(max(int(r.get("ranks") or 2) for r in side.rows
                                           if r.get("kind") == "collective"))
     if update is not None:
         update("fitting the link model")
-    sec = link_model_section(side, topology.name, lines, sm, command=command or "")
+    note = (f"{n_whole} nccl-tests rows timed back to back without CUDA graphs were fitted less the "
+            f"{profile.compute.kernel_launch_us:.3g} us kernel gap (compute.kernel_launch_us)") if n_whole else ""
+    sec = link_model_section(side, topology.name, lines, sm, note=note, command=command or "")
     return profile.model_copy(update={"link_model": LinkModelParams.model_validate(sec)})
 
 
 def fit_files(files: Sequence[str | Path], *, output: str | Path | None = None, name: str | None = None,
               base: str | Path | None = None, holdout: str = "none", peak_tflops: float | None = None,
               max_segments: int = 6, min_sizes: int = 3, ci: str = "t", seed: int = 0,
-              topology: FitTopology | None = None, command: str | None = None,
+              topology: FitTopology | str | None = None,
+              open_topology: Callable[[str], FitTopology] | None = None, command: str | None = None,
               warn: Callable[[str], None] | None = None, update: Callable[[str], None] | None = None) -> FitRun:
     """Fit a calibration profile from measurement files and write it to ``output``.
 
@@ -150,8 +158,13 @@ def fit_files(files: Sequence[str | Path], *, output: str | Path | None = None, 
     holdout, peak_tflops, max_segments, min_sizes, ci, seed:
         As :func:`.fit_profile` takes them.
     topology:
-        The topology the measurements were taken on (a :class:`FitTopology`): the link classes
-        record its line rates, and NCCL-level collective rows also give the link model.
+        The topology the measurements were taken on (a :class:`FitTopology`, or its name for
+        ``open_topology``): the link classes record its line rates, and NCCL-level collective rows also
+        give the link model. None: the meta row's ``topology``, else the shipped topology of ``base``
+        (:func:`.defaults.fit_topology_name`); NCCL-level rows with none of them are refused.
+    open_topology:
+        Makes a :class:`FitTopology` of a topology name (the CLI passes
+        :class:`clustersim.collectives.topology_lines.TopologyLines`); needed unless ``topology`` is one.
     command:
         What made the profile, for its header and the link model's method text.
     warn:
@@ -162,18 +175,36 @@ def fit_files(files: Sequence[str | Path], *, output: str | Path | None = None, 
     Raises
     ------
     ClusterSimError
-        Bad options, unreadable files, or measurements from which nothing could be fitted.
+        Bad options, unreadable files, measurements from which nothing could be fitted, NCCL-level
+        collective rows without a topology, or (without ``base``) no compute model for the GPU measured.
+
+    Without ``base`` the compute section starts from the shipped profile of the GPU measured
+    (:func:`.defaults.compute_base`): a collectives-only log keeps that GPU's measured compute tables.
     """
     if peak_tflops is not None and peak_tflops <= 0:
         raise ClusterSimError("--peak-tflops must be > 0")
     meas = read_measurements(files, warn=warn)
     base_p = load_profile(base) if base else None
+    meta = _meta_of(meas)
+    topo_name, said = fit_topology_name(topology if isinstance(topology, (str, Path)) else
+                                        getattr(topology, "name", None), meta, base_p)
+    if topo_name is not None and not hasattr(topology, "line_rates_GBps"):
+        if open_topology is None:
+            raise ClusterSimError(f"topology {topo_name!r} given by name without open_topology", field="topology")
+        topology = open_topology(topo_name)
+    compute_from, compute_note = (compute_base(meta, topo_name, has_compute_rows=any(
+        r["kind"] in ("gemm", "hbm", "launch", "kernel") for r in meas.rows)) if base_p is None else (None, ""))
     prof_name = name or (base_p.name if base_p else Path(output).stem if output is not None else None)
     if prof_name is None:
         raise ClusterSimError("name the profile (name=...) or give the output file it is written to", field="name")
     res = fit_profile(meas, name=prof_name, base=base_p, holdout=holdout, peak_tflops=peak_tflops,
-                      max_segments=max_segments, min_sizes=min_sizes, files=[str(p) for p in files], ci=ci, seed=seed)
+                      max_segments=max_segments, min_sizes=min_sizes, files=[str(p) for p in files], ci=ci, seed=seed,
+                      compute_from=compute_from)
     check_fitted(res, meas, base_p)
+    if topo_name is None and needs_topology(meas):
+        raise ClusterSimError("NCCL-level collective rows are fitted as the link model at the line rates of the "
+                              f"topology they were measured on, and nothing says which: {TOPOLOGY_HINT}",
+                              field="--topology", file=", ".join(meas.files) or None)
     profile = res.profile
     if topology is not None:
         profile = with_topology(profile, meas, topology, holdout=holdout, command=command, update=update)
@@ -181,5 +212,7 @@ def fit_files(files: Sequence[str | Path], *, output: str | Path | None = None, 
     warnings = [f"link class {cls}: an absolute bandwidth without the line rate it was measured on (give "
                 "--topology): what-ifs on that class will not move it"
                 for cls, lp in profile.links.items() if not lp.scales]
+    told = [f"topology {topo_name} (from {said})"] if said and said != "--topology" else []
+    told += [f"{compute_note} (no --base; compute rows replace what they measure)"] if compute_note else []
     return FitRun(profile=profile, measurements=meas, new_entries=_new_entries(profile, base_p),
-                  warnings=warnings + list(res.notes), output=written)
+                  warnings=warnings + told + list(res.notes), output=written)
