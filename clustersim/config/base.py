@@ -22,7 +22,8 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from clustersim.budget import BOUNDS, MAX_INT_DIGITS, MAX_YAML_BYTES, MAX_YAML_VALUES, check_bound
-from clustersim.errors import ClusterSimError, require_file
+from clustersim.errors import ClusterSimError
+from clustersim.files import read_text
 
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
 
@@ -365,21 +366,8 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     ...
     clustersim.errors.ClusterSimError: no-such-file.yaml: file not found
     """
-    p = require_file(path)
-    try:
-        size = p.stat().st_size
-        if size > MAX_YAML_BYTES:
-            raise ClusterSimError(f"file of {size:,} bytes exceeds the {MAX_YAML_BYTES:,}-byte limit of topology, "
-                                  "scenario and profile files (60x the largest shipped one)", file=str(path))
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise ClusterSimError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
-    if b"\x00" in raw:
-        raise ClusterSimError("binary file (not YAML)", file=str(path))
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ClusterSimError("not UTF-8 text (not YAML)", file=str(path)) from None
+    text = read_text(path, limit=MAX_YAML_BYTES, kind="YAML",
+                     what="topology, scenario and profile files (60x the largest shipped one)")
     # libyaml's parser when PyYAML has it: the shipped profiles (hundreds of table rows) parse 8x faster
     data = parse_yaml_text(text, file=str(path))
     if data is None:

@@ -34,7 +34,8 @@ import yaml
 from clustersim.budget import MAX_YAML_BYTES
 from clustersim.config.base import validate
 from clustersim.config.topology import GPU_CATALOG, TopologySpec
-from clustersim.errors import ClusterSimError, require_file
+from clustersim.errors import ClusterSimError
+from clustersim.files import read_text
 
 PLACEHOLDER_TARGET = "fffffff:ff:ff.0"
 NVSWITCH_CLASS = "0x068000"
@@ -456,17 +457,8 @@ def detect_format(text: str) -> str:
 def import_file(path: str | Path, name: str | None = None, gpu: str | None = None,
                 nic_speed_Gbps: float | None = None) -> tuple[dict[str, Any], list[str]]:
     """Read a topology dump of either format (detected from its content)."""
-    p = require_file(path)
-    if p.stat().st_size > MAX_YAML_BYTES:  # an 8-GPU NCCL topology dump is ~20 KB
-        raise ClusterSimError(f"file of {p.stat().st_size:,} bytes exceeds the {MAX_YAML_BYTES:,}-byte limit of "
-                              "topology dumps", file=str(path))
-    raw = p.read_bytes()
-    if b"\x00" in raw:
-        raise ClusterSimError("binary file (not a topology dump)", file=str(path))
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ClusterSimError("not UTF-8 text", file=str(path)) from None
+    p = Path(path)  # an 8-GPU NCCL topology dump is ~20 KB
+    text = read_text(path, limit=MAX_YAML_BYTES, what="topology dumps", kind="a topology dump")
     if not text.strip():
         raise ClusterSimError("file is empty", file=str(path))
     try:

@@ -25,6 +25,8 @@ from clustersim.calibration.fit.kernels import required_fields
 from clustersim.calibration.jsonl import iter_rows
 from clustersim.config.profile import OP_NAMES
 from clustersim.errors import ClusterSimError, require_file
+from clustersim.budget import MAX_MEASUREMENT_BYTES
+from clustersim.files import read_input
 
 
 @dataclass
@@ -154,7 +156,8 @@ def _is_nccl_tests_log(path: Path) -> bool:
     if path.suffix in (".jsonl", ".json", ".ndjson"):
         return False
     try:
-        head = path.read_bytes()[:4096].decode("utf-8", errors="replace")
+        with open(path, "rb") as fh:
+            head = fh.read(4096).decode("utf-8", errors="replace")
     except OSError:
         return False
     return "nccl-tests" in head or "Collective test starting" in head or "(elements)" in head
@@ -225,7 +228,7 @@ def read_measurements(paths: Iterable[str | Path], *, warn: Callable[[str], None
                 _add_row(out, obj, str(path), None, skip)
             continue
         # a NUL byte is never in a text file: refuse the whole file rather than report every line of it
-        if b"\x00" in p.read_bytes():
+        if b"\x00" in read_input(p, limit=MAX_MEASUREMENT_BYTES, what="measurement files"):
             raise ClusterSimError("binary file (not JSON lines)", file=str(path))
         for lineno, obj in iter_rows(path, warn=skip):
             _add_row(out, obj, str(path), lineno, skip)
