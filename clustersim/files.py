@@ -176,9 +176,13 @@ def _temp_beside(target: Path) -> Path:
     return target.with_name(f".{target.name}.tmp-{os.getpid()}")
 
 
-def _refuse_folder(target: Path) -> None:
+def _cannot(what: str) -> str:
+    return f"cannot write {what}" if what else "cannot write"
+
+
+def _refuse_folder(target: Path, what: str) -> None:
     if target.is_dir():
-        raise ClusterSimError("cannot write: is a folder", file=str(target))
+        raise ClusterSimError(f"{_cannot(what)}: is a folder", file=str(target))
 
 
 def _in_place(target: Path) -> bool:
@@ -190,14 +194,14 @@ def _in_place(target: Path) -> bool:
 
 
 @contextlib.contextmanager
-def output_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+def output_path(path: str | os.PathLike[str], what: str = "") -> Iterator[Path]:
     """A temporary path beside ``path`` for a library that writes by file name (``savefig``, an
     HTML renderer); renamed over ``path`` when the block ends without an error.
 
-    An :class:`OSError` inside the block or at the rename becomes ``<path>: cannot write: <reason>``.
+    An :class:`OSError` inside the block or at the rename becomes ``<path>: cannot write <what>: <reason>``.
     """
     target = Path(path)
-    _refuse_folder(target)
+    _refuse_folder(target, what)
     tmp = target if _in_place(target) else _temp_beside(target)
     try:
         yield tmp
@@ -206,24 +210,26 @@ def output_path(path: str | os.PathLike[str]) -> Iterator[Path]:
                 os.fsync(fh.fileno())
             os.replace(tmp, target)
     except OSError as exc:
-        raise ClusterSimError(f"cannot write: {_reason(exc)}", file=str(target)) from None
+        raise ClusterSimError(f"{_cannot(what)}: {_reason(exc)}", file=str(target)) from None
     finally:
         if tmp != target:
             with contextlib.suppress(OSError):
                 tmp.unlink()
 
 
-def write_output(path: str | os.PathLike[str], data: str | bytes) -> Path:
+def write_output(path: str | os.PathLike[str], data: str | bytes, what: str = "") -> Path:
     """Write ``data`` (text as UTF-8) to ``path`` atomically; returns ``path`` as a :class:`Path`.
+
+    ``what`` names the output in the message (``cannot write the plot: ...``).
 
     Raises
     ------
     ClusterSimError
-        ``<path>: cannot write: <reason>`` (``is a folder``, ``Permission denied``,
+        ``<path>: cannot write <what>: <reason>`` (``is a folder``, ``Permission denied``,
         ``No space left on device``, ``Not a directory``...).
     """
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    with output_path(path) as tmp:
+    with output_path(path, what) as tmp:
         with open(tmp, "wb") as fh:
             fh.write(raw)
             fh.flush()  # a device target (/dev/full) reports its error here, inside the block
