@@ -105,6 +105,25 @@ def bounded(name: str, *, minimum: int = 1) -> Any:
     return Annotated[int, Field(gt=minimum - 1, json_schema_extra={"maximum": bound}), AfterValidator(check)]
 
 
+def capped(upper: float, why: str) -> Any:
+    """A float type with the upper bound ``upper`` whose message gives the bound and ``why``.
+
+    >>> from pydantic import TypeAdapter
+    >>> TypeAdapter(capped(1000, "a dead GPU")).validate_python(1e9)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    pydantic_core._pydantic_core.ValidationError: 1 validation error ...
+    ...1e+09 exceeds the bound of 1,000 (a dead GPU)...
+    """
+
+    def check(value: float) -> float:
+        if value > upper:
+            raise ValueError(f"{value:g} exceeds the bound of {upper:,g} ({why})")
+        return value
+
+    return Annotated[float, Field(json_schema_extra={"maximum": upper}), AfterValidator(check)]
+
+
 # ---------------------------------------------------------------------------------------------
 # The YAML reader
 # ---------------------------------------------------------------------------------------------
@@ -338,8 +357,16 @@ def describe_value(value: Any) -> str:
 
 def validation_error(exc: ValidationError, file: str | None) -> ClusterSimError:
     """Turn the first pydantic error into a ClusterSimError (file, field path, rule, value given)."""
-    err = exc.errors()[0]
+    errs = exc.errors()
+    err = errs[0]
     field = format_loc(err.get("loc", ()))
+    if str(err.get("type", "")).endswith("_type"):
+        # a union (`list[Straggler] | StragglerDistribution`): the branch of the input's own type
+        # failed deeper inside; its error says what is wrong, the other branch's only the type
+        deeper = [e for e in errs[1:] if format_loc(e.get("loc", ())).startswith(f"{field}.")]
+        if deeper:
+            err = deeper[0]
+            field = format_loc(err.get("loc", ()))
     msg = err.get("msg", "invalid value")
     kind = str(err.get("type", ""))
     if kind == "extra_forbidden":
