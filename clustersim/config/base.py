@@ -228,6 +228,10 @@ def _count_values(data: Any, limit: int) -> int:
     return count(data)
 
 
+#: C0 controls other than tab and newline, DEL and the C1 controls (ESC starts terminal escapes).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
 def _check_nodes(root: yaml.Node) -> None:
     """Find duplicate keys and over-long integers in a composed YAML tree, with their dotted path.
 
@@ -246,6 +250,22 @@ def _check_nodes(root: yaml.Node) -> None:
                 err = _InputError(f"integer of {len(str(node.value).lstrip('+-'))} digits on line "
                                   f"{node.start_mark.line + 1} (more than {MAX_INT_DIGITS}: no count or size this "
                                   "tool uses is that large)", node.start_mark.line + 1)
+                err.field = path or None
+                raise err
+            bad = _CONTROL.search(node.value) if isinstance(node.value, str) else None
+            if bad:
+                # "\0" or "\e[31m" in a double-quoted name would reach tables and terminals as-is
+                err = _InputError(f"control character U+{ord(bad.group()):04X} in text on line "
+                                  f"{node.start_mark.line + 1} (names and descriptions must be printable)",
+                                  node.start_mark.line + 1)
+                err.field = path or None
+                raise err
+            if node.tag == "tag:yaml.org,2002:int" and str(node.value).lstrip("+-")[:2] in ("0x", "0o"):
+                # YAML 1.2 reads 0x800 as 2048: a typo'd or pasted hex value would pass as a count unseen
+                base = "hexadecimal" if "0x" in str(node.value) else "octal"
+                err = _InputError(f"{node.value} on line {node.start_mark.line + 1} is a {base} integer; write it "
+                                  "in decimal (counts and sizes of clustersim files are decimal)",
+                                  node.start_mark.line + 1)
                 err.field = path or None
                 raise err
         elif isinstance(node, yaml.SequenceNode):

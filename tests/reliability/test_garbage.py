@@ -38,7 +38,7 @@ def test_no_coercion_in_files(tmp_path: Path, section: str, key: str, value: obj
 @pytest.mark.parametrize("override,needle", [
     ("parallelism.dp=true", "valid integer, got true"),                        # ran as dp=1
     ("cluster.p2p=yes", "valid boolean, got 'yes'"),                           # YAML 1.1 read yes as true
-    ("cluster.gpus=0x10", "must equal the GPU count"),                         # YAML 1.2 hex stays an int
+    ("cluster.gpus=0x10", "0x10 on line 1 is a hexadecimal integer"),          # YAML 1.2 hex: refused (issue 37)
     ("training.global_batch=1:30", "valid integer, got '1:30'"),               # YAML 1.1 read 1:30 as 90
 ])
 def test_no_coercion_through_set(scenario_file: Path, override: str, needle: str) -> None:
