@@ -168,6 +168,7 @@ def parse_nccl_tests_log(
     placement: str = "both",
     meta: bool = True,
     warn: Callable[[str], None] | None = None,
+    wrong: str = "skip",
 ) -> list[dict[str, Any]]:
     """Rows (Contract 3) from one nccl-tests log.
 
@@ -193,6 +194,10 @@ def parse_nccl_tests_log(
     warn:
         Called with ``"file:line: reason"`` for every skipped malformed line
         (default: print on stderr).
+    wrong:
+        Results nccl-tests found wrong (``#wrong`` > 0): ``skip`` them with a warning, ``keep`` them
+        (with their ``wrong`` count and a warning) or ``refuse`` the log (a ClusterSimError naming the
+        first one: the time of a broken run is not a measurement).
 
     Returns
     -------
@@ -205,6 +210,8 @@ def parse_nccl_tests_log(
     warn = warn or _warn
     p = require_file(path)
     op = _checked_options(op, ranks=ranks, scope=scope, placement=placement)
+    if wrong not in ("skip", "keep", "refuse"):
+        raise ClusterSimError(f"wrong must be skip, keep or refuse, got {wrong!r}")
     text = _read_log(p, path)
     sections, nccl_version_global = _scan_sections(text, path=path, warn=warn)
 
@@ -215,7 +222,8 @@ def parse_nccl_tests_log(
         if not data:
             continue
         out += _section_rows(sec, data, p=p, path=path, sections=sections, op=op, ranks=ranks, scope=scope,
-                             placement=placement, meta=meta, warn=warn, nccl_version_global=nccl_version_global)
+                             placement=placement, meta=meta, warn=warn, nccl_version_global=nccl_version_global,
+                             wrong=wrong)
     return out
 
 
@@ -346,7 +354,7 @@ def _table_comment(s: str, sec: _Section, *, path: str | Path, lineno: int, warn
 def _section_rows(sec: _Section, data: list[dict[str, Any]], *, p: Path, path: str | Path,
                   sections: list[tuple[_Section, list[dict[str, Any]]]], op: str | None, ranks: int | None,
                   scope: str | None, placement: str, meta: bool, warn: Callable[[str], None],
-                  nccl_version_global: str | None) -> list[dict[str, Any]]:
+                  nccl_version_global: str | None, wrong: str = "skip") -> list[dict[str, Any]]:
     """The meta and collective rows of one test section."""
     out: list[dict[str, Any]] = []
     header_op = op_from_test_name(sec.test) if sec.test else None
@@ -388,9 +396,15 @@ def _section_rows(sec: _Section, data: list[dict[str, Any]], *, p: Path, path: s
             g = r[which]
             if sec.columns != "old" and isinstance(g["wrong"], int) and g["wrong"] > 0:
                 # nccl-tests found wrong results: the time of a broken run is not a measurement
-                warn(f"{path}:{r['line']}: skipped the {which}-of-place result of {r['size']} bytes "
-                     f"(#wrong = {g['wrong']}: nccl-tests found {g['wrong']} wrong values)")
-                continue
+                what = (f"the {which}-of-place result of {r['size']} bytes (#wrong = {g['wrong']}: nccl-tests found "
+                        f"{g['wrong']} wrong values)")
+                if wrong == "refuse":
+                    raise ClusterSimError(f"line {r['line']}: {what}; a broken run is not a measurement "
+                                          "(--allow-wrong imports such rows with their #wrong count)", file=str(path))
+                if wrong == "skip":
+                    warn(f"{path}:{r['line']}: skipped {what}")
+                    continue
+                warn(f"{path}:{r['line']}: kept {what} (--allow-wrong)")
             out.append({
                 "kind": "collective", **common, "op": the_op, "ranks": n_ranks, "nodes": nodes, "scope": the_scope,
                 "size_bytes": r["size"], "count": r["count"], "dtype": DTYPES.get(r["type"], r["type"]),
@@ -464,13 +478,18 @@ def _parse_data(toks: list[str], sec: _Section) -> tuple[dict[str, Any] | None, 
 
 
 def import_logs(paths: list[str | Path], output: str | Path, *, op: str | None = None, ranks: int | None = None,
-                scope: str | None = None, placement: str = "both", warn: Callable[[str], None] | None = None) -> dict[str, int]:
-    """Parse logs and append their rows to ``output`` (JSON lines). Returns counts per file."""
+                scope: str | None = None, placement: str = "both", warn: Callable[[str], None] | None = None,
+                allow_wrong: bool = False) -> dict[str, int]:
+    """Parse logs and append their rows to ``output`` (JSON lines). Returns counts per file.
+
+    A result nccl-tests found wrong (``#wrong`` > 0) refuses its log unless ``allow_wrong`` (then it is
+    imported with its ``wrong`` count)."""
     from clustersim.calibration.jsonl import RowWriter
 
     if not paths:
         raise ClusterSimError("no log files given")
-    parsed = [(str(pth), parse_nccl_tests_log(pth, op, ranks=ranks, scope=scope, placement=placement, warn=warn))
+    parsed = [(str(pth), parse_nccl_tests_log(pth, op, ranks=ranks, scope=scope, placement=placement, warn=warn,
+                                              wrong="keep" if allow_wrong else "refuse"))
               for pth in paths]
     for name, rows in parsed:  # checked before anything is written: a bad file leaves the output untouched
         if not any(r["kind"] == "collective" for r in rows):

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
+from pydantic import ValidationError
+
 from clustersim.calibration.fit.assemble import FitResult, fit_profile
 from clustersim.calibration.fit.grouping import split_holdout
 from clustersim.calibration.fit.link_section import link_model_section
@@ -118,7 +120,13 @@ def with_topology(profile: Profile, meas: Measurements, topology: FitTopology, *
     topology's line rates: what the simulator uses for the rank counts and sizes not measured.
     ``update`` is told when the (slower) link-model fit starts.
     """
-    profile = profile.with_line_rates(topology.line_rates_GBps())
+    try:
+        profile = profile.with_line_rates(topology.line_rates_GBps())
+    except ValidationError as exc:  # a fitted bandwidth above the topology's line rate: another machine
+        gpus = sorted({str(r["gpu"]) for r in meas.rows if r.get("gpu")}) or ["an unnamed GPU"]
+        reason = str(exc.errors()[0].get("msg", exc)).removeprefix("Value error, ")
+        raise ClusterSimError(f"these rows were measured on {', '.join(gpus)}: {reason} of {topology.name}; give "
+                              "the topology they were measured on", field="--topology") from None
     if not any(r.get("kind") == "collective" and r.get("mode", "nccl") == "nccl" for r in meas.rows):
         return profile
     side = fit_side(meas, holdout)
@@ -166,7 +174,10 @@ def fit_files(files: Sequence[str | Path], *, output: str | Path | None = None, 
     """
     if peak_tflops is not None and peak_tflops <= 0:
         raise ClusterSimError("--peak-tflops must be > 0")
-    meas = read_measurements(files, warn=warn)
+    if not 0 <= seed < 2**32:
+        raise ClusterSimError(f"must be in 0..4,294,967,295 (a 32-bit seed of numpy's generator), got {seed:,}",
+                              field="--seed")
+    meas = read_measurements(files, warn=warn, refuse_mostly_bad=True)
     base_p = load_profile(base) if base else None
     prof_name = name or (base_p.name if base_p else Path(output).stem if output is not None else None)
     if prof_name is None:
