@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from clustersim.budget import MAX_YAML_BYTES
+from clustersim.budget import MAX_YAML_BYTES, check_bound
 from clustersim.config.base import validate
 from clustersim.config.topology import GPU_CATALOG, TopologySpec
 from clustersim.errors import ClusterSimError
@@ -270,6 +270,10 @@ def import_nccl_xml(text: str, name: str = "imported", gpu: str | None = None,
 _NV = re.compile(r"^NV(\d+)$")
 
 
+#: The relation codes of ``nvidia-smi topo -m`` (its legend; SOC and PSB from drivers before 2016).
+_SMI_CELL = re.compile(r"^(X|NV\d+|PIX|PXB|PHB|PSB|NODE|SYS|SOC)$", re.I)
+
+
 def import_nvidia_smi(text: str, name: str = "imported", gpu: str | None = None, nic_speed_Gbps: float | None = None,
                       source: str = "<nvidia-smi topo -m>") -> tuple[dict[str, Any], list[str]]:
     """Convert ``nvidia-smi topo -m`` output into a topology spec dict.
@@ -288,6 +292,7 @@ def import_nvidia_smi(text: str, name: str = "imported", gpu: str | None = None,
     header = [h.strip() for h in header if h.strip()]
     devs = [h for h in header if re.match(r"^(GPU|NIC)\d+$", h)]
     n_dev = len(devs)
+    check_bound("node devices", n_dev, field="header", file=source)  # before the n_dev x n_dev matrix
     numa_col = header.index("NUMA Affinity") if "NUMA Affinity" in header else None
     rows: dict[str, list[str]] = {}
     numa: dict[str, str] = {}
@@ -300,6 +305,11 @@ def import_nvidia_smi(text: str, name: str = "imported", gpu: str | None = None,
             vals = cells[1:1 + n_dev]
             if len(vals) < n_dev:
                 raise ClusterSimError(f"row {m.group(1)} has {len(vals)} cells, expected {n_dev}", file=source)
+            unknown = next((c for c in vals if not _SMI_CELL.match(c)), None)
+            if unknown is not None:
+                raise ClusterSimError(f"row {m.group(1)}, column {devs[vals.index(unknown)]}: unknown relation "
+                                      f"{unknown[:20]!r} (nvidia-smi's legend: X, NV#, PIX, PXB, PHB, NODE, SYS)",
+                                      file=source)
             rows[m.group(1)] = vals
             if numa_col is not None:
                 rest = cells[1 + n_dev:]
