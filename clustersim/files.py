@@ -236,6 +236,23 @@ def write_output(path: str | os.PathLike[str], data: str | bytes, what: str = ""
     return Path(path)
 
 
+def check_writable(path: str | os.PathLike[str], what: str = "") -> None:
+    """Refuse, before any work, an output target that cannot be written: a folder, a path under a
+    file or a missing folder, or a folder without write permission. (A full disk shows only when
+    written; :func:`write_output` reports it then.)"""
+    target = Path(path)
+    _refuse_folder(target, what)
+    if _in_place(target):
+        return
+    parent = target.parent if str(target.parent) else Path(".")
+    if not parent.exists():
+        raise ClusterSimError(f"{_cannot(what)}: folder {parent} does not exist", file=str(target))
+    if not parent.is_dir():
+        raise ClusterSimError(f"{_cannot(what)}: {parent} is not a folder", file=str(target))
+    if not os.access(parent, os.W_OK):
+        raise ClusterSimError(f"{_cannot(what)}: Permission denied", file=str(target))
+
+
 def make_folder(path: str | os.PathLike[str]) -> Path:
     """Create an output folder (and its parents); an OS error is ``<path>: cannot write: <reason>``."""
     target = Path(path)

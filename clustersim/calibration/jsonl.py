@@ -267,7 +267,9 @@ class RowWriter:
         self.common = dict(common or {})
         self._fsync = fsync
         if self.path.is_dir():
-            raise ClusterSimError("is a folder, not a file", file=str(path))
+            raise ClusterSimError("cannot write: is a folder, not a file", file=str(path))
+        if any(q.exists() and not q.is_dir() for q in self.path.parents):
+            raise ClusterSimError("cannot write: Not a directory (a file on its path)", file=str(path))
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if self.path.is_file():  # a device or a pipe (/dev/full, /dev/stdout) is written as it is

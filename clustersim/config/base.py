@@ -22,7 +22,7 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from clustersim.budget import BOUNDS, MAX_INT_DIGITS, MAX_YAML_BYTES, MAX_YAML_VALUES, check_bound
-from clustersim.errors import ClusterSimError
+from clustersim.errors import ClusterSimError, require_file
 from clustersim.files import read_text
 
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
@@ -552,6 +552,8 @@ def resolve_file(name: str | Path, kind: str, base: Path | None = None) -> Path:
     for c in cands:
         if c.is_file():
             return c
+        if c.exists() and not c.is_dir():  # a FIFO or a device named as a file: say what it is
+            require_file(c)
     stem = p.name[:-5] if p.name.endswith(".yaml") else p.name
     if p.parent == Path(".") or str(p.parent) == "":
         shipped = shipped_dir(kind) / f"{stem}.yaml"
