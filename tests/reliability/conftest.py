@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from cli_inprocess import run_cli
+from cli_inprocess import limited, run_cli
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
@@ -78,32 +78,9 @@ def scenario_file(tmp_path: Path) -> Path:
     return write_scenario(tmp_path / "s.yaml")
 
 
-def _vsz() -> int:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[0]) * resource.getpagesize()
-
 
 def cli_guarded(*args: str, seconds: int = 60, memory_bytes: int = 2 * 2**30) -> Result:
-    """:func:`cli` in this process under a time limit (SIGALRM) and an address-space limit of
-    ``memory_bytes`` above what the process already maps (RLIMIT_AS, restored afterwards).
-
-    For the cases that used to hang or run away (a FIFO's open, a Monte-Carlo of 10^9 trials):
-    a regression fails the test by ``TimeoutError`` or ``MemoryError`` instead of taking the run
-    down, without the second a subprocess costs.
-    """
-    import signal
-
-    def expire(*_a: object) -> None:
-        raise TimeoutError(f"clustersim {' '.join(a[:40] for a in args)} ran past {seconds} s")
-
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    old = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    limit = _vsz() + memory_bytes
-    resource.setrlimit(resource.RLIMIT_AS, (min(limit, hard) if hard != resource.RLIM_INFINITY else limit, hard))
-    try:
+    """:func:`cli` in this process under a time limit and 2 GiB more address space
+    (:func:`cli_inprocess.limited`): for the cases that used to hang or run away."""
+    with limited(seconds=seconds, memory_bytes=memory_bytes):
         return cli(*args)
-    finally:
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
