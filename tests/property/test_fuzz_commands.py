@@ -11,8 +11,8 @@ a binary one. Outputs go to a temporary folder, a folder, ``/dev/full`` or under
 
 Every case must be a result (exit 0) or one refusal line (exit 2), never a traceback, in this
 process under 30 s and 2 GiB more address space (:func:`cli_inprocess.limited`). ``calibrate
-bench`` has its measuring loop replaced by a recorder (no torch job is started) and Slurm's tools
-are absent, so nothing leaves the machine. CI runs 2 derandomised examples per command (~17 x 2
+bench`` has its measuring loop replaced by a no-op (no torch job is started; torch itself is not
+imported) and Slurm's tools are absent, so nothing leaves the machine. CI runs 2 derandomised examples per command (~17 x 2
 cases, a few seconds); ``CLUSTERSIM_FUZZ_EXAMPLES=50 CLUSTERSIM_FUZZ_RANDOM=1`` explores further.
 """
 
@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -165,16 +167,11 @@ def test_every_command_has_a_baseline(place) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
-def test_baseline_runs(name: str, place) -> None:
-    """The starting points are valid: each command's baseline ends in exit 0."""
-    with limited(seconds=60, memory_bytes=2 * 2**30):
-        code, _out, err = run_cli(*name.split(), *[a.replace("{out}", f"{place['dir']}/base")
-                                                    for a in baselines(place)[name]])
-    assert code == 0, (name, err[-2000:])
+def test_fuzz_command(name: str, place, monkeypatch) -> None:
+    if name == "calibrate bench" and "torch" not in sys.modules:
+        # the bench only checks that torch imports before the (no-op) loop: spare the 8 s import
+        monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))
 
-
-@pytest.mark.parametrize("name", sorted(COMMANDS))
-def test_fuzz_command(name: str, place) -> None:
     @SETTINGS
     @given(cases(name, place))
     def one(args: list[str]) -> None:
