@@ -62,6 +62,7 @@ MAX_DEPTH = 100
 #: Same as :data:`clustersim.budget.MAX_INT_DIGITS` (kept here so the reader imports only errors).
 MAX_INT_DIGITS = 30
 
+
 def _reason(exc: OSError) -> str:
     return exc.strerror or str(exc)
 

@@ -228,6 +228,10 @@ def _count_values(data: Any, limit: int) -> int:
     return count(data)
 
 
+#: Deepest nesting of mappings and lists in a YAML file; the shipped files nest at most 6
+#: (2026-12-02); deeper input is refused before it is constructed.
+MAX_YAML_DEPTH = 64
+
 #: C0 controls other than tab and newline, DEL and the C1 controls (ESC starts terminal escapes).
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -239,12 +243,17 @@ def _check_nodes(root: yaml.Node) -> None:
     text, not its expanded size). Raises ``_InputError`` with the field path in ``.field``.
     """
     seen_nodes: set[int] = set()
-    stack: list[tuple[yaml.Node, str]] = [(root, "")]
+    stack: list[tuple[yaml.Node, str, int]] = [(root, "", 0)]
     while stack:
-        node, path = stack.pop()
+        node, path, depth = stack.pop()
         if id(node) in seen_nodes:
             continue
         seen_nodes.add(id(node))
+        if depth > MAX_YAML_DEPTH:
+            err = _InputError(f"nested more than {MAX_YAML_DEPTH} deep on line {node.start_mark.line + 1} (the deepest "
+                              "shipped file nests 6)", node.start_mark.line + 1)
+            err.field = path[:40] + "..." if len(path) > 40 else path or None
+            raise err
         if isinstance(node, yaml.ScalarNode):
             if node.tag == "tag:yaml.org,2002:int" and len(str(node.value).lstrip("+-")) > MAX_INT_DIGITS:
                 err = _InputError(f"integer of {len(str(node.value).lstrip('+-'))} digits on line "
@@ -269,7 +278,7 @@ def _check_nodes(root: yaml.Node) -> None:
                 err.field = path or None
                 raise err
         elif isinstance(node, yaml.SequenceNode):
-            stack.extend((child, f"{path}.{i}" if path else str(i)) for i, child in enumerate(node.value))
+            stack.extend((child, f"{path}.{i}" if path else str(i), depth + 1) for i, child in enumerate(node.value))
         elif isinstance(node, yaml.MappingNode):
             first: dict[Any, int] = {}
             for key_node, value_node in node.value:
@@ -283,8 +292,8 @@ def _check_nodes(root: yaml.Node) -> None:
                         err.field = child
                         raise err
                     first[key] = line
-                stack.append((key_node, path))
-                stack.append((value_node, child))
+                stack.append((key_node, path, depth + 1))
+                stack.append((value_node, child, depth + 1))
 
 
 def parse_yaml_text(text: str, *, file: str | None = None, what: str = "YAML") -> Any:

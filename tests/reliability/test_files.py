@@ -184,3 +184,12 @@ def test_outputs_to_a_device_are_written_in_place(tmp_path: Path) -> None:
     assert Path("/dev/null").is_char_device()
     r = cli("calibrate", "import-nccl-tests", str(NT_LOG), "-o", str(tmp_path / "nt.jsonl"))
     assert r.code == 0 and json.loads((tmp_path / "nt.jsonl").read_text().splitlines()[0])["kind"] == "meta"
+
+
+@pytest.mark.parametrize("depth,needle", [(70, "nested more than 64 deep on line 1"),
+                                          (100_000, "exceeded maximum nesting depth")])
+def test_deep_yaml_is_refused(tmp_path: Path, depth: int, needle: str) -> None:
+    # the depth limit of the YAML reader (libyaml's own stops at 1,000 levels, before any Python recursion)
+    p = tmp_path / "s.yaml"
+    p.write_text("name: " + "[" * depth + "]" * depth + "\n")
+    cli("validate", str(p)).refused(str(p), needle)
