@@ -155,11 +155,13 @@ def test_every_output_error_is_one_line_naming_the_path(writer: str, target: str
     assert not list(path.parent.glob(f".{path.name}.tmp-*")) if path.parent.is_dir() and target != "read-only" else True
 
 
-def test_sweep_into_an_unwritable_folder(tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", ["under-a-file", "read-only"])
+def test_sweep_into_an_unwritable_folder(tmp_path: Path, where: str) -> None:
     # was: NotADirectoryError / PermissionError
     (tmp_path / "afile").write_text("x")
-    out = tmp_path / "afile" / "out"
-    cli("sweep", "scenarios/study-pi-scaling.yaml", "-o", str(out)).refused(str(out), "cannot write", "Not a directory")
+    out = tmp_path / "afile" / "out" if where == "under-a-file" else _read_only_place(tmp_path, "sweep-out")
+    cli("sweep", "scenarios/study-pi-scaling.yaml", "-o", str(out)).refused(
+        str(out), "cannot write", "Not a directory" if where == "under-a-file" else "")
 
 
 def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path, monkeypatch) -> None:
