@@ -130,6 +130,8 @@ REASONS = {"folder": "is a folder", "under-a-file": "Not a directory", "/dev/ful
 WRITERS = {
     "plan --write-best": ("plan", "scenarios/ref-tp2.yaml", "--workers", "1", "--flow-top", "0", "--top", "1",
                           "--write-best", "{}"),
+    "run --html": ("run", "scenarios/ref-single.yaml", "--fidelity", "analytical", "--html", "{}"),
+    "report -o": ("report", "RUNJSON", "-o", "{}"),
     "run --trace": ("run", "scenarios/ref-single.yaml", "--fidelity", "analytical", "--trace", "{}"),
     "collective --plot": ("collective", "all_reduce", "-t", "hgx-h200", "--gpus", "2", "--sizes", "1KiB:4KiB",
                           "--plot", "{}"),
@@ -139,7 +141,8 @@ WRITERS = {
 }
 # plan (2.5 s a run) only where it counts: its folder and read-only targets are refused before planning
 CASES = [(w, t) for w in sorted(WRITERS) for t in REASONS
-         if not (w == "plan --write-best" and t == "under-a-file")]
+         if not (w == "plan --write-best" and t == "under-a-file")
+         and not (w in ("run --html", "report -o") and t in ("under-a-file", "read-only"))]
 
 
 @pytest.mark.parametrize("writer,target", CASES)
@@ -150,7 +153,11 @@ def test_every_output_error_is_one_line_naming_the_path(writer: str, target: str
         pytest.skip("no /dev/full")
     needle = REASONS[target]
     path = _targets(tmp_path, "out.png" if "plot" in writer else "out.json")[target]
-    r = cli_guarded(*(str(path) if a == "{}" else a for a in WRITERS[writer]), seconds=60)
+    run_json = tmp_path / "run.json"
+    run_json.write_text(json.dumps({"scenario": "s", "fidelity": "analytical", "n_gpus": 1, "step_time_s": 0.1,
+                                    "breakdown": {"compute": 0.1}}))
+    args = [str(path) if a == "{}" else str(run_json) if a == "RUNJSON" else a for a in WRITERS[writer]]
+    r = cli_guarded(*args, seconds=60)
     r.refused(str(path), "cannot write", needle)
     assert not list(path.parent.glob(f".{path.name}.tmp-*")) if path.parent.is_dir() and target != "read-only" else True
 
