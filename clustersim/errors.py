@@ -10,6 +10,7 @@ folder is reported in the same words everywhere.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 
@@ -49,12 +50,19 @@ class ClusterSimError(Exception):
 
 
 def require_file(path: str | os.PathLike[str]) -> Path:
-    """``path`` as a :class:`~pathlib.Path`, after checking that it exists and is not a folder.
+    """``path`` as a :class:`~pathlib.Path`, after checking with ``stat`` (nothing is opened) that
+    it is an existing regular file.
+
+    A named pipe with no writer blocks an ``open`` forever and ``/dev/zero`` never ends, so
+    they are refused here, before any reader opens them (:mod:`clustersim.files` reads the
+    file within its size limit).
 
     Raises
     ------
     ClusterSimError
-        ``file not found`` or ``is a folder, not a file``, naming ``path``.
+        ``file not found``, ``is a folder, not a file``, ``a named pipe (FIFO), not a regular
+        file`` (character and block devices, sockets likewise) or ``cannot read: <reason>``,
+        naming ``path``.
 
     Examples
     --------
@@ -62,10 +70,22 @@ def require_file(path: str | os.PathLike[str]) -> Path:
     Traceback (most recent call last):
     ...
     clustersim.errors.ClusterSimError: no/such/file.yaml: file not found
+    >>> require_file("/dev/null")
+    Traceback (most recent call last):
+    ...
+    clustersim.errors.ClusterSimError: /dev/null: a character device, not a regular file
     """
-    p = Path(path)
-    if not p.exists():
-        raise ClusterSimError("file not found", file=str(path))
-    if p.is_dir():
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise ClusterSimError("file not found", file=str(path)) from None
+    except OSError as exc:
+        raise ClusterSimError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
+    if stat.S_ISDIR(mode):
         raise ClusterSimError("is a folder, not a file", file=str(path))
-    return p
+    if not stat.S_ISREG(mode):
+        kinds = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+                 (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+        kind = next((name for test, name in kinds if test(mode)), "not a plain file")
+        raise ClusterSimError(f"{kind}, not a regular file", file=str(path))
+    return Path(path)

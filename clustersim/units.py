@@ -56,6 +56,17 @@ def _split(text: str, what: str) -> tuple[float, str]:
     return float(m.group(1)), m.group(2).lower()
 
 
+#: Longest text of one number with its unit: a size or time is at most a few dozen characters, and
+#: Python refuses to convert integers of more than 4,300 digits (checked before any conversion).
+MAX_NUMBER_CHARS = 64
+
+
+def _short(text: object, what: str) -> None:
+    if isinstance(text, str) and len(text) > MAX_NUMBER_CHARS:
+        raise ClusterSimError(f"{what} of {len(text):,} characters (at most {MAX_NUMBER_CHARS}: "
+                              f"{text[:12]}...)")
+
+
 def _exact(number: str) -> Fraction:
     """The exact value of a decimal number text; exponents beyond +-40 are clamped (Fraction would
     build 10**exponent: ``1e99999999999`` must not take minutes), which keeps every comparison below."""
@@ -89,6 +100,7 @@ def parse_size(text: str | int | float) -> int:
     """
     if isinstance(text, bool):
         raise ClusterSimError(f"cannot read size {text!r}")
+    _short(text, "size")
     if isinstance(text, (int, float)):
         if isinstance(text, float) and not math.isfinite(text):
             raise ClusterSimError(f"size {text!r} must be a finite number >= 0")
@@ -123,6 +135,7 @@ def _scaled(text: str | int | float, what: str, units: dict[str, float], use: st
     ``use`` lists the units an error message suggests."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         return _finite(float(text), text, what)
+    _short(text, what)
     value, unit = _split(text, what)
     if unit not in units:
         raise ClusterSimError(f"unknown {what} unit {unit!r} in {text!r} (use {use})")
@@ -155,6 +168,7 @@ def parse_size_range(text: str) -> list[int]:
     >>> parse_size_range("1KiB:8KiB")
     [1024, 2048, 4096, 8192]
     """
+    _short(text, "size range")
     parts = str(text).split(":")
     if len(parts) not in (2, 3):
         raise ClusterSimError(f"cannot read size range {text!r} (expected START:END[:xF])")

@@ -27,6 +27,38 @@ def run_cli(*args: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+def _mapped_bytes() -> int:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@contextlib.contextmanager
+def limited(seconds: int = 60, memory_bytes: int = 2 * 2**30):
+    """Run a block under a time limit (SIGALRM -> ``TimeoutError``) and an address-space limit of
+    ``memory_bytes`` above what the process maps now (RLIMIT_AS -> ``MemoryError``), both restored
+    afterwards: a case that used to hang (a FIFO's ``open``) or run away fails its test instead of
+    taking the run down, without the second a subprocess costs."""
+    import resource
+    import signal
+
+    def expire(*_a: object) -> None:
+        raise TimeoutError(f"ran past {seconds} s")
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = _mapped_bytes() + memory_bytes
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
 @dataclass
 class CliResult:
     """What ``clustersim ARGS`` gave: the fields are named as :class:`subprocess.CompletedProcess`'s, so a

@@ -17,8 +17,11 @@ b'\\x89PNG'
 from __future__ import annotations
 
 import contextlib
+import io
 from pathlib import Path
 from typing import Any, Iterator
+
+from clustersim.files import write_output
 
 
 @contextlib.contextmanager
@@ -34,6 +37,8 @@ def png_figure(path: str | Path) -> Iterator[Any]:
     try:
         yield ax
         fig.tight_layout()
-        fig.savefig(path)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png")
+        write_output(path, buf.getvalue(), "figure")
     finally:
         plt.close(fig)

@@ -38,12 +38,16 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from clustersim.budget import MAX_MEASUREMENT_BYTES
 # busbw / algbw as nccl-tests defines it: one definition, in formulas (still importable from here)
 from clustersim.collectives.formulas import busbw_factor
 from clustersim.errors import ClusterSimError, require_file
+from clustersim.files import read_input
 
 #: nccl-tests binary (without ``_perf``) -> our operation name.
+#: Largest nccl-tests log: 4 MiB, 500x the ~8 KB of one test swept over every size from 8 B to 16 GB
+#: (the whole shipped set is under 60 KB a file). A 50 MB log took minutes and gigabytes to import.
+MAX_LOG_BYTES = 4 * 2**20
+
 TEST_TO_OP = {
     "all_reduce": "all_reduce", "allreduce": "all_reduce",
     "all_gather": "all_gather", "allgather": "all_gather",
@@ -164,6 +168,7 @@ def parse_nccl_tests_log(
     placement: str = "both",
     meta: bool = True,
     warn: Callable[[str], None] | None = None,
+    wrong: str = "skip",
 ) -> list[dict[str, Any]]:
     """Rows (Contract 3) from one nccl-tests log.
 
@@ -189,6 +194,10 @@ def parse_nccl_tests_log(
     warn:
         Called with ``"file:line: reason"`` for every skipped malformed line
         (default: print on stderr).
+    wrong:
+        Results nccl-tests found wrong (``#wrong`` > 0): ``skip`` them with a warning, ``keep`` them
+        (with their ``wrong`` count and a warning) or ``refuse`` the log (a ClusterSimError naming the
+        first one: the time of a broken run is not a measurement).
 
     Returns
     -------
@@ -201,6 +210,8 @@ def parse_nccl_tests_log(
     warn = warn or _warn
     p = require_file(path)
     op = _checked_options(op, ranks=ranks, scope=scope, placement=placement)
+    if wrong not in ("skip", "keep", "refuse"):
+        raise ClusterSimError(f"wrong must be skip, keep or refuse, got {wrong!r}")
     text = _read_log(p, path)
     sections, nccl_version_global = _scan_sections(text, path=path, warn=warn)
 
@@ -211,7 +222,8 @@ def parse_nccl_tests_log(
         if not data:
             continue
         out += _section_rows(sec, data, p=p, path=path, sections=sections, op=op, ranks=ranks, scope=scope,
-                             placement=placement, meta=meta, warn=warn, nccl_version_global=nccl_version_global)
+                             placement=placement, meta=meta, warn=warn, nccl_version_global=nccl_version_global,
+                             wrong=wrong)
     return out
 
 
@@ -235,11 +247,7 @@ def _checked_options(op: str | None, *, ranks: int | None, scope: str | None, pl
 
 def _read_log(p: Path, path: str | Path) -> str:
     """Read a measurement log within the size limit, refusing binary files."""
-    size = p.stat().st_size
-    if size > MAX_MEASUREMENT_BYTES:
-        raise ClusterSimError(f"file of {size:,} bytes exceeds the {MAX_MEASUREMENT_BYTES:,}-byte limit of "
-                              "measurement files", file=str(path))
-    raw = p.read_bytes()
+    raw = read_input(p, limit=MAX_LOG_BYTES, what="nccl-tests logs (500x a log of every size of one test)")
     if b"\x00" in raw:
         raise ClusterSimError("binary file (not an nccl-tests log)", file=str(path))
     return raw.decode("utf-8", errors="replace")
@@ -346,7 +354,7 @@ def _table_comment(s: str, sec: _Section, *, path: str | Path, lineno: int, warn
 def _section_rows(sec: _Section, data: list[dict[str, Any]], *, p: Path, path: str | Path,
                   sections: list[tuple[_Section, list[dict[str, Any]]]], op: str | None, ranks: int | None,
                   scope: str | None, placement: str, meta: bool, warn: Callable[[str], None],
-                  nccl_version_global: str | None) -> list[dict[str, Any]]:
+                  nccl_version_global: str | None, wrong: str = "skip") -> list[dict[str, Any]]:
     """The meta and collective rows of one test section."""
     out: list[dict[str, Any]] = []
     header_op = op_from_test_name(sec.test) if sec.test else None
@@ -388,9 +396,15 @@ def _section_rows(sec: _Section, data: list[dict[str, Any]], *, p: Path, path: s
             g = r[which]
             if sec.columns != "old" and isinstance(g["wrong"], int) and g["wrong"] > 0:
                 # nccl-tests found wrong results: the time of a broken run is not a measurement
-                warn(f"{path}:{r['line']}: skipped the {which}-of-place result of {r['size']} bytes "
-                     f"(#wrong = {g['wrong']}: nccl-tests found {g['wrong']} wrong values)")
-                continue
+                what = (f"the {which}-of-place result of {r['size']} bytes (#wrong = {g['wrong']}: nccl-tests found "
+                        f"{g['wrong']} wrong values)")
+                if wrong == "refuse":
+                    raise ClusterSimError(f"line {r['line']}: {what}; a broken run is not a measurement "
+                                          "(--allow-wrong imports such rows with their #wrong count)", file=str(path))
+                if wrong == "skip":
+                    warn(f"{path}:{r['line']}: skipped {what}")
+                    continue
+                warn(f"{path}:{r['line']}: kept {what} (--allow-wrong)")
             out.append({
                 "kind": "collective", **common, "op": the_op, "ranks": n_ranks, "nodes": nodes, "scope": the_scope,
                 "size_bytes": r["size"], "count": r["count"], "dtype": DTYPES.get(r["type"], r["type"]),
@@ -464,20 +478,25 @@ def _parse_data(toks: list[str], sec: _Section) -> tuple[dict[str, Any] | None, 
 
 
 def import_logs(paths: list[str | Path], output: str | Path, *, op: str | None = None, ranks: int | None = None,
-                scope: str | None = None, placement: str = "both", warn: Callable[[str], None] | None = None) -> dict[str, int]:
-    """Parse logs and append their rows to ``output`` (JSON lines). Returns counts per file."""
+                scope: str | None = None, placement: str = "both", warn: Callable[[str], None] | None = None,
+                allow_wrong: bool = False) -> dict[str, int]:
+    """Parse logs and append their rows to ``output`` (JSON lines). Returns counts per file.
+
+    A result nccl-tests found wrong (``#wrong`` > 0) refuses its log unless ``allow_wrong`` (then it is
+    imported with its ``wrong`` count)."""
     from clustersim.calibration.jsonl import RowWriter
 
     if not paths:
         raise ClusterSimError("no log files given")
-    parsed = [(str(pth), parse_nccl_tests_log(pth, op, ranks=ranks, scope=scope, placement=placement, warn=warn))
+    parsed = [(str(pth), parse_nccl_tests_log(pth, op, ranks=ranks, scope=scope, placement=placement, warn=warn,
+                                              wrong="keep" if allow_wrong else "refuse"))
               for pth in paths]
     for name, rows in parsed:  # checked before anything is written: a bad file leaves the output untouched
         if not any(r["kind"] == "collective" for r in rows):
             raise ClusterSimError("no nccl-tests result rows (an empty file, a header without results, or not an "
                                   "nccl-tests log)", file=name)
     counts: dict[str, int] = {}
-    with RowWriter(output) as w:
+    with RowWriter(output, fsync=False) as w:  # an import is redone from its logs: one fsync at the end
         for name, rows in parsed:
             w.write_all(rows)
             counts[name] = sum(1 for r in rows if r["kind"] == "collective")

@@ -21,7 +21,7 @@ from clustersim.cli import run as _run
 from clustersim.cli import scenario as _scenario
 from clustersim.cli import sweep as _sweep
 from clustersim.cli import topo as _topo
-from clustersim.cli.common import fail
+from clustersim.cli.common import fail, finite_options
 from clustersim.errors import ClusterSimError
 
 app = typer.Typer(
@@ -68,7 +68,7 @@ _compare.register(app)
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app, turning user errors into exit code 2."""
     try:
-        app(args=argv, standalone_mode=True)
+        finite_options(typer.main.get_command(app)).main(args=argv, standalone_mode=True)
     except ClusterSimError as exc:
         fail(exc)
     except SystemExit:

@@ -59,7 +59,7 @@ def bench(
                                        "(attention, gemm, elementwise, eager_attention, cross_entropy, bmm, wave, "
                                        "sustained, adamw, fp8, experts)."),
     memory_fraction: float = typer.Option(0.8, "--memory-fraction", help="Skip sizes whose buffers need more of the free memory."),
-    timeout: float = typer.Option(600.0, "--timeout", help="Seconds before a stuck rendezvous/collective fails."),
+    timeout: float = typer.Option(600.0, "--timeout", min=1.0, help="Seconds before a stuck rendezvous/collective fails (at least 1)."),
     run_id: Optional[str] = typer.Option(None, "--run-id", help="Run id stored in every row (default: time + random)."),
     quick: bool = typer.Option(False, "--quick", help="Small preset for tests and smoke runs."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar on stderr (rank 0)."),
@@ -101,6 +101,8 @@ def import_nccl_tests(
     ranks: Optional[int] = typer.Option(None, "--ranks", help="Rank count (overrides the header's device lines)."),
     scope: Optional[str] = typer.Option(None, "--scope", help="intra or inter (overrides what the host names say)."),
     out_of_place_only: bool = typer.Option(False, "--out-of-place-only", help="One row per size (out-of-place) instead of two."),
+    allow_wrong: bool = typer.Option(False, "--allow-wrong", help="Import results nccl-tests found wrong (#wrong > 0) "
+                                     "with their count; by default such a log is refused."),
 ) -> None:
     """Turn nccl-tests logs into measurement rows (current and pre-2.13 formats, mpirun-tagged lines).
 
@@ -119,7 +121,7 @@ def import_nccl_tests(
         sys.stderr.write(f"warning: {msg}\n")
 
     counts = import_logs(list(logs), output, op=op, ranks=ranks, scope=scope,
-                         placement="out" if out_of_place_only else "both", warn=warn)
+                         placement="out" if out_of_place_only else "both", warn=warn, allow_wrong=allow_wrong)
     for name, n in counts.items():
         sys.stderr.write(f"{name}: {n} rows\n")
     sys.stderr.write(f"wrote {sum(counts.values())} collective rows to {output}"

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import typer
 
 from clustersim.cli.common import max_events_option, max_memory_option
 from clustersim.errors import ClusterSimError
+from clustersim.files import write_output
 
 app = typer.Typer(help="collective commands.", no_args_is_help=True, add_completion=False)
 
@@ -102,13 +104,14 @@ def render_busbw_plot(rows: list[dict], path: str, measured: str | None = None) 
     out = Path(path)
     if out.parent and not out.parent.exists():
         raise ClusterSimError("folder does not exist", file=str(out.parent))
+    buf = io.BytesIO()
     try:
-        fig.savefig(out, dpi=120)
-    except (OSError, ValueError) as exc:  # read-only folder, full disk, unknown image suffix
+        fig.savefig(buf, dpi=120, format=out.suffix[1:].lower() or "png")
+    except (OSError, ValueError) as exc:  # unknown image suffix
         raise ClusterSimError(f"cannot write the plot: {getattr(exc, 'strerror', None) or exc}", file=str(out)) from None
     finally:
         plt.close(fig)
-    return out
+    return write_output(out, buf.getvalue(), "the plot")
 
 
 def register(root: typer.Typer) -> None:

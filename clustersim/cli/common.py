@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import sys
@@ -51,9 +52,38 @@ def fail(exc: ClusterSimError) -> None:
     raise SystemExit(2)
 
 
+def _checked_callback(callback: Callable[..., Any], flags: dict[str, str]) -> Callable[..., Any]:
+    @functools.wraps(callback)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        for name, value in kwargs.items():
+            values = value if isinstance(value, (list, tuple)) else [value]
+            for v in values:
+                if isinstance(v, float) and not math.isfinite(v):
+                    raise ClusterSimError(f"must be a finite number, got {v}", field=flags.get(name, name))
+        return callback(*args, **kwargs)
+
+    return run
+
+
+def finite_options(command: Any) -> Any:
+    """Make every command under ``command`` (a click group) refuse NaN and infinite float options
+    before its body runs: ``--nic-gbps nan`` would otherwise pass every ``x > 0`` check unseen
+    (NaN compares false) and reach the results. Returns ``command``."""
+    for sub in getattr(command, "commands", {}).values():
+        finite_options(sub)
+    if getattr(command, "callback", None) is not None and not getattr(command.callback, "_finite", False):
+        flags = {p.name: (p.opts[0] if p.opts else p.name) for p in command.params}
+        command.callback = _checked_callback(command.callback, flags)
+        command.callback._finite = True
+    return command
+
+
 MAX_MEMORY_HELP = ("Refuse work whose estimated memory exceeds this (default 4GiB; e.g. 16GiB). Counts are "
                    "checked against it before anything is built.")
 MAX_EVENTS_HELP = "Refuse simulations estimated to need more events than this (default 2000000)."
+#: Largest ``--max-events``: 10^9 events need ~500 GB for their schedule (500 B each) and hours.
+MAX_EVENTS_BOUND = 10**9
+MAX_EVENTS_WHY = "500 GB of schedule at 500 B per event, and hours of simulation"
 
 
 def max_memory_option() -> Any:
@@ -82,6 +112,9 @@ def budget(max_memory: Optional[str], max_events: Optional[int]) -> Iterator[Non
             raise ClusterSimError("must be > 0", field="--max-memory")
     if max_events is not None and max_events <= 0:
         raise ClusterSimError("must be > 0", field="--max-events")
+    if max_events is not None and max_events > MAX_EVENTS_BOUND:
+        raise ClusterSimError(f"{max_events:,} exceeds the bound of {MAX_EVENTS_BOUND:,} ({MAX_EVENTS_WHY})",
+                              field="--max-events")
     with limits(max_memory=mem, max_events=max_events):
         yield
 

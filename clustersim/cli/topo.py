@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from clustersim.cli.common import budget, console, err_console, max_events_option, max_memory_option, print_json
 from clustersim.errors import ClusterSimError
+from clustersim.files import write_output
 
 app = typer.Typer(
     help="Inspect, draw and import hardware topologies.\n\n"
@@ -212,10 +213,7 @@ def import_(
 
         sys.stdout.write(text)
     else:
-        try:
-            output.write_text(text)
-        except OSError as exc:
-            raise ClusterSimError(f"cannot write: {exc.strerror}", file=str(output)) from None
+        write_output(output, text)
         err_console.print(f"wrote {output}", highlight=False)
 
 

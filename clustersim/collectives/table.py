@@ -133,7 +133,10 @@ def collective_table(op: str, topology: str, *, gpus: int | None = None, nodes: 
         raise ClusterSimError("give --gpus or --nodes, not both", field="gpus")
     if fidelity not in FIDELITIES:
         raise ClusterSimError(f"--fidelity must be analytical or flow, got {fidelity!r}", field="fidelity")
-    size_list = [parse_size(size)] if size is not None else parse_size_range(sizes)
+    try:
+        size_list = [parse_size(size)] if size is not None else parse_size_range(sizes)
+    except ClusterSimError as exc:
+        raise ClusterSimError(exc.reason, field="size" if size is not None else "sizes") from None
     cluster = load_cluster(topology, nodes=nodes, gpus=gpus)
     if fidelity == "flow":
         from clustersim.budget import FLOW_EVENTS_PER_RANK, check_events

@@ -23,6 +23,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from clustersim.budget import BOUNDS, MAX_INT_DIGITS, MAX_YAML_BYTES, MAX_YAML_VALUES, check_bound
 from clustersim.errors import ClusterSimError, require_file
+from clustersim.files import read_text
 
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
 
@@ -102,6 +103,25 @@ def bounded(name: str, *, minimum: int = 1) -> Any:
         return value
 
     return Annotated[int, Field(gt=minimum - 1, json_schema_extra={"maximum": bound}), AfterValidator(check)]
+
+
+def capped(upper: float, why: str) -> Any:
+    """A float type with the upper bound ``upper`` whose message gives the bound and ``why``.
+
+    >>> from pydantic import TypeAdapter
+    >>> TypeAdapter(capped(1000, "a dead GPU")).validate_python(1e9)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    pydantic_core._pydantic_core.ValidationError: 1 validation error ...
+    ...1e+09 exceeds the bound of 1,000 (a dead GPU)...
+    """
+
+    def check(value: float) -> float:
+        if value > upper:
+            raise ValueError(f"{value:g} exceeds the bound of {upper:,g} ({why})")
+        return value
+
+    return Annotated[float, Field(json_schema_extra={"maximum": upper}), AfterValidator(check)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -208,6 +228,14 @@ def _count_values(data: Any, limit: int) -> int:
     return count(data)
 
 
+#: Deepest nesting of mappings and lists in a YAML file; the shipped files nest at most 6
+#: (2026-12-02); deeper input is refused before it is constructed.
+MAX_YAML_DEPTH = 64
+
+#: C0 controls other than tab and newline, DEL and the C1 controls (ESC starts terminal escapes).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
 def _check_nodes(root: yaml.Node) -> None:
     """Find duplicate keys and over-long integers in a composed YAML tree, with their dotted path.
 
@@ -215,12 +243,17 @@ def _check_nodes(root: yaml.Node) -> None:
     text, not its expanded size). Raises ``_InputError`` with the field path in ``.field``.
     """
     seen_nodes: set[int] = set()
-    stack: list[tuple[yaml.Node, str]] = [(root, "")]
+    stack: list[tuple[yaml.Node, str, int]] = [(root, "", 0)]
     while stack:
-        node, path = stack.pop()
+        node, path, depth = stack.pop()
         if id(node) in seen_nodes:
             continue
         seen_nodes.add(id(node))
+        if depth > MAX_YAML_DEPTH:
+            err = _InputError(f"nested more than {MAX_YAML_DEPTH} deep on line {node.start_mark.line + 1} (the deepest "
+                              "shipped file nests 6)", node.start_mark.line + 1)
+            err.field = path[:40] + "..." if len(path) > 40 else path or None
+            raise err
         if isinstance(node, yaml.ScalarNode):
             if node.tag == "tag:yaml.org,2002:int" and len(str(node.value).lstrip("+-")) > MAX_INT_DIGITS:
                 err = _InputError(f"integer of {len(str(node.value).lstrip('+-'))} digits on line "
@@ -228,8 +261,24 @@ def _check_nodes(root: yaml.Node) -> None:
                                   "tool uses is that large)", node.start_mark.line + 1)
                 err.field = path or None
                 raise err
+            bad = _CONTROL.search(node.value) if isinstance(node.value, str) else None
+            if bad:
+                # "\0" or "\e[31m" in a double-quoted name would reach tables and terminals as-is
+                err = _InputError(f"control character U+{ord(bad.group()):04X} in text on line "
+                                  f"{node.start_mark.line + 1} (names and descriptions must be printable)",
+                                  node.start_mark.line + 1)
+                err.field = path or None
+                raise err
+            if node.tag == "tag:yaml.org,2002:int" and str(node.value).lstrip("+-")[:2] in ("0x", "0o"):
+                # YAML 1.2 reads 0x800 as 2048: a typo'd or pasted hex value would pass as a count unseen
+                base = "hexadecimal" if "0x" in str(node.value) else "octal"
+                err = _InputError(f"{node.value} on line {node.start_mark.line + 1} is a {base} integer; write it "
+                                  "in decimal (counts and sizes of clustersim files are decimal)",
+                                  node.start_mark.line + 1)
+                err.field = path or None
+                raise err
         elif isinstance(node, yaml.SequenceNode):
-            stack.extend((child, f"{path}.{i}" if path else str(i)) for i, child in enumerate(node.value))
+            stack.extend((child, f"{path}.{i}" if path else str(i), depth + 1) for i, child in enumerate(node.value))
         elif isinstance(node, yaml.MappingNode):
             first: dict[Any, int] = {}
             for key_node, value_node in node.value:
@@ -243,8 +292,8 @@ def _check_nodes(root: yaml.Node) -> None:
                         err.field = child
                         raise err
                     first[key] = line
-                stack.append((key_node, path))
-                stack.append((value_node, child))
+                stack.append((key_node, path, depth + 1))
+                stack.append((value_node, child, depth + 1))
 
 
 def parse_yaml_text(text: str, *, file: str | None = None, what: str = "YAML") -> Any:
@@ -337,8 +386,16 @@ def describe_value(value: Any) -> str:
 
 def validation_error(exc: ValidationError, file: str | None) -> ClusterSimError:
     """Turn the first pydantic error into a ClusterSimError (file, field path, rule, value given)."""
-    err = exc.errors()[0]
+    errs = exc.errors()
+    err = errs[0]
     field = format_loc(err.get("loc", ()))
+    if str(err.get("type", "")).endswith("_type"):
+        # a union (`list[Straggler] | StragglerDistribution`): the branch of the input's own type
+        # failed deeper inside; its error says what is wrong, the other branch's only the type
+        deeper = [e for e in errs[1:] if format_loc(e.get("loc", ())).startswith(f"{field}.")]
+        if deeper:
+            err = deeper[0]
+            field = format_loc(err.get("loc", ()))
     msg = err.get("msg", "invalid value")
     kind = str(err.get("type", ""))
     if kind == "extra_forbidden":
@@ -365,21 +422,8 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     ...
     clustersim.errors.ClusterSimError: no-such-file.yaml: file not found
     """
-    p = require_file(path)
-    try:
-        size = p.stat().st_size
-        if size > MAX_YAML_BYTES:
-            raise ClusterSimError(f"file of {size:,} bytes exceeds the {MAX_YAML_BYTES:,}-byte limit of topology, "
-                                  "scenario and profile files (60x the largest shipped one)", file=str(path))
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise ClusterSimError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
-    if b"\x00" in raw:
-        raise ClusterSimError("binary file (not YAML)", file=str(path))
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ClusterSimError("not UTF-8 text (not YAML)", file=str(path)) from None
+    text = read_text(path, limit=MAX_YAML_BYTES, kind="YAML",
+                     what="topology, scenario and profile files (60x the largest shipped one)")
     # libyaml's parser when PyYAML has it: the shipped profiles (hundreds of table rows) parse 8x faster
     data = parse_yaml_text(text, file=str(path))
     if data is None:
@@ -518,6 +562,8 @@ def resolve_file(name: str | Path, kind: str, base: Path | None = None) -> Path:
     for c in cands:
         if c.is_file():
             return c
+        if c.exists() and not c.is_dir():  # a FIFO or a device named as a file: say what it is
+            require_file(c)
     stem = p.name[:-5] if p.name.endswith(".yaml") else p.name
     if p.parent == Path(".") or str(p.parent) == "":
         shipped = shipped_dir(kind) / f"{stem}.yaml"

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_serializer, model_validator
 
-from clustersim.config.base import StrictModel, bounded
+from clustersim.config.base import StrictModel, bounded, capped
 from clustersim.errors import ClusterSimError
 from clustersim.units import parse_size
 
@@ -266,12 +266,22 @@ class ParallelismSection(StrictModel):
         return v
 
 
+#: Simulated time of a run, bounded: beyond 10^6 s (11.6 days of one step) the clock's double has a
+#: resolution of 1.2e-10 s and climbing (1.2e-4 s at 10^12 s, coarser than NCCL's microsecond
+#: latencies, so events stop advancing the clock); no training step or job phase lasts that long.
+MAX_SIMULATED_S = 1e6
+_TIME_WHY = "10^6 s, 11.6 days; the simulated clock loses its microsecond resolution beyond"
+PhaseSeconds = capped(MAX_SIMULATED_S, _TIME_WHY)
+
+
 class ComputePhase(StrictModel):
     """Work on each rank's GPU: by FLOPs and bytes (roofline with the profile) or by seconds."""
 
-    flops: float | None = Field(None, ge=0, description="Floating-point operations per rank (after divide_among_ranks).")
-    bytes: float | None = Field(None, ge=0, description="HBM bytes moved per rank.")
-    seconds: float | None = Field(None, ge=0, description="Fixed duration; overrides flops/bytes.")
+    flops: capped(1e24, "10^6 s of a 10^18 FLOP/s job; 100x the compute of the largest training runs") | None = Field(
+        None, ge=0, description="Floating-point operations per rank (after divide_among_ranks).")
+    bytes: capped(1e19, "10^6 s at 10 TB/s, twice the HBM bandwidth of a B200") | None = Field(
+        None, ge=0, description="HBM bytes moved per rank.")
+    seconds: PhaseSeconds | None = Field(None, ge=0, description="Fixed duration; overrides flops/bytes.")
     dtype: Dtype = Field("bf16", description="Arithmetic type: selects the peak FLOP/s of the GPU.")
     efficiency: float | None = Field(None, gt=0, le=1, description="Fraction of peak reached; default: the profile's GEMM efficiency.")
     divide_among_ranks: bool = Field(False, description="Strong scaling: flops/bytes are job totals split evenly over the ranks.")
@@ -309,7 +319,7 @@ class Phase(StrictModel):
     name: str
     compute: ComputePhase | None = None
     collective: CollectivePhase | None = None
-    host_seconds: float | None = Field(None, ge=0, description="Host-side time (launch, init, I/O) during which the GPU idles.")
+    host_seconds: PhaseSeconds | None = Field(None, ge=0, description="Host-side time (launch, init, I/O) during which the GPU idles.")
     repeat: bounded("repeat") = 1
     ranks: list[Annotated[int, Field(ge=0)]] | None = Field(None, description="Ranks that run this phase (default: all).")
 
@@ -332,6 +342,17 @@ class JobSection(StrictModel):
         "ncclCommInitRank): the first collective of each communicator pays the profile's "
         "host.first_collective_us (NCCL's peer connection and kernel load). False: a steady state, no such cost."))
     phases: list[Phase] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _simulated_time(self) -> "JobSection":
+        # the fixed durations alone (host_seconds, compute.seconds) give a lower estimate of the run
+        per = sum(p.repeat * ((p.host_seconds or 0.0) + ((p.compute.seconds or 0.0) if p.compute else 0.0))
+                  for p in self.phases)
+        total = self.iterations * per
+        if total > MAX_SIMULATED_S:
+            raise ValueError(f"the phases' fixed durations add up to {total:.3g} s of simulated time ({self.iterations:,} "
+                             f"iteration(s) of {per:.3g} s), more than the bound of {MAX_SIMULATED_S:g} s ({_TIME_WHY})")
+        return self
 
 
 class JobEntry(StrictModel):
@@ -387,8 +408,9 @@ class Straggler(StrictModel):
     thread that issues its kernels and collectives) ``host_slowdown`` times as long."""
 
     rank: int = Field(ge=0)
-    slowdown: float = Field(1.0, ge=1, description="Compute-time factor (1.3 = 30 % slower).")
-    host_slowdown: float = Field(1.0, gt=0, description=(
+    slowdown: capped(1000, "a rank 1,000x slower is a dead GPU, not a straggler (node_lost models one); reported "
+                     "stragglers are 1.1-10x") = Field(1.0, ge=1, description="Compute-time factor (1.3 = 30 % slower).")
+    host_slowdown: capped(1000, "a host 1,000x slower is a hung one, not a straggler") = Field(1.0, gt=0, description=(
         "Host-CPU-time factor of the rank's issue thread: its kernel and collective calls, FSDP2 hooks and "
         "optimizer (2.0: a CPU at half speed, e.g. a cloud VM's vCPU whose physical core another tenant shares; "
         "below 1: a host faster than the one the profile measured; docs/validation.md 6n). Moves the step only "
@@ -399,7 +421,8 @@ class StragglerDistribution(StrictModel):
     """Every rank's compute-time factor drawn from a seeded distribution (values below 1 count as 1)."""
 
     distribution: Literal["lognormal"] = "lognormal"
-    sigma: float = Field(gt=0, description="Standard deviation of ln(factor); the median factor is 1.")
+    sigma: capped(1.0, "the slowest of 10^6 ranks then draws ~e^5 = 150x; measured spreads are 0.05-0.3") = Field(
+        gt=0, description="Standard deviation of ln(factor); the median factor is 1.")
     seed: int | None = Field(None, description="Default: simulation.seed.")
 
 

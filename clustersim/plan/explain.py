@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clustersim.errors import ClusterSimError
+from clustersim.files import check_writable
 from clustersim.plan.result import PlanReport
 from clustersim.plan.search import PlanOptions, plan, why_dropped
 from clustersim.plan.space import Mix
@@ -98,12 +99,15 @@ class PlanRun:
 
 def plan_run(source, overrides: list[str] | None = None, options: PlanOptions | None = None, *,
              why: str | None = None, write_best: str | Path | None = None) -> PlanRun:
-    """Plan ``source`` (:func:`~clustersim.plan.search.plan`), explain the mix ``why``, write the winner to ``write_best``.
+    """Plan ``source`` (:func:`~clustersim.plan.search.plan`), explain the mix ``why``, write the winner to ``write_best``
+    (checked to be writable before planning).
 
     ``why`` is read only after the search (a bad one is reported then); docs/python-api.md plans a
     scenario this way.
     """
     opts = options or PlanOptions()
+    if write_best is not None:
+        check_writable(write_best)
     rep = plan(source, overrides=overrides, options=opts)
     row = why_row(rep, why, tp_across_nodes=opts.tp_across_nodes) if why is not None else None
     written = None

@@ -56,6 +56,22 @@ class PlanOptions:
     reuse: bool = True
 
 
+#: Most mixes one plan screens (scenario rules, memory, the analytical bound), each 4-13 ms of one
+#: core (gpt3-175b's 9,324 in 40 s; llama2-7b-nemo-cp's 22,221 would take ~3 minutes; dev VM,
+#: 2026-12-02): 16,384 keep a plan near a minute on two workers. Every shipped scenario but the
+#: 128-GPU CP one (22,221) stays below (the next largest, llama3-405b-128k, has 10,926).
+MAX_SCREENED_MIXES = 16_384
+
+
+def check_screen_work(n: int, enumerated: int) -> None:
+    """Refuse a plan whose structurally valid mixes exceed :data:`MAX_SCREENED_MIXES`, before screening."""
+    if n > MAX_SCREENED_MIXES:
+        raise ClusterSimError(
+            f"{n:,} of the {enumerated:,} mixes pass the structural rules and would each be screened (4-13 ms "
+            f"each, minutes in all), more than the bound of {MAX_SCREENED_MIXES:,}; narrow the space with --tp, "
+            "--pp, --micro-batch, --zero, --schedule or --recompute", field="parallelism")
+
+
 def _gib(x: float) -> str:
     return f"{x / 2**30:.1f} GiB"
 
@@ -301,6 +317,7 @@ def plan(source, overrides: list[str] | None = None, options: PlanOptions | None
         else:
             tally.drop(bad[0], mix, bad[1])
     t_enum = time.perf_counter()
+    check_screen_work(len(survivors), evaluated)
     workers = max(1, min(opts.workers, len(survivors)))
     pool = _Pool(workers)
     try:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import yaml
 
+from clustersim.files import write_output
 from clustersim.plan.evaluate import Evaluator
 from clustersim.plan.result import Plan
 
@@ -37,5 +38,4 @@ def write_best(path: str | Path, ev: Evaluator, plan: Plan) -> Path:
     """Write ``plan`` as a scenario YAML file; returns the path."""
     path = Path(path)
     text = yaml.safe_dump(plan_scenario_dict(ev, plan), sort_keys=False)
-    path.write_text(f"# written by clustersim plan --write-best\n{text}")
-    return path
+    return write_output(path, f"# written by clustersim plan --write-best\n{text}")

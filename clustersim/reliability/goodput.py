@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from clustersim.errors import ClusterSimError
+from clustersim.reliability.goodput_bounds import check_monte_carlo_work
 
 HOUR = 3600.0
 DAY = 86400.0
@@ -260,6 +261,9 @@ def goodput_report(*, work_s: float, n_gpus: int, n_nodes: int, checkpoint_bytes
     young, daly = young_interval(delta, m), daly_interval(delta, m)
     best = best_interval(**case)
     g_best = goodput(interval_s=best, **case)
+    n, rem = _segments(work_s, best)
+    check_monte_carlo_work(expected_failures=expected_wall_time(interval_s=best, **case) / m,
+                           segments=n + (rem > 0), trials=trials, mtbf_s=m, lost_s=restart_s + delta)
     mc = monte_carlo(interval_s=best, trials=trials, seed=seed, **case)
     return {
         "n_gpus": n_gpus, "n_nodes": n_nodes, "mtbf_gpu_hours": mtbf_gpu_hours, "mtbf_node_hours": mtbf_node_hours,

@@ -20,6 +20,7 @@ from pathlib import Path
 from clustersim.errors import ClusterSimError
 from clustersim.reliability.checkpoint import checkpoint_bytes
 from clustersim.reliability.goodput import DAY, goodput_report
+from clustersim.reliability.goodput_bounds import check_goodput_options
 from clustersim.simulate.resolve import resolve_scenario
 
 
@@ -51,6 +52,9 @@ def scenario_goodput(scenario: str | Path, *, overrides: list[str] | None = None
     dict
         ``scenario`` and :func:`~clustersim.reliability.goodput.goodput_report`'s document.
     """
+    check_goodput_options(run_days=run_days, restart_min=restart_min, trials=trials, seed=seed,
+                          ckpt_write_GBps=ckpt_write_GBps, ckpt_GB=ckpt_GB, gpus=gpus,
+                          mtbf_gpu_hours=mtbf_gpu_hours, mtbf_node_hours=mtbf_node_hours)
     rs = resolve_scenario(scenario, overrides or [])
     c = rs.cluster
     n_gpus, gpn = c.n_gpus, c.gpus_per_host

@@ -29,6 +29,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from clustersim.errors import ClusterSimError
+from clustersim.files import write_output
 from clustersim.report.kinds import BREAKDOWN_KIND, KIND_COLORS, KIND_LABELS, host_bound_note
 from clustersim.report.svg import breakdown_svg, escape_html, svg_number, timeline_svg
 from clustersim.report.timeline import MAX_BARS, MAX_RANKS, layout_bars, select_ranks, trace_rows
@@ -259,10 +260,5 @@ def write_html(path, result: dict, events: list[dict], meta: dict | None = None,
 
 def write_page(path, text: str) -> Path:
     """Write a rendered page (UTF-8); an unwritable path is a :class:`ClusterSimError`."""
-    p = Path(path)
-    try:
-        p.write_bytes(text.encode("utf-8"))
-    except OSError as exc:
-        raise ClusterSimError(f"cannot write HTML report: {exc.strerror}", file=str(path)) from None
-    return p
+    return write_output(path, text, "HTML report")
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from clustersim.errors import ClusterSimError
+from clustersim.files import parse_json, read_input
 
 #: Largest results file read (a plan of 30,528 mixes listed in full is ~25 MB of JSON; a
 #: 100,000-point sweep CSV of ~60 columns ~60 MB).
@@ -88,16 +89,7 @@ def detect_kind(doc: Any) -> str | None:
 
 
 def _read(path: Path) -> bytes:
-    if not path.exists():
-        raise ClusterSimError("file not found", file=str(path))
-    size = path.stat().st_size
-    if size > MAX_RESULTS_BYTES:
-        raise ClusterSimError(f"{size:,} bytes is more than the {MAX_RESULTS_BYTES:,} a results file may have",
-                              file=str(path))
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise ClusterSimError(f"cannot read: {exc.strerror}", file=str(path)) from None
+    return read_input(path, limit=MAX_RESULTS_BYTES, what="results files")
 
 
 def _text(path: Path, data: bytes) -> str:
@@ -130,7 +122,7 @@ def cell_value(text: str) -> Any:
     if text[:1] in "[{":
         try:
             return json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # a 100,000-deep cell is text, not a value
             return text
     return text
 
@@ -199,11 +191,7 @@ def load_results(path: str | Path) -> Results:
         # a results.csv inside its sweep folder brings the folder's plots along
         images = _pngs(p.parent) if (p.parent / "points.jsonl").is_file() else []
         return Results("sweep", data, p, images)
-    try:
-        doc = json.loads(text)
-    except ValueError as exc:
-        raise ClusterSimError(f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno}) and not a sweep CSV",
-                              file=str(p)) from None
+    doc = parse_json(text, file=str(p), not_json=" and not a sweep CSV")
     kind = detect_kind(doc)
     if kind is None:
         what = (f"a JSON object with keys {', '.join(sorted(doc)[:8])}{', ...' if len(doc) > 8 else ''}"
@@ -239,10 +227,7 @@ def load_trace(path: str | Path) -> list[dict]:
     if p.is_dir():
         raise ClusterSimError("is a folder, not a trace file", file=str(p))
     text = _text(p, _read(p))
-    try:
-        doc = json.loads(text)
-    except ValueError as exc:
-        raise ClusterSimError(f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})", file=str(p)) from None
+    doc = parse_json(text, file=str(p))
     events = doc.get("traceEvents") if isinstance(doc, dict) else doc
     if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
         raise ClusterSimError("not a Chrome trace: expected {\"traceEvents\": [...]} or a list of events "

@@ -122,7 +122,7 @@ def check_profile(files: Sequence[str | Path], profile: str | Path, *, holdout: 
         Unreadable files or profile, no collective or kernel rows, bad ``fit_ranks``, transfer checks
         that cannot run on the rows.
     """
-    meas = read_measurements(files, warn=warn)
+    meas = read_measurements(files, warn=warn, refuse_mostly_bad=True)
     prof = load_profile(profile)
     has_kernels = any(r.get("kind") == "kernel" for r in meas.rows)
     if not meas.of("collective") and not has_kernels:

@@ -9,10 +9,12 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
 from clustersim.breakdown import BREAKDOWN_KEYS
+from clustersim.files import write_output
 from clustersim.sweep.analysis import scaling, series_of
 from clustersim.sweep.study import BreakdownPlot, ScalingPlot, SensitivityPlot
 
@@ -33,10 +35,9 @@ def _save(fig, path: Path) -> Path:
 
     FigureCanvasAgg(fig)
     fig.tight_layout()
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, format="png", metadata={"Software": None})
-    tmp.replace(path)
-    return path
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    return write_output(path, buf.getvalue())
 
 
 def _plain_numbers():

@@ -58,7 +58,16 @@ class ResultStore:
         return out
 
     def open(self, fresh: bool = False) -> "ResultStore":
-        """Open for appending (``fresh`` empties the journal first); cuts a torn last line."""
+        """Open for appending (``fresh`` empties the journal first); cuts a torn last line.
+
+        An OS error (the folder's parent is a file, a read-only place) is ``<folder>: cannot write: <reason>``.
+        """
+        try:
+            return self._open(fresh)
+        except OSError as exc:
+            raise ClusterSimError(f"cannot write: {exc.strerror or exc}", file=str(self.folder)) from None
+
+    def _open(self, fresh: bool) -> "ResultStore":
         self.folder.mkdir(parents=True, exist_ok=True)
         if fresh and self.path.exists():
             self.path.unlink()

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
-from clustersim.errors import ClusterSimError
+from clustersim.files import write_output
 
 LAYERS = ("nic", "cpu", "pcie_switch", "gpu", "nvswitch")
 COLORS = {"nvlink": "#76b900", "pcie": "#1f77b4", "cpu-interconnect": "#9467bd", "infiniband": "#d62728",
@@ -67,9 +68,9 @@ def draw_cluster(cluster, path: str | Path) -> None:
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
     ax.set_axis_off()
     fig.tight_layout()
+    buf = io.BytesIO()
     try:
-        fig.savefig(path, dpi=120)
-    except OSError as exc:
-        raise ClusterSimError(f"cannot write: {exc.strerror}", file=str(path)) from None
+        fig.savefig(buf, dpi=120, format=Path(path).suffix[1:].lower() or "png")
     finally:
         plt.close(fig)
+    write_output(path, buf.getvalue())

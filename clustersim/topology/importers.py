@@ -31,10 +31,11 @@ from typing import Any
 
 import yaml
 
-from clustersim.budget import MAX_YAML_BYTES
+from clustersim.budget import MAX_YAML_BYTES, check_bound
 from clustersim.config.base import validate
 from clustersim.config.topology import GPU_CATALOG, TopologySpec
-from clustersim.errors import ClusterSimError, require_file
+from clustersim.errors import ClusterSimError
+from clustersim.files import read_text
 
 PLACEHOLDER_TARGET = "fffffff:ff:ff.0"
 NVSWITCH_CLASS = "0x068000"
@@ -269,6 +270,10 @@ def import_nccl_xml(text: str, name: str = "imported", gpu: str | None = None,
 _NV = re.compile(r"^NV(\d+)$")
 
 
+#: The relation codes of ``nvidia-smi topo -m`` (its legend; SOC and PSB from drivers before 2016).
+_SMI_CELL = re.compile(r"^(X|NV\d+|PIX|PXB|PHB|PSB|NODE|SYS|SOC)$", re.I)
+
+
 def import_nvidia_smi(text: str, name: str = "imported", gpu: str | None = None, nic_speed_Gbps: float | None = None,
                       source: str = "<nvidia-smi topo -m>") -> tuple[dict[str, Any], list[str]]:
     """Convert ``nvidia-smi topo -m`` output into a topology spec dict.
@@ -287,6 +292,7 @@ def import_nvidia_smi(text: str, name: str = "imported", gpu: str | None = None,
     header = [h.strip() for h in header if h.strip()]
     devs = [h for h in header if re.match(r"^(GPU|NIC)\d+$", h)]
     n_dev = len(devs)
+    check_bound("node devices", n_dev, field="header", file=source)  # before the n_dev x n_dev matrix
     numa_col = header.index("NUMA Affinity") if "NUMA Affinity" in header else None
     rows: dict[str, list[str]] = {}
     numa: dict[str, str] = {}
@@ -299,6 +305,11 @@ def import_nvidia_smi(text: str, name: str = "imported", gpu: str | None = None,
             vals = cells[1:1 + n_dev]
             if len(vals) < n_dev:
                 raise ClusterSimError(f"row {m.group(1)} has {len(vals)} cells, expected {n_dev}", file=source)
+            unknown = next((c for c in vals if not _SMI_CELL.match(c)), None)
+            if unknown is not None:
+                raise ClusterSimError(f"row {m.group(1)}, column {devs[vals.index(unknown)]}: unknown relation "
+                                      f"{unknown[:20]!r} (nvidia-smi's legend: X, NV#, PIX, PXB, PHB, NODE, SYS)",
+                                      file=source)
             rows[m.group(1)] = vals
             if numa_col is not None:
                 rest = cells[1 + n_dev:]
@@ -456,17 +467,8 @@ def detect_format(text: str) -> str:
 def import_file(path: str | Path, name: str | None = None, gpu: str | None = None,
                 nic_speed_Gbps: float | None = None) -> tuple[dict[str, Any], list[str]]:
     """Read a topology dump of either format (detected from its content)."""
-    p = require_file(path)
-    if p.stat().st_size > MAX_YAML_BYTES:  # an 8-GPU NCCL topology dump is ~20 KB
-        raise ClusterSimError(f"file of {p.stat().st_size:,} bytes exceeds the {MAX_YAML_BYTES:,}-byte limit of "
-                              "topology dumps", file=str(path))
-    raw = p.read_bytes()
-    if b"\x00" in raw:
-        raise ClusterSimError("binary file (not a topology dump)", file=str(path))
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ClusterSimError("not UTF-8 text", file=str(path)) from None
+    p = Path(path)  # an 8-GPU NCCL topology dump is ~20 KB
+    text = read_text(path, limit=MAX_YAML_BYTES, what="topology dumps", kind="a topology dump")
     if not text.strip():
         raise ClusterSimError("file is empty", file=str(path))
     try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from clustersim.errors import ClusterSimError
+from clustersim.files import write_output
 from clustersim.workload.segments import TPCollectiveSegment, segment_time
 
 STREAM_TID = {"compute": 0, "tp": 1, "dp": 2, "dp_ag": 3, "dp_rs": 4, "pp_f": 5, "pp_b": 6, "ep": 7, "cp": 8}
@@ -146,8 +146,4 @@ def write_trace(path, graph, tl, cluster=None, title: str | None = None, comm_ti
         events += link_counter_events(link_loads)
     doc = {"traceEvents": events, "displayTimeUnit": "ms",
            "otherData": {"generator": "clustersim", "scenario": title}}
-    try:
-        p.write_text(json.dumps(doc))
-    except OSError as exc:
-        raise ClusterSimError(f"cannot write trace: {exc.strerror}", file=str(path)) from None
-    return p
+    return write_output(p, json.dumps(doc), "trace")

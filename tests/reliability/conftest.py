@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from cli_inprocess import run_cli
+from cli_inprocess import limited, run_cli
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
@@ -76,3 +76,11 @@ def write_scenario(path: Path, data: dict | None = None, text: str | None = None
 def scenario_file(tmp_path: Path) -> Path:
     """The small valid scenario."""
     return write_scenario(tmp_path / "s.yaml")
+
+
+
+def cli_guarded(*args: str, seconds: int = 60, memory_bytes: int = 2 * 2**30) -> Result:
+    """:func:`cli` in this process under a time limit and 2 GiB more address space
+    (:func:`cli_inprocess.limited`): for the cases that used to hang or run away."""
+    with limited(seconds=seconds, memory_bytes=memory_bytes):
+        return cli(*args)

@@ -38,7 +38,7 @@ def test_no_coercion_in_files(tmp_path: Path, section: str, key: str, value: obj
 @pytest.mark.parametrize("override,needle", [
     ("parallelism.dp=true", "valid integer, got true"),                        # ran as dp=1
     ("cluster.p2p=yes", "valid boolean, got 'yes'"),                           # YAML 1.1 read yes as true
-    ("cluster.gpus=0x10", "must equal the GPU count"),                         # YAML 1.2 hex stays an int
+    ("cluster.gpus=0x10", "0x10 on line 1 is a hexadecimal integer"),          # YAML 1.2 hex: refused (issue 37)
     ("training.global_batch=1:30", "valid integer, got '1:30'"),               # YAML 1.1 read 1:30 as 90
 ])
 def test_no_coercion_through_set(scenario_file: Path, override: str, needle: str) -> None:
@@ -83,8 +83,9 @@ def test_fit_that_rejects_every_row_exits_2(tmp_path: Path) -> None:
     assert cli("calibrate", "report", str(m), "-p", "hgx-h200").code in (0, 2)
 
 
-def test_nccl_tests_rows_with_wrong_results_are_skipped(tmp_path: Path) -> None:
-    # was: imported and fitted without a word
+def test_nccl_tests_rows_with_wrong_results_are_refused(tmp_path: Path) -> None:
+    # was: imported and fitted without a word; then skipped with a warning; now (issue 37) the log is refused
+    # unless --allow-wrong, which keeps the row with its count
     lines = NT_LOG.read_text().splitlines()
     i = next(k for k, ln in enumerate(lines) if ln.strip().startswith("1048576 "))
     toks = lines[i].split()
@@ -93,12 +94,15 @@ def test_nccl_tests_rows_with_wrong_results_are_skipped(tmp_path: Path) -> None:
     log = tmp_path / "all_reduce.log"
     log.write_text("\n".join(lines) + "\n")
     out = tmp_path / "nt.jsonl"
-    r = cli("calibrate", "import-nccl-tests", str(log), "-o", str(out))
+    cli("calibrate", "import-nccl-tests", str(log), "-o", str(out)).refused(
+        str(log), f"line {i + 1}: the out-of-place result of 1048576 bytes (#wrong = 3", "--allow-wrong")
+    assert not out.exists()
+    r = cli("calibrate", "import-nccl-tests", str(log), "-o", str(out), "--allow-wrong")
     assert r.code == 0, r.err
-    assert f"{log}:{i + 1}: skipped the out-of-place result of 1048576 bytes (#wrong = 3" in r.err
+    assert f"{log}:{i + 1}: kept the out-of-place result of 1048576 bytes (#wrong = 3" in r.err
     rows = [json.loads(x) for x in out.read_text().splitlines()]
-    sizes = [(x["size_bytes"], x["inplace"]) for x in rows if x["kind"] == "collective"]
-    assert (1048576, False) not in sizes and (1048576, True) in sizes
+    kept = [x for x in rows if x["kind"] == "collective" and x["size_bytes"] == 1048576 and not x["inplace"]]
+    assert [x["wrong"] for x in kept] == [3]
 
 
 @pytest.mark.parametrize("content", [

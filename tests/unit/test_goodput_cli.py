@@ -5,7 +5,7 @@ import pytest
 
 @pytest.mark.parametrize("args,needle", [
     (["scenarios/ddp-mlp.yaml", "--mtbf-gpu-hours", "5"], "needs a model"),
-    (["scenarios/gpt-1b-ddp.yaml", "--mtbf-gpu-hours", "-5"], "mtbf_gpu_hours must be > 0"),
+    (["scenarios/gpt-1b-ddp.yaml", "--mtbf-gpu-hours", "-5"], "--mtbf-gpu-hours: -5 is outside 1..1e+09"),  # bounds of issue 37
     (["scenarios/gpt-1b-ddp.yaml"], "no failure rate"),
 ])
 def test_goodput_bad_input_exits_2(args, needle, cli):

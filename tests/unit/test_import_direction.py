@@ -3,7 +3,7 @@
 ``errors -> units, budget, roofline, breakdown -> config -> topology -> collectives.formulas (linkmodel, ncclchoice) -> engine -> collectives -> workload
 -> simulate (plan, sweep) -> trace, report -> cli``: a module may import its own layer and the
 layers left of it, never one to its right (``errors`` is the base: units raise ClusterSimError
-on bad input). ``calibration`` is a side branch: it imports only errors, units, budget, roofline, config and
+on bad input). ``calibration`` is a side branch: it imports only errors, files, units, budget, roofline, config and
 collectives.formulas, collectives.linkmodel, collectives.ncclchoice, collectives.uncertainty (and itself), and only layers from simulate on may import it.
 
 Every module of the package is parsed with :mod:`ast` (the scanner of tools/module_graph.py,
@@ -41,6 +41,7 @@ MG.imports_of = functools.cache(MG.imports_of)
 #: (module prefix, layer rank); the longest matching prefix wins.
 LAYERS = [
     ("clustersim.errors", 0),
+    ("clustersim.files", 0),  # the one input reader and output writer (errors only)
     ("clustersim", 0),  # the package root: __version__ and the re-exported ClusterSimError
     ("clustersim.units", 1),
     ("clustersim.budget", 1),  # bounds and the work/memory budget: numbers only (errors, units)
@@ -71,7 +72,7 @@ LAYERS = [
     ("clustersim.__main__", 10),
 ]
 #: Layers a module of ``calibration`` may import (besides its own package).
-CALIBRATION_MAY_IMPORT = ("clustersim.errors", "clustersim.units", "clustersim.budget", "clustersim.roofline",
+CALIBRATION_MAY_IMPORT = ("clustersim.errors", "clustersim.files", "clustersim.units", "clustersim.budget", "clustersim.roofline",
                           "clustersim.config", "clustersim.collectives.formulas", "clustersim.collectives.linkmodel",
                           "clustersim.collectives.ncclchoice", "clustersim.collectives.uncertainty",
                           "clustersim.calibration")

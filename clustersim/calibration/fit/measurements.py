@@ -25,6 +25,8 @@ from clustersim.calibration.fit.kernels import required_fields
 from clustersim.calibration.jsonl import iter_rows
 from clustersim.config.profile import OP_NAMES
 from clustersim.errors import ClusterSimError, require_file
+from clustersim.budget import MAX_MEASUREMENT_BYTES
+from clustersim.files import read_input
 
 
 @dataclass
@@ -50,12 +52,19 @@ class Measurements:
         return [r for r in self.rows if r["kind"] == kind]
 
 
+#: Largest value of a measured field, with why: beyond it the row is a unit or logging error.
+_UPPER = {"time_us": (1e12, "11.6 days; no single measured call lasts that long"),
+          "size_bytes": (2.0**50, "1 PiB, the size bound of every clustersim input")}
+
+
 def _num(row: dict[str, Any], key: str, *, positive: bool = True) -> float:
     v = row.get(key)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
         raise ValueError(f"{key!r} must be a number, got {v!r}")
     if positive and v <= 0:
         raise ValueError(f"{key!r} must be > 0, got {v!r}")
+    if key in _UPPER and v > _UPPER[key][0]:
+        raise ValueError(f"{key!r} of {v:g} exceeds {_UPPER[key][0]:g} ({_UPPER[key][1]})")
     return float(v)
 
 
@@ -154,7 +163,8 @@ def _is_nccl_tests_log(path: Path) -> bool:
     if path.suffix in (".jsonl", ".json", ".ndjson"):
         return False
     try:
-        head = path.read_bytes()[:4096].decode("utf-8", errors="replace")
+        with open(path, "rb") as fh:
+            head = fh.read(4096).decode("utf-8", errors="replace")
     except OSError:
         return False
     return "nccl-tests" in head or "Collective test starting" in head or "(elements)" in head
@@ -197,7 +207,18 @@ def _add_row(out: Measurements, obj: dict[str, Any], file: str, line: int | None
         out.rows.append(row)
 
 
-def read_measurements(paths: Iterable[str | Path], *, warn: Callable[[str], None] | None = None) -> Measurements:
+def _check_usable(out: Measurements, path: str | Path, rows_before: int, skipped_before: int) -> None:
+    """Refuse a file most of whose rows were skipped: fitting the rest would hide a broken file."""
+    bad = len(out.skipped) - skipped_before
+    total = bad + len(out.rows) - rows_before
+    if bad and 2 * bad > total:
+        first = out.skipped[skipped_before].split(": skipped", 1)[-1].strip().removeprefix("(").removesuffix(")")
+        raise ClusterSimError(f"{bad} of {total} rows unusable (first: {first}); nothing from this file was used",
+                              file=str(path))
+
+
+def read_measurements(paths: Iterable[str | Path], *, warn: Callable[[str], None] | None = None,
+                      refuse_mostly_bad: bool = False) -> Measurements:
     """Read Contract 3 JSON-lines files (and nccl-tests logs, when the importer is installed).
 
     A line that is not a JSON object, or a row that cannot be read (missing or
@@ -205,15 +226,19 @@ def read_measurements(paths: Iterable[str | Path], *, warn: Callable[[str], None
     skipped; it is never read half-way. Rows of JSON-lines files carry their
     ``line`` (1-based) and, unless they name one, their ``file``.
 
+    ``refuse_mostly_bad`` (``calibrate fit`` and ``report``): a file of which more than half the
+    rows were skipped is refused as a whole (``N of M rows unusable``), not fitted from the rest.
+
     Raises
     ------
     ClusterSimError
-        A file is missing, a folder, or binary.
+        A file is missing, a folder, or binary; or mostly unusable with ``refuse_mostly_bad``.
     """
     out = Measurements()
     for path in paths:
         p = require_file(path)
         out.files.append(str(path))
+        counts = (len(out.rows), len(out.skipped))
 
         def skip(msg: str) -> None:
             out.skipped.append(msg)
@@ -223,10 +248,14 @@ def read_measurements(paths: Iterable[str | Path], *, warn: Callable[[str], None
         if _is_nccl_tests_log(p):
             for obj in _nccl_tests_rows(p, skip):
                 _add_row(out, obj, str(path), None, skip)
+            if refuse_mostly_bad:
+                _check_usable(out, path, *counts)
             continue
         # a NUL byte is never in a text file: refuse the whole file rather than report every line of it
-        if b"\x00" in p.read_bytes():
+        if b"\x00" in read_input(p, limit=MAX_MEASUREMENT_BYTES, what="measurement files"):
             raise ClusterSimError("binary file (not JSON lines)", file=str(path))
         for lineno, obj in iter_rows(path, warn=skip):
             _add_row(out, obj, str(path), lineno, skip)
+        if refuse_mostly_bad:
+            _check_usable(out, path, *counts)
     return out

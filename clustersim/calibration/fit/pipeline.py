@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
+from pydantic import ValidationError
+
 from clustersim.calibration.fit.assemble import FitResult, _meta_of, fit_profile
 from clustersim.calibration.fit.defaults import (
     TOPOLOGY_HINT, compute_base, fit_topology_name, needs_topology, without_gap,
@@ -121,7 +123,13 @@ def with_topology(profile: Profile, meas: Measurements, topology: FitTopology, *
     topology's line rates: what the simulator uses for the rank counts and sizes not measured.
     ``update`` is told when the (slower) link-model fit starts.
     """
-    profile = profile.with_line_rates(topology.line_rates_GBps())
+    try:
+        profile = profile.with_line_rates(topology.line_rates_GBps())
+    except ValidationError as exc:  # a fitted bandwidth above the topology's line rate: another machine
+        gpus = sorted({str(r["gpu"]) for r in meas.rows if r.get("gpu")}) or ["an unnamed GPU"]
+        reason = str(exc.errors()[0].get("msg", exc)).removeprefix("Value error, ")
+        raise ClusterSimError(f"these rows were measured on {', '.join(gpus)}: {reason} of {topology.name}; give "
+                              "the topology they were measured on", field="--topology") from None
     if not any(r.get("kind") == "collective" and r.get("mode", "nccl") == "nccl" for r in meas.rows):
         return profile
     # whole back-to-back calls less the kernel gap the simulator adds to every call (as the entries)
@@ -183,7 +191,10 @@ def fit_files(files: Sequence[str | Path], *, output: str | Path | None = None, 
     """
     if peak_tflops is not None and peak_tflops <= 0:
         raise ClusterSimError("--peak-tflops must be > 0")
-    meas = read_measurements(files, warn=warn)
+    if not 0 <= seed < 2**32:
+        raise ClusterSimError(f"must be in 0..4,294,967,295 (a 32-bit seed of numpy's generator), got {seed:,}",
+                              field="--seed")
+    meas = read_measurements(files, warn=warn, refuse_mostly_bad=True)
     base_p = load_profile(base) if base else None
     meta = _meta_of(meas)
     topo_name, said = fit_topology_name(topology if isinstance(topology, (str, Path)) else

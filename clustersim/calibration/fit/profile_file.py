@@ -21,6 +21,7 @@ import yaml
 from clustersim.config.base import load_model, resolve_file, validate
 from clustersim.config.profile import Profile
 from clustersim.errors import ClusterSimError
+from clustersim.files import write_output
 
 
 def rounded(x: float, digits: int = 6) -> float:
@@ -68,10 +69,9 @@ def write_profile(profile: Profile, path: str | Path, *, command: str | None = N
     try:
         if p.parent and not p.parent.exists():
             p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise ClusterSimError(f"cannot write: {exc.strerror or exc}", file=str(path)) from None
-    return p
+    return write_output(p, text)
 
 
 def load_profile(path: str | Path) -> Profile:
