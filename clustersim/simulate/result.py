@@ -12,7 +12,8 @@ object with its own ``to_dict``, in a fixed order:
 * ``total_time_s`` (a generic job, or a transformer run of several steps) and ``ranks`` (a generic job);
 * :class:`FaultReport` (``faults``: the scenario injects faults);
 * :class:`JobsReport` (``jobs`` and ``placed_gpus``: several jobs on one fabric, ``jobs:``);
-* ``band_factors`` (``step_time_band_factors``: ``clustersim run --band``).
+* ``band_factors`` (``step_time_band_factors``: ``clustersim run --band``);
+* ``evidence`` (every single-job run: :mod:`clustersim.simulate.evidence`).
 
 >>> OverlapSlowdown(compute=1.05, collective=1.2, stretch_s=0.01).to_dict()
 {'compute': 1.05, 'collective': 1.2, 'stretch_s': 0.01}
@@ -255,6 +256,8 @@ class RunResult:
     jobs: JobsReport | None = None
     #: the factors of the step-time band (:func:`clustersim.simulate.band.band_factors`), set by ``run --band``
     band_factors: dict[str, float | None] | None = None
+    #: what each figure rests on and the step's band (:func:`clustersim.simulate.evidence.evidence_of`)
+    evidence: dict | None = None
     #: the simulated ops and their times, kept when ``run_scenario(keep_timeline=True)`` (not in ``to_dict``)
     step: StepTimeline | None = field(default=None, repr=False, compare=False)
     #: :func:`~clustersim.simulate.memo.graph_digest` of the executed DAG when run with a ``memo`` (not in ``to_dict``)
@@ -283,6 +286,8 @@ class RunResult:
             d.update(self.jobs.to_dict())
         if self.band_factors is not None:
             d["step_time_band_factors"] = dict(self.band_factors)
+        if self.evidence is not None:
+            d["evidence"] = self.evidence
         return d
 
     @property

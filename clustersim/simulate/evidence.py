@@ -1,0 +1,176 @@
+"""What a simulated figure rests on, and the band its evidence allows.
+
+Every part of a step's breakdown (the per-rank critical path: the parts add up to the step time) is priced by
+some entries of the profile and topology; each entry's ``provenance`` (:mod:`clustersim.config.provenance`)
+says how it is known and how far figures resting on it were off on held-out data:
+
+* ``compute``, ``bubble`` (a stage idle for the others' compute) -> the kernel tables (``compute.gemm_table``);
+* ``optimizer`` -> the memory-bound kernel classes (``compute.memory_table``);
+* ``host`` -> the host costs (``host.per_call_overhead_us``), whose error is the host's measured spread;
+* ``comm_*`` -> per link class the run's traffic used (the busiest links' busy time by kind): the fitted link model
+  where it learned that class, the measured collective entries on one node, else the published link class;
+* ``other`` -> assumed.
+
+The step's evidence is each class's share of the step time. The band combines the entries' errors over the
+critical path: a part's seconds move with its entry's error, parts resting on one entry move together (one
+table, one error) and different entries independently, so the half-width is
+``sqrt(sum over entries (share_e x error_e)^2)``, never below :data:`MIN_HALF_WIDTH`; not a product of worst
+cases. ``tests/integration/test_validation_studies.py`` measures how many real runs fall inside.
+
+>>> shares_by_class({"compute": ("measured", 0.6), "host": ("measured", 0.3), "other": ("assumed", 0.1)})
+{'measured': 0.9, 'assumed': 0.1}
+"""
+
+from __future__ import annotations
+
+import math
+
+from clustersim.config.profile import Profile
+from clustersim.config.provenance import EVIDENCE_CLASSES, Provenance, entry_error, lookup
+
+#: The narrowest band stated: +-1%. No held-out check here is that tight (the tightest, the kernel tables of one
+#: GPU, is 5.2-5.4%, profiles/inputs.yaml compute_held_out); the floor only keeps a step whose every second rests
+#: on one entry with a tiny error from claiming more than the project's bar (issue 34).
+MIN_HALF_WIDTH = 0.01
+
+#: the profile entry that prices each non-communication part of the breakdown
+PART_ENTRY = {"compute": "compute.gemm_table", "bubble": "compute.gemm_table", "optimizer": "compute.memory_table",
+              "host": "host.per_call_overhead_us"}
+
+#: the memory terms resting on constants measured on one GPU (clustersim/workload/memory.py), the rest are the
+#: byte counts of the program modelled (checked against measured peaks: validation/memory-*)
+MEMORY_CONSTANTS = ("cuda_context_bytes", "nccl_buffer_bytes", "fragmentation_bytes")
+#: GPUs whose memory constants were measured here (H100: memory.py; H200: blind set 15)
+MEMORY_MEASURED_GPUS = ("H100", "H200")
+
+
+def shares_by_class(parts: dict[str, tuple[str, float]]) -> dict[str, float]:
+    """``{class: share}`` of ``{part: (class, share)}``, in the order of :data:`EVIDENCE_CLASSES`, zero shares left out."""
+    out = {c: 0.0 for c in EVIDENCE_CLASSES}
+    for cls, share in parts.values():
+        out[cls] += share
+    return {c: round(v, 6) for c, v in out.items() if v > 0}
+
+
+def _kind(p: Provenance | None) -> str:
+    return p.kind if p is not None else "assumed"
+
+
+def link_entry(profile: Profile, kind: str, nodes: int) -> tuple[str, Provenance | None]:
+    """(path, entry) that prices collectives on link class ``kind``: the fitted link model where it learned the
+    class, the collective entries of one node, else the class's published constants."""
+    prov = profile.provenance
+    if profile.link_model is not None and kind in profile.link_model.links:
+        return "link_model", lookup(prov, "link_model")
+    if profile.collectives and nodes == 1 and kind in ("nvlink", "pcie"):
+        return "collectives", lookup(prov, "collectives")
+    return f"links.{kind}", lookup(prov, f"links.{kind}")
+
+
+def _comm_kinds(links: list[dict], nodes: int) -> dict[str, float]:
+    """Share of the run's link time per link class (the busiest links'); none listed: the class a step of that
+    many nodes crosses (network beyond one node)."""
+    busy: dict[str, float] = {}
+    for row in links:
+        busy[row["kind"]] = busy.get(row["kind"], 0.0) + float(row.get("busy_s") or 0.0)
+    total = sum(busy.values())
+    if total <= 0:
+        return {"network" if nodes > 1 else "nvlink": 1.0}
+    return {k: v / total for k, v in busy.items()}
+
+
+def evidence_of(profile: Profile, breakdown: dict[str, float], step_time_s: float, links: list[dict],
+                nodes: int, gpu: str, memory: dict | None = None, topology=None) -> dict:
+    """The ``evidence`` object of a run (``--json``): classes and errors per figure, and the step's band.
+
+    ``breakdown``: seconds per part (adding up to ``step_time_s``); ``links``: the busiest links (kind, busy_s);
+    ``nodes``: the cluster's node count; ``gpu``: its GPU's name; ``topology``: the
+    :class:`~clustersim.config.topology.TopologySpec` (its line rates' provenance).
+
+    >>> from clustersim.config.profile import Profile
+    >>> ev = evidence_of(Profile(name="x"), {"compute": 0.9, "other": 0.1}, 1.0, [], 1, "H200-SXM")
+    >>> ev["step"], ev["band"]["half_width"]
+    ({'assumed': 1.0}, 0.5)
+    """
+    total = step_time_s if step_time_s > 0 else 1.0
+    entries: dict[str, tuple[Provenance | None, float]] = {}   # path -> (entry, share of the step)
+    parts: dict[str, dict[str, float]] = {}
+    flat: dict[str, tuple[str, float]] = {}
+    collectives: dict[str, dict] = {}
+    kinds = _comm_kinds(links, nodes)
+    for part, seconds in breakdown.items():
+        share = seconds / total
+        if seconds <= 0:
+            continue
+        if part.startswith("comm_"):
+            split = {}
+            for kind, w in kinds.items():
+                path, p = link_entry(profile, kind, nodes)
+                prev = entries.get(path, (p, 0.0))
+                entries[path] = (p, prev[1] + share * w)
+                split[f"{part}:{kind}"] = (_kind(p), share * w)
+            flat.update(split)
+            parts[part] = {c: round(v / share, 6) for c, v in shares_by_class(split).items()}
+            collectives[part] = {"link_classes": {k: round(w, 6) for k, w in kinds.items()}, "evidence": parts[part]}
+            continue
+        path = PART_ENTRY.get(part)
+        p = (lookup(profile.provenance, path) or lookup(profile.provenance, path.split(".")[0])) if path else None
+        key = path or part
+        prev = entries.get(key, (p, 0.0))
+        entries[key] = (p, prev[1] + share)
+        flat[part] = (_kind(p), share)
+        parts[part] = {_kind(p): 1.0}
+    errors: dict[str, float] = {}
+    for p, share in entries.values():
+        c = _kind(p)
+        errors[c] = max(errors.get(c, 0.0), entry_error(p))
+    half = max(MIN_HALF_WIDTH, math.sqrt(sum((s * entry_error(p)) ** 2 for p, s in entries.values())))
+    link_ev = {}
+    for kind in sorted({row["kind"] for row in links} | set(kinds)):
+        path, p = link_entry(profile, kind, nodes)
+        topo = lookup(topology.provenance, "node.links") if topology is not None else None
+        link_ev[kind] = {"profile": _kind(p), "profile_entry": path, "error": round(entry_error(p), 4),
+                         "line_rate": _kind(topo)}
+    step = shares_by_class(flat)
+    out = {"step": step, "parts": parts, "collectives": collectives, "links": link_ev,
+           "memory": memory_evidence(memory, gpu), "errors": {c: round(e, 4) for c, e in errors.items()},
+           "band": {"half_width": round(half, 6), "step_time_s": [step_time_s / (1 + half), step_time_s * (1 + half)],
+                    "method": "held-out error per entry, combined over the breakdown (clustersim.simulate.evidence)"}}
+    out["summary"] = summary_line(out, profile, gpu)
+    return out
+
+
+def memory_evidence(memory: dict | None, gpu: str) -> dict[str, float] | None:
+    """``{class: share}`` of the bytes a GPU needs: the program's byte counts (measured: checked against measured
+    peaks) and the constants measured on one GPU (transferred to a GPU other than H100/H200)."""
+    if not memory or not memory.get("total_needed_bytes"):
+        return None
+    total = float(memory["total_needed_bytes"])
+    const = sum(float(memory.get(k) or 0.0) for k in MEMORY_CONSTANTS)
+    frac = const / total
+    other = "measured" if any(g in gpu for g in MEMORY_MEASURED_GPUS) else "transferred"
+    out = {"measured": 1.0 - frac}
+    out[other] = out.get(other, 0.0) + frac
+    return {c: round(v, 6) for c, v in out.items() if v > 0}
+
+
+_WHAT = {"measured": "measured on {gpu}", "fitted": "fitted to measurements", "transferred": "transferred from {src}",
+         "published": "published constants never measured here", "assumed": "assumed"}
+
+
+def _pct(share: float) -> str:
+    return "<1%" if share < 0.005 else f"{100 * share:.0f}%"
+
+
+def summary_line(ev: dict, profile: Profile, gpu: str) -> str:
+    """One line: ``evidence: 82% measured on NVIDIA H200 (compute, host), 15% published constants never measured
+    here (comm_dp); band +-8.1%``."""
+    src = next((p.from_gpu for p in profile.provenance if p.kind == "transferred"), None) or "another GPU"
+    where: dict[str, list[str]] = {}
+    for part, cls in ev["parts"].items():
+        for c in cls:
+            where.setdefault(c, []).append(part)
+    name = profile.source.gpu or gpu
+    bits = [f"{_pct(share)} {_WHAT[c].format(gpu=name, src=src)} ({', '.join(where.get(c, []))})"
+            for c, share in sorted(ev["step"].items(), key=lambda kv: -kv[1])]
+    return f"evidence: {', '.join(bits)}; band +-{100 * ev['band']['half_width']:.1f}%"
