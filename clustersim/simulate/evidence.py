@@ -4,7 +4,8 @@ Every part of a step's breakdown (the per-rank critical path: the parts add up t
 some entries of the profile and topology; each entry's ``provenance`` (:mod:`clustersim.config.provenance`)
 says how it is known and how far figures resting on it were off on held-out data:
 
-* ``compute``, ``bubble`` (a stage idle for the others' compute) -> the kernel tables (``compute.gemm_table``);
+* ``compute`` -> the kernel tables (``compute.gemm_table``); the pipeline ``bubble`` (a stage idle for the
+  others' work) is spread over the other parts in proportion;
 * ``optimizer`` -> the memory-bound kernel classes (``compute.memory_table``);
 * ``host`` -> the host costs (``host.per_call_overhead_us``), whose error is the host's measured spread;
 * ``comm_*`` -> per link class the run's traffic used (the busiest links' busy time by kind): the fitted link model
@@ -34,7 +35,7 @@ from clustersim.config.provenance import EVIDENCE_CLASSES, Provenance, entry_err
 MIN_HALF_WIDTH = 0.01
 
 #: the profile entry that prices each non-communication part of the breakdown
-PART_ENTRY = {"compute": "compute.gemm_table", "bubble": "compute.gemm_table", "optimizer": "compute.memory_table",
+PART_ENTRY = {"compute": "compute.gemm_table", "optimizer": "compute.memory_table",
               "host": "host.per_call_overhead_us"}
 
 #: the memory terms resting on constants measured on one GPU (clustersim/workload/memory.py), the rest are the
@@ -54,6 +55,20 @@ def shares_by_class(parts: dict[str, tuple[str, float]]) -> dict[str, float]:
 
 def _kind(p: Provenance | None) -> str:
     return p.kind if p is not None else "assumed"
+
+
+def _bubble_spread(breakdown: dict[str, float]) -> dict[str, float]:
+    """The breakdown with the pipeline bubble spread over the other parts in proportion: a stage idles for the
+    other stages' work (their compute, host, transfers), so the bubble rests on what that work rests on.
+
+    >>> _bubble_spread({"compute": 3.0, "host": 1.0, "bubble": 2.0})
+    {'compute': 4.5, 'host': 1.5, 'bubble': 0.0}
+    """
+    bubble = breakdown.get("bubble", 0.0)
+    rest = sum(v for k, v in breakdown.items() if k != "bubble")
+    if bubble <= 0 or rest <= 0:
+        return dict(breakdown)
+    return {k: (0.0 if k == "bubble" else v * (1 + bubble / rest)) for k, v in breakdown.items()}
 
 
 def link_entry(profile: Profile, kind: str, nodes: int) -> tuple[str, Provenance | None]:
@@ -98,7 +113,7 @@ def evidence_of(profile: Profile, breakdown: dict[str, float], step_time_s: floa
     flat: dict[str, tuple[str, float]] = {}
     collectives: dict[str, dict] = {}
     kinds = _comm_kinds(links, nodes)
-    for part, seconds in breakdown.items():
+    for part, seconds in _bubble_spread(breakdown).items():
         share = seconds / total
         if seconds <= 0:
             continue
