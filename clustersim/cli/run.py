@@ -78,6 +78,8 @@ def render_run(d: dict) -> None:
         if v > 0:
             b.add_row(k, format_time(v), f"{100 * d['breakdown_fraction'][k]:.1f} %")
     console.print(b)
+    if d.get("evidence"):   # what the step rests on, and the band its held-out errors give
+        console.print(d["evidence"]["summary"], highlight=False)
     from clustersim.report.kinds import host_bound_note
 
     note = host_bound_note(d)

@@ -96,7 +96,8 @@ def _comm_kinds(links: list[dict], nodes: int) -> dict[str, float]:
 
 def evidence_of(profile: Profile, breakdown: dict[str, float], step_time_s: float, links: list[dict],
                 nodes: int, gpu: str, memory: dict | None = None, topology=None) -> dict:
-    """The ``evidence`` object of a run (``--json``): classes and errors per figure, and the step's band.
+    """The ``evidence`` object of a run (``--json``): classes and errors per figure, the step's band and its
+    ``sensitivity`` (per entry: its share of the step, its error and how far it moves the step, largest first).
 
     ``breakdown``: seconds per part (adding up to ``step_time_s``); ``links``: the busiest links (kind, busy_s);
     ``nodes``: the cluster's node count; ``gpu``: its GPU's name; ``topology``: the
@@ -147,7 +148,11 @@ def evidence_of(profile: Profile, breakdown: dict[str, float], step_time_s: floa
         link_ev[kind] = {"profile": _kind(p), "profile_entry": path, "error": round(entry_error(p), 4),
                          "line_rate": _kind(topo)}
     step = shares_by_class(flat)
-    out = {"step": step, "parts": parts, "collectives": collectives, "links": link_ev,
+    # the one-parameter sensitivity: how far the step moves when one entry is off by its held-out error
+    sens = sorted(({"entry": path, "class": _kind(p), "share": round(sh, 6), "error": round(entry_error(p), 4),
+                    "moves": round(sh * entry_error(p), 6)} for path, (p, sh) in entries.items()),
+                  key=lambda e: (-e["moves"], e["entry"]))
+    out = {"step": step, "parts": parts, "sensitivity": sens, "collectives": collectives, "links": link_ev,
            "memory": memory_evidence(memory, gpu), "errors": {c: round(e, 4) for c, e in errors.items()},
            "band": {"half_width": round(half, 6), "step_time_s": [step_time_s / (1 + half), step_time_s * (1 + half)],
                     "method": "held-out error per entry, combined over the breakdown (clustersim.simulate.evidence)"}}
