@@ -167,7 +167,8 @@ def _columns(inputs: ScenarioInputs, res, planned: bool) -> dict[str, Any]:
     if ev:
         row["band_half_width"] = ev["band"]["half_width"]
         row["band_lo_s"], row["band_hi_s"] = ev["band"]["step_time_s"]
-        row["evidence"] = ", ".join(f"{c} {100 * v:.0f}%" for c, v in sorted(ev["step"].items(), key=lambda kv: -kv[1]))
+        row["evidence"] = ", ".join(f"{c} {'<1' if v < 0.005 else f'{100 * v:.0f}'}%"
+                                    for c, v in sorted(ev["step"].items(), key=lambda kv: -kv[1]))
     row["status"], row["error"] = "ok", None
     return row
 
