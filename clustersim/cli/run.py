@@ -145,6 +145,9 @@ def run_and_write(scenario, *, fidelity: str | None = None, overrides: list[str]
     rs = resolve_scenario(scenario, overrides)
     res = run_scenario(rs, fidelity=fidelity, reduced=reduced,
                        keep_timeline=trace_path is not None or html_path is not None)
+    from clustersim.simulate.band import with_host_evidence
+
+    with_host_evidence(res, rs, reduced)   # the host's share of the step measured, not read off the breakdown
     step = res.step
     if trace_path is not None:
         from clustersim.trace.chrome import write_trace

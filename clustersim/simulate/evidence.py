@@ -94,19 +94,42 @@ def _comm_kinds(links: list[dict], nodes: int) -> dict[str, float]:
     return {k: v / total for k, v in busy.items()}
 
 
+def with_host_elasticity(breakdown: dict[str, float], elasticity: float) -> dict[str, float]:
+    """The breakdown with the host's part set to its measured elasticity (``d log step / d log host time``, a share
+    of the step) where that is larger, the other parts scaled down to fill the rest.
+
+    A host-bound step's GPU work runs while the host issues the next kernels: the breakdown counts it as compute,
+    yet the step follows the host (a 2-GPU DDP step: 43% host in the breakdown, 95% of its time moves with the
+    host's speed). Shares of the step are what a figure rests on, so the host gets what moves with it.
+
+    >>> {k: round(v, 6) for k, v in with_host_elasticity({"compute": 0.5, "host": 0.5}, 0.9).items()}
+    {'compute': 0.1, 'host': 0.9}
+    """
+    total = sum(breakdown.values())
+    host = breakdown.get("host", 0.0)
+    target = min(max(elasticity, 0.0), 1.0) * total
+    if total <= 0 or target <= host or total - host <= 0:
+        return dict(breakdown)
+    scale = (total - target) / (total - host)
+    return {k: (target if k == "host" else v * scale) for k, v in {**breakdown, "host": host}.items()}
+
+
 def evidence_of(profile: Profile, breakdown: dict[str, float], step_time_s: float, links: list[dict],
-                nodes: int, gpu: str, memory: dict | None = None, topology=None) -> dict:
+                nodes: int, gpu: str, memory: dict | None = None, topology=None,
+                host_elasticity: float | None = None) -> dict:
     """The ``evidence`` object of a run (``--json``): classes and errors per figure, the step's band and its
     ``sensitivity`` (per entry: its share of the step, its error and how far it moves the step, largest first).
 
     ``breakdown``: seconds per part (adding up to ``step_time_s``); ``links``: the busiest links (kind, busy_s);
     ``nodes``: the cluster's node count; ``gpu``: its GPU's name; ``topology``: the
-    :class:`~clustersim.config.topology.TopologySpec` (its line rates' provenance).
+    :class:`~clustersim.config.topology.TopologySpec` (its line rates' provenance); ``host_elasticity``: how much of
+    the step moves with the host's speed (:func:`clustersim.simulate.band.host_elasticity`; None: the breakdown's
+    host part alone).
 
     >>> from clustersim.config.profile import Profile
     >>> ev = evidence_of(Profile(name="x"), {"compute": 0.9, "other": 0.1}, 1.0, [], 1, "H200-SXM")
-    >>> ev["step"], ev["band"]["half_width"]
-    ({'assumed': 1.0}, 0.5)
+    >>> ev["step"], ev["band"]["half_width"]   # two assumptions, independent: 0.5 x sqrt(0.9^2 + 0.1^2)
+    ({'assumed': 1.0}, 0.452769)
     """
     total = step_time_s if step_time_s > 0 else 1.0
     entries: dict[str, tuple[Provenance | None, float]] = {}   # path -> (entry, share of the step)
@@ -114,7 +137,10 @@ def evidence_of(profile: Profile, breakdown: dict[str, float], step_time_s: floa
     flat: dict[str, tuple[str, float]] = {}
     collectives: dict[str, dict] = {}
     kinds = _comm_kinds(links, nodes)
-    for part, seconds in _bubble_spread(breakdown).items():
+    spread = _bubble_spread(breakdown)
+    if host_elasticity is not None:
+        spread = with_host_elasticity(spread, host_elasticity)
+    for part, seconds in spread.items():
         share = seconds / total
         if seconds <= 0:
             continue

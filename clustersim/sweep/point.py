@@ -127,9 +127,11 @@ def find_planner() -> Callable:
 
 
 def _simulate(inputs: ScenarioInputs):
+    from clustersim.simulate.band import with_host_evidence
     from clustersim.simulate.run import run_scenario
 
-    return inputs, run_scenario(build_resolved(inputs))
+    rs = build_resolved(inputs)
+    return inputs, with_host_evidence(run_scenario(rs), rs)
 
 
 def _plan(inputs: ScenarioInputs):

@@ -149,9 +149,6 @@ def test_bands_are_not_too_narrow_and_not_too_wide():
     assert cov["median_half_width"] <= BAND_MEDIAN_HALF, f"median band +-{100 * cov['median_half_width']:.1f}%"
 
 
-@pytest.mark.xfail(strict=True, reason="measured 2026-12-02: 183 of 244 real runs (75%) inside their evidence band; "
-                   "the misses are the host-bound FSDP2 and pipeline rows (host time outside the breakdown's host "
-                   "part) and GPU-bound rows 5-8% off against the kernel tables' 5.2-5.4% held-out error")
 def test_bands_cover_most_real_runs():
     """At least 80% of the project's real-GPU runs inside the band their evidence gives (both fidelities)."""
     cov = _coverage()
