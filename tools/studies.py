@@ -221,7 +221,7 @@ def predict(row: dict) -> dict[str, float]:
     from clustersim.config.scenario import Scenario
     from clustersim.simulate.run import run_scenario
 
-    from clustersim.simulate.band import host_elasticity, with_host_evidence
+    from clustersim.simulate.band import with_host_evidence
     from clustersim.simulate.resolve import resolve_scenario
 
     k = config_key(row)
@@ -231,7 +231,7 @@ def predict(row: dict) -> dict[str, float]:
         runs = {f: run_scenario(rs, fidelity=f) for f in FIDELITIES}
         _PREDICTED[k] = {f: r.step_time_s for f, r in runs.items()}
         # the evidence as `clustersim run` gives it: the host's share measured once (analytical), both fidelities
-        e = host_elasticity(rs, base_s=runs["analytical"].step_time_s)
+        e = with_host_evidence(runs["analytical"], rs).evidence["host_elasticity"]
         _EVIDENCE[k] = {f: with_host_evidence(r, rs, elasticity=e).evidence for f, r in runs.items()}
     return _PREDICTED[k]
 

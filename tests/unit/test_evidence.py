@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from clustersim.config.profile import Profile
 from clustersim.plan.distinguish import mark_distinguishable
@@ -17,6 +18,7 @@ PROV = [{"fields": ["compute"], "kind": "measured", "files": ["k.jsonl"], "machi
          "held_out_error": 0.2},
         {"fields": ["links"], "kind": "published", "source": "NCCL tuning.cc", "held_out_error": 1.3}]
 PROFILE = Profile(name="x", provenance=PROV)
+ROOT = Path(__file__).resolve().parents[2]
 NVLINK = [{"link": "a", "kind": "nvlink", "busy_s": 1.0}]
 
 
@@ -62,3 +64,17 @@ def test_plans_inside_the_best_band_are_not_distinguishable():
     # 0.79 s more of the best's step on the kernel tables, x their 5% error (0.04 s), covers the 0.03 s gap
     assert close.could_swap == "compute.gemm_table" and far.could_swap is None
     assert close.to_dict()["distinguishable_from_best"] is False and len(close.to_dict()["band_s"]) == 2
+
+
+def test_run_prints_its_evidence_and_measures_the_host_share(cli):
+    """`clustersim run` prints one evidence line; its --json takes the host's share from the host elasticity (a
+    host-bound 2-GPU DDP step: most of it moves with the host, more than the breakdown's host part)."""
+    import json
+
+    scen = str(ROOT / "scenarios" / "ref-ddp2.yaml")
+    out = cli("run", scen, "--fidelity", "analytical")
+    assert out.returncode == 0 and "evidence: " in out.stdout and "band +-" in out.stdout, out.stdout
+    d = json.loads(cli("run", scen, "--fidelity", "analytical", "--json").stdout)
+    ev = d["evidence"]
+    assert ev["host_elasticity"] > d["breakdown_fraction"]["host"] + 0.2, (ev["host_elasticity"], d["breakdown_fraction"])
+    assert ev["sensitivity"][0]["entry"] == "host.per_call_overhead_us"
