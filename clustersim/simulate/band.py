@@ -149,7 +149,7 @@ def with_host_evidence(res, resolved: ResolvedScenario, reduced: bool = True, ba
     host elasticity (:func:`host_elasticity`; ``elasticity`` when already known). Returns ``res``."""
     from clustersim.simulate.evidence import evidence_of
 
-    if res.evidence is None:
+    if res.evidence is None or res.jobs is not None:   # several jobs run at flow only: no analytical twin
         return res
     if elasticity is None:
         elasticity = host_elasticity(resolved, reduced, base_s if base_s is not None else
