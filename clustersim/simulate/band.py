@@ -157,6 +157,6 @@ def with_host_evidence(res, resolved: ResolvedScenario, reduced: bool = True, ba
     cluster = resolved.cluster
     res.evidence = evidence_of(resolved.profile, res.breakdown, res.step_time_s, res.links, cluster.n_nodes,
                                cluster.gpu_spec.name, memory=res.memory, topology=cluster.spec,
-                               host_elasticity=elasticity)
+                               host_elasticity=elasticity, crossing=res.evidence.get("crossing_hosts"))
     res.evidence["host_elasticity"] = round(elasticity, 4)
     return res

@@ -82,6 +82,35 @@ def link_entry(profile: Profile, kind: str, nodes: int) -> tuple[str, Provenance
     return f"links.{kind}", lookup(prov, f"links.{kind}")
 
 
+def crossing_parts(graph, gpus_per_host: int) -> dict[str, bool]:
+    """Per communication part of the breakdown (``comm_dp``, ...), whether any of its collectives' groups spans
+    more than one host (its traffic then crosses the network; GPU ``g`` sits on host ``g // gpus_per_host``)."""
+    from clustersim.breakdown import exposed_comm_part, inner_comm_part
+
+    out: dict[str, bool] = {}
+    for op in graph.ops:
+        c = op.coll
+        if c is None:
+            continue
+        crosses = len({r // max(gpus_per_host, 1) for r in c.groups[0]}) > 1
+        inner = inner_comm_part(c.axis)   # comm_tp for every axis but the MoE and context-parallel ones
+        for part in {exposed_comm_part(c.axis), *((inner,) if inner != "comm_tp" else ())}:
+            out[part] = out.get(part, False) or crosses
+    return out
+
+
+def _part_kinds(part: str, kinds: dict[str, float], crossing: dict[str, bool] | None) -> dict[str, float]:
+    """The link classes a communication part's time is on: the network where its groups span hosts, else the
+    run's other link classes (by their busy time); without ``crossing``, the run's link classes."""
+    if crossing is None or part not in crossing:
+        return kinds
+    if crossing[part]:
+        return {"network": 1.0}
+    inside = {k: v for k, v in kinds.items() if k != "network"}
+    total = sum(inside.values())
+    return {k: v / total for k, v in inside.items()} if total > 0 else {"nvlink": 1.0}
+
+
 def _comm_kinds(links: list[dict], nodes: int) -> dict[str, float]:
     """Share of the run's link time per link class (the busiest links'); none listed: the class a step of that
     many nodes crosses (network beyond one node)."""
@@ -116,7 +145,7 @@ def with_host_elasticity(breakdown: dict[str, float], elasticity: float) -> dict
 
 def evidence_of(profile: Profile, breakdown: dict[str, float], step_time_s: float, links: list[dict],
                 nodes: int, gpu: str, memory: dict | None = None, topology=None,
-                host_elasticity: float | None = None) -> dict:
+                host_elasticity: float | None = None, crossing: dict[str, bool] | None = None) -> dict:
     """The ``evidence`` object of a run (``--json``): classes and errors per figure, the step's band and its
     ``sensitivity`` (per entry: its share of the step, its error and how far it moves the step, largest first).
 
@@ -124,7 +153,8 @@ def evidence_of(profile: Profile, breakdown: dict[str, float], step_time_s: floa
     ``nodes``: the cluster's node count; ``gpu``: its GPU's name; ``topology``: the
     :class:`~clustersim.config.topology.TopologySpec` (its line rates' provenance); ``host_elasticity``: how much of
     the step moves with the host's speed (:func:`clustersim.simulate.band.host_elasticity`; None: the breakdown's
-    host part alone).
+    host part alone); ``crossing``: per communication part whether its groups span hosts (:func:`crossing_parts`;
+    None: every part on the run's busiest link classes).
 
     >>> from clustersim.config.profile import Profile
     >>> ev = evidence_of(Profile(name="x"), {"compute": 0.9, "other": 0.1}, 1.0, [], 1, "H200-SXM")
@@ -146,14 +176,15 @@ def evidence_of(profile: Profile, breakdown: dict[str, float], step_time_s: floa
             continue
         if part.startswith("comm_"):
             split = {}
-            for kind, w in kinds.items():
+            pk = _part_kinds(part, kinds, crossing)
+            for kind, w in pk.items():
                 path, p = link_entry(profile, kind, nodes)
                 prev = entries.get(path, (p, 0.0))
                 entries[path] = (p, prev[1] + share * w)
                 split[f"{part}:{kind}"] = (_kind(p), share * w)
             flat.update(split)
             parts[part] = {c: round(v / share, 6) for c, v in shares_by_class(split).items()}
-            collectives[part] = {"link_classes": {k: round(w, 6) for k, w in kinds.items()}, "evidence": parts[part]}
+            collectives[part] = {"link_classes": {k: round(w, 6) for k, w in pk.items()}, "evidence": parts[part]}
             continue
         path = PART_ENTRY.get(part)
         p = (lookup(profile.provenance, path) or lookup(profile.provenance, path.split(".")[0])) if path else None
@@ -168,7 +199,8 @@ def evidence_of(profile: Profile, breakdown: dict[str, float], step_time_s: floa
         errors[c] = max(errors.get(c, 0.0), entry_error(p))
     half = max(MIN_HALF_WIDTH, math.sqrt(sum((s * entry_error(p)) ** 2 for p, s in entries.values())))
     link_ev = {}
-    for kind in sorted({row["kind"] for row in links} | set(kinds)):
+    used = {k for c in collectives.values() for k in c["link_classes"]}
+    for kind in sorted({row["kind"] for row in links} | set(kinds) | used):
         path, p = link_entry(profile, kind, nodes)
         topo = lookup(topology.provenance, "node.links") if topology is not None else None
         link_ev[kind] = {"profile": _kind(p), "profile_entry": path, "error": round(entry_error(p), 4),
@@ -182,6 +214,8 @@ def evidence_of(profile: Profile, breakdown: dict[str, float], step_time_s: floa
            "memory": memory_evidence(memory, gpu), "errors": {c: round(e, 4) for c, e in errors.items()},
            "band": {"half_width": round(half, 6), "step_time_s": [step_time_s / (1 + half), step_time_s * (1 + half)],
                     "method": "held-out error per entry, combined over the breakdown (clustersim.simulate.evidence)"}}
+    if crossing is not None:
+        out["crossing_hosts"] = {k: v for k, v in sorted(crossing.items()) if k.startswith("comm_")}
     out["summary"] = summary_line(out, profile, gpu)
     return out
 

@@ -31,7 +31,7 @@ from clustersim.breakdown import BREAKDOWN_KEYS
 from clustersim.config.scenario import Scenario, check_work
 from clustersim.errors import ClusterSimError
 from clustersim.reliability.faults import FaultedStep
-from clustersim.simulate.evidence import evidence_of
+from clustersim.simulate.evidence import crossing_parts, evidence_of
 from clustersim.simulate.execute import CommCache, breakdown
 from clustersim.simulate.fidelity import Execution, execute_graph
 from clustersim.simulate.memo import StepMemo, graph_digest
@@ -139,7 +139,8 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
                     faults=faults)
     res.digest = digest
     res.evidence = evidence_of(rs.profile, bd, step_time, links, cluster.n_nodes, cluster.gpu_spec.name,
-                               memory=m.memory, topology=cluster.spec)
+                               memory=m.memory, topology=cluster.spec,
+                               crossing=crossing_parts(graph, int(cluster.gpus_per_host)))
     if keep_timeline:
         res.step = StepTimeline(graph=graph, timeline=ex.timeline, cluster=cluster, comm_time=built.comm)
     res.wall_s = time.perf_counter() - t_wall

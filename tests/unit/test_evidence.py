@@ -78,3 +78,12 @@ def test_run_prints_its_evidence_and_measures_the_host_share(cli):
     ev = d["evidence"]
     assert ev["host_elasticity"] > d["breakdown_fraction"]["host"] + 0.2, (ev["host_elasticity"], d["breakdown_fraction"])
     assert ev["sensitivity"][0]["entry"] == "host.per_call_overhead_us"
+
+
+def test_a_part_whose_groups_span_hosts_rests_on_the_network():
+    links = [{"link": "a", "kind": "nvlink", "busy_s": 5.0}, {"link": "b", "kind": "network", "busy_s": 1.0}]
+    ev = evidence_of(PROFILE, {"comm_dp": 0.5, "comm_tp": 0.5}, 1.0, links, 2, "H200-SXM",
+                     crossing={"comm_dp": True, "comm_tp": False})
+    assert ev["collectives"]["comm_dp"]["link_classes"] == {"network": 1.0}
+    assert ev["collectives"]["comm_tp"]["link_classes"] == {"nvlink": 1.0}
+    assert ev["crossing_hosts"] == {"comm_dp": True, "comm_tp": False}
