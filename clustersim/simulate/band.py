@@ -124,7 +124,8 @@ def step_time_band(resolved: ResolvedScenario, fidelity: str | None = None, redu
 ELASTICITY_FACTOR = 1.25
 
 
-def host_elasticity(resolved: ResolvedScenario, reduced: bool = True, base_s: float | None = None) -> float:
+def host_elasticity(resolved: ResolvedScenario, reduced: bool = True, base_s: float | None = None,
+                    fidelity: str = "analytical") -> float:
     """How much of the step moves with the host's speed: ``log(T(f) / T) / log f`` at analytical fidelity, every op's
     host issue time x f (:data:`ELASTICITY_FACTOR`); ``base_s``: the analytical step T when already simulated.
 
@@ -135,9 +136,9 @@ def host_elasticity(resolved: ResolvedScenario, reduced: bool = True, base_s: fl
     from clustersim.simulate.run import run_scenario
 
     if base_s is None:
-        base_s = run_scenario(resolved, fidelity="analytical", reduced=reduced).step_time_s
+        base_s = run_scenario(resolved, fidelity=fidelity, reduced=reduced).step_time_s
     slow = run_scenario(dataclasses.replace(resolved, host_factor=resolved.host_factor * ELASTICITY_FACTOR),
-                        fidelity="analytical", reduced=reduced).step_time_s
+                        fidelity=fidelity, reduced=reduced).step_time_s
     if base_s <= 0:
         return 0.0
     return max(0.0, min(1.0, math.log(slow / base_s) / math.log(ELASTICITY_FACTOR)))
@@ -152,8 +153,10 @@ def with_host_evidence(res, resolved: ResolvedScenario, reduced: bool = True, ba
     if res.evidence is None or res.jobs is not None:   # several jobs run at flow only: no analytical twin
         return res
     if elasticity is None:
+        # link faults run at flow only: the twin then runs at the run's own fidelity
+        fid = res.fidelity if resolved.scenario.faults is not None else "analytical"
         elasticity = host_elasticity(resolved, reduced, base_s if base_s is not None else
-                                     (res.step_time_s if res.fidelity == "analytical" else None))
+                                     (res.step_time_s if res.fidelity == fid else None), fidelity=fid)
     cluster = resolved.cluster
     res.evidence = evidence_of(resolved.profile, res.breakdown, res.step_time_s, res.links, cluster.n_nodes,
                                cluster.gpu_spec.name, memory=res.memory, topology=cluster.spec,
