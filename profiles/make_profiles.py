@@ -534,7 +534,7 @@ def without_section(text: str, key: str) -> list[str]:
         if line.startswith(f"{key}:"):
             skip = True
             continue
-        if skip and line and not line.startswith((" ", "#")):
+        if skip and line and not line.startswith((" ", "#", "- ")):   # "- ": a top-level list's items
             skip = False
         if not skip:
             out.append(line)
@@ -674,9 +674,9 @@ def inputs_problems(recorded: dict[str, list[str]] | None = None, inputs: Path =
         files: set[str] = set()
         for i, g in enumerate(groups):
             where = f"{name}[{i}] ({', '.join(g.get('fields') or ['?'])})"
-            kinds = [k for k in ("files", "from", "band") if k in g]
+            kinds = [k for k in ("files", "from", "band", "published", "assumed") if k in g]
             if not g.get("fields") or len(kinds) != 1:
-                out.append(f"{where}: needs fields and exactly one of files, from, band")
+                out.append(f"{where}: needs fields and exactly one of files, from, band, published, assumed")
                 continue
             if "files" in g:
                 out += [f"{where}: no {k}" for k in ("machine", "date", "command") if not g.get(k)]
@@ -783,6 +783,16 @@ def main(argv: list[str] | None = None) -> int:
     a100 = dict(outputs)["azure-ndv4"]
     bands = uncertainty_sections(validate(Profile, yaml.safe_load(a100), file="azure-ndv4"))
     outputs = [(name, with_uncertainty(text, bands[_band(name)])) for name, text in outputs]
+    from provenance_recipe import provenance_section, with_provenance
+
+    # every entry says how it is known (clustersim/config/provenance.py); a field inputs.yaml misses fails here
+    try:
+        outputs = [(name, with_provenance(text, provenance_section(name, yaml.safe_load(text),
+                                                                   bands["published"]["time_factor"])))
+                   for name, text in outputs]
+    except ValueError as exc:
+        print(f"{INPUTS.relative_to(ROOT)}: {exc}")
+        return 1
     for name, text in outputs:
         validate(Profile, yaml.safe_load(text), file=name)
         path = Path(args.out) / f"{name}.yaml"

@@ -271,7 +271,7 @@ _GROUPS = (("run.gpt3-175b", "gpt3"), ("studies.nic", "gpt3"), ("example.whatif"
            ("plan.llama3-405b", "llama3-405b"), ("plan.gpt3-175b", "gpt3-best"), ("studies.pi", "pi"),
            ("training.b177b", "readme"))
 #: The slowest groups, started first so the two processes finish together.
-_FIRST = ("studies-table", "gpt3-best", "gpt3", "example", "readme", "calibration", "scale", "training", "faults", "collectives")
+_FIRST = ("studies-table", "band-coverage", "gpt3-best", "gpt3", "example", "readme", "calibration", "scale", "training", "faults", "collectives")
 _POOL_VALUES: Values | None = None
 
 
@@ -520,6 +520,11 @@ def _studies():
 @figure("studies-table")
 def _studies_table() -> str:
     return _studies().index_table().rstrip("\n") + "\n"
+
+
+@figure("band-coverage")
+def _band_coverage() -> str:
+    return _studies().band_coverage_table()
 
 
 # -- README.md: the headline accuracy rows (one number each) --------------------------------------

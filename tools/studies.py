@@ -220,19 +220,36 @@ def row_id(check: dict, row: dict) -> str:
 
 
 _PREDICTED: dict = {}
+#: per configuration and fidelity, the run's ``evidence`` (clustersim.simulate.evidence): its band and classes
+_EVIDENCE: dict = {}
 
 
 def predict(row: dict) -> dict[str, float]:
-    """Step seconds of ``row``'s configuration at both fidelities (cached per configuration)."""
+    """Step seconds of ``row``'s configuration at both fidelities (cached per configuration, with the runs'
+    evidence: :func:`evidence`)."""
     from clustersim.config.base import load_model
     from clustersim.config.scenario import Scenario
     from clustersim.simulate.run import run_scenario
 
+    from clustersim.simulate.band import with_host_evidence
+    from clustersim.simulate.resolve import resolve_scenario
+
     k = config_key(row)
     if k not in _PREDICTED:
         sc = load_model(Scenario, ROOT / row.get("scenario_file", f"scenarios/{row['scenario']}.yaml"), row["overrides"])
-        _PREDICTED[k] = {f: run_scenario(sc, fidelity=f).step_time_s for f in FIDELITIES}
+        rs = resolve_scenario(sc)
+        runs = {f: run_scenario(rs, fidelity=f) for f in FIDELITIES}
+        _PREDICTED[k] = {f: r.step_time_s for f, r in runs.items()}
+        # the evidence as `clustersim run` gives it: the host's share measured once (analytical), both fidelities
+        e = with_host_evidence(runs["analytical"], rs).evidence["host_elasticity"]
+        _EVIDENCE[k] = {f: with_host_evidence(r, rs, elasticity=e).evidence for f, r in runs.items()}
     return _PREDICTED[k]
+
+
+def evidence(row: dict) -> dict[str, dict]:
+    """``{fidelity: evidence}`` of ``row``'s configuration (:func:`predict` runs it once)."""
+    predict(row)
+    return _EVIDENCE[config_key(row)]
 
 
 # ---------------------------------------------------------------------------------------------------------- checks
@@ -404,6 +421,53 @@ def range_problems(runs: dict[str, dict], widen: float) -> list[str]:
     return [f"{fid} {t * 1e3:.1f} ms outside {min(times) * 1e3:.1f}-{max(times) * 1e3:.1f} ms widened by "
             f"{100 * widen:g}%" for fid, t in predict(row).items()
             if not (1 - widen) * min(times) <= t <= (1 + widen) * max(times)]
+
+
+# ---------------------------------------------------------------------------------------------------------- bands
+def real_runs() -> list[tuple[str, str, dict]]:
+    """(study, run, row) of every real-GPU run of the studies: each ``train_steps`` row and each group's run of a
+    ``run_range`` check (one row per VM)."""
+    out = []
+    for s in studies():
+        for c in s.checks:
+            if c.get("kind") == "train_steps":
+                out += [(s.name, rid, r) for rid, r in check_rows(s, c).items()]
+            elif c.get("kind") == "run_range":
+                out += [(s.name, f"{rid}@{g}", r) for rid, groups in range_runs(s, c).items() for g, r in groups.items()]
+    return out
+
+
+def band_coverage() -> dict:
+    """How the evidence bands (``run --json``'s ``evidence.band``) hold every real run: a run is inside when the
+    band of each fidelity holds its measured step. Per evidence class (the class most of the step rests on):
+    runs and runs inside; the half-widths' smallest and median (fractions)."""
+    rows, per = [], {}
+    for study, rid, row in real_runs():
+        ev = evidence(row)
+        inside = all(e["band"]["step_time_s"][0] <= row["measured_s"] <= e["band"]["step_time_s"][1] for e in ev.values())
+        half = ev["analytical"]["band"]["half_width"]
+        cls = max(ev["analytical"]["step"].items(), key=lambda kv: kv[1])[0]
+        rows.append((study, rid, inside, half, cls))
+        n, k = per.get(cls, (0, 0))
+        per[cls] = (n + 1, k + int(inside))
+    halves = sorted(r[3] for r in rows)
+    return {"runs": len(rows), "inside": sum(r[2] for r in rows), "min_half_width": halves[0],
+            "median_half_width": halves[len(halves) // 2] if len(halves) % 2 else
+            (halves[len(halves) // 2 - 1] + halves[len(halves) // 2]) / 2,
+            "per_class": per, "outside": [(s, r) for s, r, i, _, _ in rows if not i]}
+
+
+def band_coverage_table() -> str:
+    """The docs table of :func:`band_coverage`: per evidence class, the real runs and how many their band holds."""
+    cov = band_coverage()
+    lines = ["| evidence the step rests on (most of it) | real runs | inside the band | share |", "|---|---|---|---|"]
+    for cls, (n, k) in sorted(cov["per_class"].items()):
+        lines.append(f"| {cls} | {n} | {k} | {100 * k / n:.0f}% |")
+    lines.append(f"| **all** | {cov['runs']} | {cov['inside']} | {100 * cov['inside'] / cov['runs']:.0f}% |")
+    lines.append("")
+    lines.append(f"Half-width of the bands: smallest {100 * cov['min_half_width']:.1f}%, median "
+                 f"{100 * cov['median_half_width']:.1f}%.")
+    return "\n".join(lines) + "\n"
 
 
 # ---------------------------------------------------------------------------------------------------------- index

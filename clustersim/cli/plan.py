@@ -66,19 +66,29 @@ def render_plan(run, top: int, explain: bool) -> None:
     t = Table(title="best plans", box=box.SIMPLE_HEAD, pad_edge=False)
     for col, just in (("#", "right"), ("tp/pp/dp/v", "right"), ("sp", "left"), ("z", "right"),
                       ("sched", "left"), ("mb", "right"), ("recomp", "left"), ("step", "right"),
-                      ("MFU", "right"), ("GiB", "right")):
+                      ("MFU", "right"), ("GiB", "right"), ("+-", "right"), ("", "left")):
         t.add_column(col, justify=just, no_wrap=True)
     for i, p in enumerate(d["plans"], 1):
         step = format_time(p["step_time_s"]) + ("*" if p["fidelity"] == "flow" else "")
         t.add_row(str(i), f"{p['tp']}/{p['pp']}/{p['dp']}/{p['virtual_stages']}",
                   "y" if p["sequence_parallel"] else "n", str(p["zero"]), short.get(p["schedule"], p["schedule"]),
                   str(p["micro_batch"]), short.get(p["recompute"], p["recompute"]), step, f"{100 * p['mfu']:.1f}%" if p["mfu"] is not None else "-",
-                  f"{p['peak_bytes_per_gpu'] / 2**30:.1f}")
+                  f"{p['peak_bytes_per_gpu'] / 2**30:.1f}", f"{100 * p['evidence'].get('half_width', 0):.0f}%",
+                  "~" if i > 1 and not p["distinguishable_from_best"] else "")
     console.print(t)
     console.print("v: virtual stages; sp: sequence parallel; z: ZeRO stage; mb: micro-batch; GiB: peak per GPU; "
-                  "*: step time at flow fidelity (the rest analytical).", highlight=False)
+                  "*: step time at flow fidelity (the rest analytical); +-: the evidence band; "
+                  "~: not distinguishable from #1 (the bands overlap).", highlight=False)
     if d["plans"]:
         console.print("Placement: " + d["plans"][0]["placement"], highlight=False)
+        console.print(f"#1 {d['plans'][0]['evidence'].get('summary', '')}", highlight=False)
+        swap = next(((i, p["could_swap_with_best"]) for i, p in enumerate(d["plans"][1:], 2) if p["could_swap_with_best"]), None)
+        top = (d["plans"][0]["evidence"].get("sensitivity") or [None])[0]
+        if top:
+            console.print(f"the input that moves #1 most: {top['entry']} ({100 * top['share']:.0f}% of the step, "
+                          f"held-out error {100 * top['error']:.1f}%)", highlight=False)
+        if swap:
+            console.print(f"#{swap[0]} could beat #1 if {swap[1]} were off by its held-out error", highlight=False)
     if explain:
         ct = Table(title="constraints (a mix counts against the first it breaks)", width=80)
         ct.add_column("constraint", no_wrap=True)

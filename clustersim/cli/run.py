@@ -80,6 +80,8 @@ def render_run(d: dict) -> None:
         if v > 0:
             b.add_row(k, format_time(v), f"{100 * d['breakdown_fraction'][k]:.1f} %")
     console.print(b)
+    if d.get("evidence"):   # what the step rests on, and the band its held-out errors give
+        console.print(d["evidence"]["summary"], highlight=False)
     from clustersim.report.kinds import host_bound_note
 
     note = host_bound_note(d)
@@ -145,6 +147,9 @@ def run_and_write(scenario, *, fidelity: str | None = None, overrides: list[str]
     rs = resolve_scenario(scenario, overrides)
     res = run_scenario(rs, fidelity=fidelity, reduced=reduced,
                        keep_timeline=trace_path is not None or html_path is not None)
+    from clustersim.simulate.band import with_host_evidence
+
+    with_host_evidence(res, rs, reduced)   # the host's share of the step measured, not read off the breakdown
     step = res.step
     res.compute_tables = f"{rs.profile.name}: {rs.profile.compute.tables_summary()}" if rs.profile is not None else None
     if trace_path is not None:

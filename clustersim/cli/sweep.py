@@ -53,17 +53,18 @@ def render_sweep(d: dict, res) -> None:
     t.add_column("#", justify="right")
     for v in varied:
         t.add_column(v, justify="right")
-    for col in ("GPUs", "step time", "tokens/s", "MFU", "memory fits"):
+    for col in ("GPUs", "step time", "band", "tokens/s", "MFU", "memory fits", "evidence"):
         t.add_column(col, justify="right")
     for r in d["rows"]:
         cells = [str(r["point"])] + ["" if r.get(v) is None else str(r.get(v)) for v in varied]
         if r["status"] != "ok":
-            cells += ["", f"[red]error[/]", "", "", ""]
+            cells += ["", f"[red]error[/]", "", "", "", "", ""]
         else:
             cells += [str(r["n_gpus"]), format_time(r["step_time_s"]),
+                      "" if r.get("band_half_width") is None else f"+-{100 * r['band_half_width']:.0f}%",
                       "" if r["tokens_per_s"] is None else f"{r['tokens_per_s']:,.0f}",
                       "" if r["mfu"] is None else f"{100 * r['mfu']:.1f} %",
-                      "" if r["fits"] is None else ("yes" if r["fits"] else "[red]NO[/]")]
+                      "" if r["fits"] is None else ("yes" if r["fits"] else "[red]NO[/]"), r.get("evidence") or ""]
         t.add_row(*cells)
     console.print(t)
     for key, path in d["files"].items():

@@ -34,6 +34,7 @@ from clustersim.config.profile_compute import (
     P2PWaitPoint,
 )
 from clustersim.config.profile_host import CommInit, HostParams, HostSpeedBand, OptimizerHost
+from clustersim.config.provenance import Provenance
 from clustersim.config.profile_links import (
     OP_NAMES,
     CollectiveEntry,
@@ -114,6 +115,9 @@ class Profile(StrictModel):
     uncertainty: CollectiveUncertainty | None = Field(
         None, description="Held-out error of the collective predictions (run --band); none: only the "
         "confidence intervals of the fitted entries.")
+    provenance: list[Provenance] = Field(
+        default_factory=list, description="How each entry is known (clustersim/config/provenance.py): measured, "
+        "fitted, transferred, published or assumed, with its held-out error; the evidence and band of a run read it.")
 
     def with_line_rates(self, line_rates_GBps: dict[str, float | None]) -> "Profile":
         """A copy whose link classes given as a bare ``bandwidth_GBps`` record the line rate they were measured on.

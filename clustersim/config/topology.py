@@ -36,6 +36,7 @@ from pydantic import Field, field_validator, model_validator
 from clustersim.budget import BOUNDS
 from clustersim.config.base import NonNeg, Pos, StrictModel, bounded, load_yaml, resolve_file, validate
 from clustersim.errors import ClusterSimError
+from clustersim.config.provenance import Provenance
 
 Devices = bounded("node devices", minimum=0)
 #: Most devices one range (``gpu[0-4095]``) may name, and most links one node may expand to.
@@ -503,6 +504,8 @@ class TopologySpec(StrictModel):
     sources: list[str] = Field(default_factory=list, description="Vendor documents and pages the figures come from.")
     inferred: list[str] = Field(default_factory=list, description="Fields not taken from a source (inferred or assumed).")
     notes: str | None = None
+    provenance: list[Provenance] = Field(default_factory=list, description="How each entry is known "
+                                         "(clustersim/config/provenance.py): published or assumed, per field.")
 
     @field_validator("gpu")
     @classmethod
@@ -561,7 +564,7 @@ def load_topology_data(path: str | Path, _depth: int = 0) -> dict[str, Any]:
     if ppath.resolve() == Path(path).resolve():
         raise ClusterSimError("a topology cannot extend itself", file=str(path), field="extends")
     base = load_topology_data(ppath, _depth + 1)
-    for k in ("sources", "inferred"):
+    for k in ("sources", "inferred", "provenance"):
         if isinstance(base.get(k), list) and isinstance(data.get(k), list):
             data[k] = base[k] + [x for x in data[k] if x not in base[k]]
     return _deep_merge(base, data)

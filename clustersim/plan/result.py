@@ -26,6 +26,19 @@ class Plan:
     bound_s: float
     breakdown: dict = field(default_factory=dict)
     placement: str = ""
+    #: the run's evidence, as :func:`clustersim.plan.distinguish.plan_evidence` keeps it (step classes, band,
+    #: the entry that moves the step most)
+    evidence: dict = field(default_factory=dict)
+    #: False where this plan's band overlaps the best plan's (:func:`clustersim.plan.distinguish.mark_distinguishable`)
+    distinguishable: bool = True
+    #: the one input that alone could swap this plan and the best, within its held-out error (None: none can)
+    could_swap: str | None = None
+
+    @property
+    def band_s(self) -> tuple[float, float]:
+        """(fast, slow) step time of the plan's evidence band."""
+        h = self.evidence.get("half_width", 0.0)
+        return self.step_time_s / (1 + h), self.step_time_s * (1 + h)
 
     def to_dict(self) -> dict:
         """JSON row: the mix's fields, then the predictions."""
@@ -33,7 +46,9 @@ class Plan:
                 "tokens_per_s": self.tokens_per_s, "peak_bytes_per_gpu": self.peak_bytes_per_gpu,
                 "fits": self.fits, "fidelity": self.fidelity,
                 "analytical_step_time_s": self.analytical_step_time_s, "lower_bound_s": self.bound_s,
-                "breakdown": dict(self.breakdown), "placement": self.placement}
+                "breakdown": dict(self.breakdown), "placement": self.placement,
+                "band_s": list(self.band_s), "evidence": dict(self.evidence),
+                "distinguishable_from_best": self.distinguishable, "could_swap_with_best": self.could_swap}
 
 
 @dataclass

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from clustersim.errors import ClusterSimError
 from clustersim.plan.constraints import Context, Tally, structural_violation
 from clustersim.plan.evaluate import Evaluator
+from clustersim.plan.distinguish import mark_distinguishable, plan_evidence
 from clustersim.plan.result import Plan, PlanReport
 from clustersim.plan.space import Mix, SpaceOptions, enumerate_mixes
 
@@ -128,7 +129,7 @@ def _simulate(job: tuple[tuple[Mix, ...], str]) -> list[dict]:
             r = _EV.simulate(mix, fidelity)
             out.append({"step_time_s": r.step_time_s, "mfu": r.mfu, "tokens_per_s": r.tokens_per_s,
                         "peak_bytes_per_gpu": r.memory["peak_bytes_per_gpu"], "fits": bool(r.memory["fits"]),
-                        "breakdown": r.breakdown, "digest": r.digest, "ops": r.ops})
+                        "breakdown": r.breakdown, "digest": r.digest, "ops": r.ops, "evidence": plan_evidence(r.evidence)})
     return out
 
 
@@ -348,14 +349,15 @@ def plan(source, overrides: list[str] | None = None, options: PlanOptions | None
         plans = [Plan(mix=mx, step_time_s=r["step_time_s"], mfu=r["mfu"], tokens_per_s=r["tokens_per_s"],
                       peak_bytes_per_gpu=r["peak_bytes_per_gpu"], fits=r["fits"], fidelity="analytical",
                       analytical_step_time_s=r["step_time_s"], bound_s=b, breakdown=r["breakdown"],
-                      placement=_placement(ev, mx)) for mx, b, r in done]
+                      placement=_placement(ev, mx), evidence=r["evidence"]) for mx, b, r in done]
         n_flow = min(opts.flow_top, len(plans))
         if n_flow:
             for p in plans[:n_flow]:
                 r = flow[p.mix.label()]
                 p.step_time_s, p.mfu, p.tokens_per_s = r["step_time_s"], r["mfu"], r["tokens_per_s"]
-                p.breakdown, p.fidelity = r["breakdown"], "flow"
+                p.breakdown, p.fidelity, p.evidence = r["breakdown"], "flow", r["evidence"]
             plans[:n_flow] = sorted(plans[:n_flow], key=lambda p: (p.step_time_s, p.mix.label()))
+        mark_distinguishable(plans)
     finally:
         pool.close()
     t_end = time.perf_counter()

@@ -4,7 +4,7 @@ One file, nothing fetched: inline CSS and inline SVG, no JavaScript, every text 
 Sections: header (scenario, cluster, fidelity, profile), key metrics, a Gantt timeline of a
 readable subset of ranks (one row per rank x stream, ops coloured by kind, idle gaps of the
 compute stream drawn as bubble/wait, hover titles through SVG ``<title>``), the step breakdown
-as a stacked bar, memory per GPU and the busiest links.
+as a stacked bar, the evidence each figure rests on with the step's band, memory per GPU and the busiest links.
 
 The timeline is built from the Chrome/Perfetto trace events (:mod:`clustersim.trace.chrome`),
 so a report can be drawn from any saved trace plus the ``--json`` document. Large runs stay
@@ -173,6 +173,30 @@ def _breakdown(d: dict) -> str:
             + (f'<p class="note">{escape_html(note)}</p>' if note else ""))
 
 
+def _evidence(d: dict) -> str:
+    """What the step rests on: the evidence classes per part, the band and the inputs that move the step most."""
+    ev = d.get("evidence")
+    if not ev:
+        return ""
+    step = d.get("step_time_s") or 0.0
+    rows = [[escape_html(part), escape_html(", ".join(f"{100 * v:.0f}% {c}" for c, v in cls.items()))]
+            for part, cls in ev.get("parts", {}).items()]
+    if ev.get("memory"):
+        rows.append(["memory (total needed)", escape_html(", ".join(f"{100 * v:.0f}% {c}" for c, v in ev["memory"].items()))])
+    for kind, link in ev.get("links", {}).items():
+        rows.append([escape_html(f"link class {kind}"), escape_html(f"{link['profile']} ({link['profile_entry']}, error "
+                                                                     f"{100 * link['error']:.0f}%); line rate {link['line_rate']}")])
+    lo, hi = ev["band"]["step_time_s"]
+    sens = "".join(f"<li>{escape_html(e['entry'])} ({escape_html(e['class'])}): {100 * e['share']:.0f}% of the step, "
+                   f"held-out error {100 * e['error']:.1f}%, moves it {100 * e['moves']:.1f}%</li>"
+                   for e in ev.get("sensitivity", [])[:3])
+    return ('<h2>Evidence and band</h2><p class="note" id="evidence-summary">' + escape_html(ev["summary"])
+            + f". Step {escape_html(format_time(step))}, band {escape_html(format_time(lo))} to "
+            f"{escape_html(format_time(hi))} (each entry's held-out error, weighted by its share, combined as "
+            "independent errors).</p>" + html_table("evidence", [("figure", False), ("rests on", False)], rows)
+            + f'<p class="note">The inputs that move the step most:</p><ul id="sensitivity">{sens}</ul>')
+
+
 def _legend(kinds: list[str]) -> str:
     return '<div class="legend">' + "".join(
         f'<span><span class="sw k-{k}"></span>{escape_html(KIND_LABELS.get(k, k))}</span>' for k in kinds) + "</div>"
@@ -248,6 +272,7 @@ def render_html(result: dict, events: list[dict], meta: dict | None = None, *, m
         parts.append(_legend(kinds_used))
         parts.append('<div class="scroll">' + timeline_svg(rows, makespan) + "</div>")
     parts.append(_breakdown(d))
+    parts.append(_evidence(d))
     parts.append(_memory(d))
     parts.append(_links(d))
     return page(title, parts, description=meta.get("description"), version=meta.get("version", ""))

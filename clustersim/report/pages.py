@@ -92,6 +92,14 @@ def _plan_label(i: int, p: dict) -> str:
     return f"#{i} tp{p['tp']} pp{p['pp']} dp{p['dp']} mb{p['micro_batch']}"
 
 
+def _plan_band(i: int, p: dict) -> str:
+    """A plan's band cell: +-half-width, and ~#1 where the band overlaps the best plan's."""
+    h = (p.get("evidence") or {}).get("half_width")
+    if h is None:
+        return ""
+    return escape_html(f"+-{100 * h:.1f}%" + (" ~#1" if i > 1 and not p.get("distinguishable_from_best", True) else ""))
+
+
 def _plans_section(plans: list[dict]) -> list[str]:
     """The best plans: their table and their step-time breakdown as stacked bars."""
     parts = ["<h2>Best plans</h2>"]
@@ -110,14 +118,26 @@ def _plans_section(plans: list[dict]) -> list[str]:
                          escape_html(f"{100 * p['mfu']:.1f} %") if p.get("mfu") is not None else "",
                          escape_html(f"{p['tokens_per_s']:,.0f}") if p.get("tokens_per_s") is not None else "",
                          escape_html(format_bytes(float(p.get("peak_bytes_per_gpu") or 0))),
-                         f'<span class="{"fits-yes" if fits else "fits-no"}">{"yes" if fits else "NO"}</span>'])
+                         f'<span class="{"fits-yes" if fits else "fits-no"}">{"yes" if fits else "NO"}</span>',
+                         _plan_band(i, p), escape_html((p.get("evidence") or {}).get("summary", "").removeprefix("evidence: "))])
         parts.append('<div class="scroll">' + html_table(
             "plans", [("#", True), ("tp/pp/dp/v", False), ("ep", True), ("cp", True), ("seq. par.", False),
                       ("ZeRO", True), ("schedule", False), ("micro-batch", True), ("recompute", False),
                       ("step", True), ("analytical", True), ("MFU", True), ("tokens/s", True),
-                      ("peak per GPU", True), ("fits", False)], rows) + "</div>")
+                      ("peak per GPU", True), ("fits", False), ("band", False), ("evidence", False)], rows) + "</div>")
         parts.append('<p class="note">v: virtual pipeline stages; *: step time at flow fidelity (the others '
-                     "analytical, which ranked every feasible mix).</p>")
+                     "analytical, which ranked every feasible mix); band: the evidence band (each input's held-out "
+                     "error weighted by its share of the step); ~#1: its band overlaps the best plan's, not "
+                     "distinguishable from it.</p>")
+        swap = next(((i, p["could_swap_with_best"]) for i, p in enumerate(plans, 1) if p.get("could_swap_with_best")), None)
+        top = ((plans[0].get("evidence") or {}).get("sensitivity") or [None])[0]
+        if top:
+            parts.append(f'<p class="note" id="sensitivity">The input that moves the best plan most: '
+                         f"{escape_html(top['entry'])} ({100 * top['share']:.0f}% of its step, held-out error "
+                         f"{100 * top['error']:.1f}%)."
+                         + (f" Plan #{swap[0]} could beat #1 if {escape_html(swap[1])} were off by its held-out error."
+                            if swap else " No single input, off by its held-out error, would change the ranking.")
+                         + "</p>")
         with_bd = [(i, p) for i, p in enumerate(plans, 1) if p.get("breakdown")]
         if with_bd:
             used = [k for k in PARTS if any((p["breakdown"].get(k) or 0) > 0 for _, p in with_bd)]
@@ -329,7 +349,7 @@ def _cell(r: dict, c: str) -> str:
         return ""
     if c == "step_time_s":
         return escape_html(format_time(float(v)))
-    if c == "mfu":
+    if c in ("mfu", "band_half_width"):
         return escape_html(f"{100 * float(v):.1f} %")
     if c in ("tokens_per_s", "samples_per_s"):
         return escape_html(f"{float(v):,.0f}")
@@ -408,12 +428,12 @@ def sweep_page(data: dict, images: list[tuple[str, bytes]] | None = None, *, sou
 
     show = ["point", *varied]
     for c in ("n_gpus", "dp", "tp", "pp", "virtual_stages", "zero", "schedule", "micro_batch", "step_time_s",
-              "tokens_per_s", "samples_per_s", "mfu", "peak_memory_bytes", "fits", "status"):
+              "band_half_width", "tokens_per_s", "samples_per_s", "mfu", "peak_memory_bytes", "fits", "evidence", "status"):
         if c in columns and c not in show and any(r.get(c) is not None for r in rows):
             show.append(c)
-    labels = {"n_gpus": "GPUs", "virtual_stages": "virtual", "micro_batch": "micro-batch", "step_time_s": "step",
+    labels = {"band_half_width": "band +-", "n_gpus": "GPUs", "virtual_stages": "virtual", "micro_batch": "micro-batch", "step_time_s": "step",
               "tokens_per_s": "tokens/s", "samples_per_s": "samples/s", "mfu": "MFU", "peak_memory_bytes": "peak per GPU"}
-    numeric = {c for c in show if c not in ("schedule", "status", "fits")
+    numeric = {c for c in show if c not in ("schedule", "status", "fits", "evidence")
                and all(r.get(c) is None or _num(r.get(c)) is not None for r in rows)}
     body = [[_cell(r, c) for c in show] for r in rows]
     parts.append("<h2>Points</h2>")

@@ -221,6 +221,11 @@ def run_jobs(rs: ResolvedScenario, fidelity: str, *, top_links: int = 8, keep_ti
                     samples_per_s=None, mfu=None, breakdown=bd, memory=None, links=links, n_gpus=cluster.n_gpus,
                     ops=len(graph), wall_s=0.0, tp_closed_form=ex.tp_closed_form, overlap=ex.overlap,
                     jobs=JobsReport(jobs=rows, placed_gpus=n_placed))
+    from clustersim.simulate.evidence import crossing_parts, evidence_of
+
+    # the slowest job's step, broken down over every job's ranks: what it rests on (one profile for the fabric)
+    res.evidence = evidence_of(rs.profile, bd, slowest, links, cluster.n_nodes, cluster.gpu_spec.name,
+                               topology=cluster.spec, crossing=crossing_parts(graph, int(cluster.gpus_per_host)))
     if keep_timeline:
         labels = {g: f"{j.name} rank {r}" for j in jobs for r, g in enumerate(j.gpus)}
         res.step = StepTimeline(graph=graph, timeline=ex.timeline, cluster=cluster, comm_time=comm, rank_labels=labels)

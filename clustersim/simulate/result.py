@@ -14,6 +14,7 @@ object with its own ``to_dict``, in a fixed order:
 * :class:`JobsReport` (``jobs`` and ``placed_gpus``: several jobs on one fabric, ``jobs:``);
 * ``band_factors`` (``step_time_band_factors``: ``clustersim run --band``);
 * ``compute_tables`` (which compute tables the profile carries: ``clustersim run``).
+* ``evidence`` (every single-job run: :mod:`clustersim.simulate.evidence`).
 
 >>> OverlapSlowdown(compute=1.05, collective=1.2, stretch_s=0.01).to_dict()
 {'compute': 1.05, 'collective': 1.2, 'stretch_s': 0.01}
@@ -260,6 +261,8 @@ class RunResult:
     band_factors: dict[str, float | None] | None = None
     #: the profile's name and the compute tables it carries (``ComputeParams.tables_summary``), set by ``clustersim run``
     compute_tables: str | None = None
+    #: what each figure rests on and the step's band (:func:`clustersim.simulate.evidence.evidence_of`)
+    evidence: dict | None = None
     #: the simulated ops and their times, kept when ``run_scenario(keep_timeline=True)`` (not in ``to_dict``)
     step: StepTimeline | None = field(default=None, repr=False, compare=False)
     #: :func:`~clustersim.simulate.memo.graph_digest` of the executed DAG when run with a ``memo`` (not in ``to_dict``)
@@ -290,6 +293,8 @@ class RunResult:
             d["step_time_band_factors"] = dict(self.band_factors)
         if self.compute_tables is not None:
             d["compute_tables"] = self.compute_tables
+        if self.evidence is not None:
+            d["evidence"] = self.evidence
         return d
 
     @property

@@ -31,6 +31,7 @@ from clustersim.breakdown import BREAKDOWN_KEYS
 from clustersim.config.scenario import Scenario, check_work
 from clustersim.errors import ClusterSimError
 from clustersim.reliability.faults import FaultedStep
+from clustersim.simulate.evidence import crossing_parts, evidence_of
 from clustersim.simulate.execute import CommCache, breakdown
 from clustersim.simulate.fidelity import Execution, execute_graph
 from clustersim.simulate.memo import StepMemo, graph_digest
@@ -137,6 +138,9 @@ def run_scenario(source: str | Path | Scenario | ResolvedScenario, fidelity: str
                     transformer=m.transformer, moe=m.moe, cp=m.cp, total_time_s=m.total_time_s, ranks=m.ranks,
                     faults=faults)
     res.digest = digest
+    res.evidence = evidence_of(rs.profile, bd, step_time, links, cluster.n_nodes, cluster.gpu_spec.name,
+                               memory=m.memory, topology=cluster.spec,
+                               crossing=crossing_parts(graph, int(cluster.gpus_per_host)))
     if keep_timeline:
         loads = (ex.sim.cluster.link_names, ex.sim.net.load_log) if ex.sim is not None else None
         res.step = StepTimeline(graph=graph, timeline=ex.timeline, cluster=cluster, comm_time=built.comm, link_loads=loads)

@@ -36,7 +36,8 @@ INPUT_COLUMNS = ("scenario", "topology", "gpu", "profile", "fidelity", "n_gpus",
                  "micro_batch", "global_batch", "seq_len", "dtype")
 OUTPUT_COLUMNS = ("step_time_s", "tokens_per_s", "samples_per_s", "mfu", "tflops_per_gpu",
                   *(f"breakdown_{k}_s" for k in BREAKDOWN_KEYS),
-                  "peak_memory_bytes", "memory_total_needed_bytes", "memory_capacity_bytes", "fits", "status", "error")
+                  "peak_memory_bytes", "memory_total_needed_bytes", "memory_capacity_bytes", "fits",
+                  "band_half_width", "band_lo_s", "band_hi_s", "evidence", "status", "error")
 
 
 @dataclass
@@ -131,9 +132,11 @@ def find_planner() -> Callable:
 
 
 def _simulate(inputs: ScenarioInputs):
+    from clustersim.simulate.band import with_host_evidence
     from clustersim.simulate.run import run_scenario
 
-    return inputs, run_scenario(build_resolved(inputs))
+    rs = build_resolved(inputs)
+    return inputs, with_host_evidence(run_scenario(rs), rs)
 
 
 def _plan(inputs: ScenarioInputs):
@@ -167,6 +170,12 @@ def _columns(inputs: ScenarioInputs, res, planned: bool) -> dict[str, Any]:
     row["memory_total_needed_bytes"] = mem.get("total_needed_bytes")
     row["memory_capacity_bytes"] = mem.get("capacity_bytes")
     row["fits"] = mem.get("fits")
+    ev = d.get("evidence")   # the step's band and what it rests on (clustersim.simulate.evidence)
+    if ev:
+        row["band_half_width"] = ev["band"]["half_width"]
+        row["band_lo_s"], row["band_hi_s"] = ev["band"]["step_time_s"]
+        row["evidence"] = ", ".join(f"{c} {'<1' if v < 0.005 else f'{100 * v:.0f}'}%"
+                                    for c, v in sorted(ev["step"].items(), key=lambda kv: -kv[1]))
     row["status"], row["error"] = "ok", None
     return row
 

@@ -133,6 +133,39 @@ def test_model_within_the_range_of_its_runs(tid, check, name):
         f"{tid} {name}: {S.range_problems(RUNS[tid][name], check['widen'])}"
 
 
+#: the bar of issue 34 for the evidence bands over the project's real-GPU runs
+BAND_COVERAGE, BAND_MIN_HALF, BAND_MEDIAN_HALF = 0.80, 0.01, 0.15
+
+
+def _coverage() -> dict:
+    return S.band_coverage()   # every run's evidence comes with its predictions above (cached per configuration)
+
+
+def test_bands_are_not_too_narrow_and_not_too_wide():
+    """No band under +-1%, a median half-width of at most 15%, over every real run of the studies."""
+    cov = _coverage()
+    assert cov["runs"] >= 200, cov["runs"]
+    assert cov["min_half_width"] >= BAND_MIN_HALF, f"narrowest band +-{100 * cov['min_half_width']:.2f}%"
+    assert cov["median_half_width"] <= BAND_MEDIAN_HALF, f"median band +-{100 * cov['median_half_width']:.1f}%"
+
+
+def test_bands_cover_most_real_runs():
+    """At least 80% of the project's real-GPU runs inside the band their evidence gives (both fidelities)."""
+    cov = _coverage()
+    share = cov["inside"] / cov["runs"]
+    assert share >= BAND_COVERAGE, (f"{cov['inside']} of {cov['runs']} runs ({100 * share:.0f}%) inside their band; "
+                                    f"outside: {cov['outside'][:8]}")
+
+
+def test_the_docs_band_coverage_is_current():
+    """docs/validation.md's band coverage table (the block ``gen:band-coverage``) is what the runs above give."""
+    doc = (S.ROOT / "docs" / "validation.md").read_text(encoding="utf-8")
+    begin, end = "<!-- gen:band-coverage -->\n", "<!-- /gen:band-coverage -->"
+    assert doc.count(begin) == 1 and doc.count(end) == 1, "docs/validation.md: one gen:band-coverage block"
+    shown = doc.split(begin, 1)[1].split(end, 1)[0]
+    assert shown == S.band_coverage_table(), "docs/validation.md's band coverage is stale (python tools/doc_figures.py --write)"
+
+
 def test_the_docs_index_is_current():
     """docs/validation.md's study index (the block ``gen:studies-table``) is what ``index_table()`` gives now.
 

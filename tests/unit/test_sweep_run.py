@@ -85,6 +85,9 @@ def test_transformer_points_fill_memory_and_mfu(tmp_path):
     for r in ok:
         assert r["fits"] is True and r["peak_memory_bytes"] > 0 and 0 < r["mfu"] < 1 and r["tokens_per_s"] > 0, f"{r=}"
         assert r["model"] == "gpt-125m" and r["gpu"].startswith("H200") and r["seq_len"] == 512
+        # the band and what the step rests on (clustersim.simulate.evidence): measured H200 kernel tables
+        assert r["band_lo_s"] < r["step_time_s"] < r["band_hi_s"] and r["band_half_width"] >= 0.01, f"{r=}"
+        assert r["evidence"].startswith("measured "), r["evidence"]
     # 2 GPUs with dp 1 breaks the world-size rule: an error row, the others still run
     bad = res.rows[2]
     assert bad["status"] == "error" and "must equal the GPU count" in bad["error"] and bad["step_time_s"] is None
