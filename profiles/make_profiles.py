@@ -467,9 +467,37 @@ TRANSFERRED = {
 }
 
 
-def transferred_compute(measured: Profile, source_gpu: str, target_gpu: str) -> dict:
+#: the study that holds the leave-one-GPU-out table of the transfer rule
+LOGO_STUDY = "validation/transfer-rule-logo_h100-h200_2026-12-02"
+
+
+def logo_table(measured: dict[str, Profile]) -> dict[str, dict[str, dict]]:
+    """The transfer rule's leave-one-GPU-out table of the two measured Hopper profiles just fitted
+    (``tools/transfer_logo.py``: H200 -> H100 and H100 -> H200, per kernel class)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import transfer_logo
+
+    return transfer_logo.hopper_pair({n: measured[n].compute.model_dump(mode="json", exclude_none=True)
+                                      for n in transfer_logo.MEASURED})
+
+
+def transfer_info(src_name: str, source_gpu: str, logo: dict[str, dict[str, dict]]) -> dict:
+    """``compute.transfer`` of a profile whose tables come from ``src_name``: the rule and its held-out error in
+    the direction that starts at ``source_gpu`` (H200 -> H100 for tables taken from the H200)."""
+    other = {"H200-SXM": "H100", "H100-SXM": "H200"}[source_gpu]
+    direction = f"{source_gpu.split('-')[0]} -> {other}"
+    return {"from_profile": src_name,
+            "rule": "roofline residual kept per point, both peaks at the boost clock; memory-bound classes: copy time "
+                    "at the target's bandwidth, the rest at its SM issue rate (clustersim/calibration/transfer.py)",
+            "logo_error": {c: round(v["mean"], 3) for c, v in logo[direction].items()},
+            "logo_test": f"{direction} (both GPUs measured; same SM count, peak and clocks, 1.43x the HBM bandwidth: "
+                         f"the peak and SM scaling of the rule is not tested by it), {LOGO_STUDY}"}
+
+
+def transferred_compute(measured: Profile, source_gpu: str, target_gpu: str, logo: dict | None = None) -> dict:
     """The compute section of ``target_gpu``: ``measured``'s tables through
-    :func:`clustersim.calibration.transfer.transfer_compute`, with its provenance."""
+    :func:`clustersim.calibration.transfer.transfer_compute`, with its provenance and, given the ``logo`` table
+    (:func:`logo_table`), its ``transfer`` record."""
     from clustersim.calibration.transfer import transfer_compute
     from clustersim.config.topology import gpu_spec
 
@@ -497,6 +525,8 @@ def transferred_compute(measured: Profile, source_gpu: str, target_gpu: str) -> 
         "on one H200) the same way; the square GEMM sweep's host issue time kept out of the scaling; memory-bound "
         "classes moved in bytes by the bandwidth "
         f"ratio; no sustained-clock table, no compute/NCCL overlap table, no device spread. Written by `{COMMAND}`.")
+    if logo is not None:
+        out["transfer"] = transfer_info(measured.name, source_gpu, logo)
     return validate(Profile, {"name": "x", "compute": out}, file=None).compute.model_dump(mode="json",
                                                                                          exclude_none=True)
 
@@ -739,11 +769,12 @@ def main(argv: list[str] | None = None) -> int:
     with reading_for("dgx-h100"):
         h100 = make_h100()
     measured = {p.name: p for p in (h200, h100)}
+    logo = logo_table(measured)
     outputs = [(p.name, render(p)) for p in measured.values()]
     for name, (target, src_name, src_gpu) in TRANSFERRED.items():
         # published link / NCCL values stay as written by hand; only the compute section is generated
         shipped = (PROFILES / f"{name}.yaml").read_text(encoding="utf-8")
-        compute = transferred_compute(measured[src_name], src_gpu, target)
+        compute = transferred_compute(measured[src_name], src_gpu, target, logo)
         text = with_compute(shipped, compute)
         if name in A100_LINK_MODEL:
             with reading_for(name):

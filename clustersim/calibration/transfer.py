@@ -21,12 +21,20 @@ the roofline of the shape a run actually has (:mod:`clustersim.workload.compute`
 quantisation is evaluated at the run's shape, not at the nearest measured one. Tiles and byte counts:
 :mod:`clustersim.roofline`.
 
-Memory-bound kernels. A kernel of ``B`` bytes takes ``t0 + B / bw`` (a start-up latency, then the
-bandwidth); its efficiency ``B / (t0 bw + B)`` reaches half at ``B = t0 bw``, the bytes in flight
-(Little's law). With the latency unchanged between HBM generations, the target's efficiency at ``B``
-is the source's at ``B * bw_s / bw_t``: every point keeps its efficiency and moves to
-``bytes * bw_t / bw_s``. The achievable copy bandwidth itself is the source's measured fraction of
-its datasheet bandwidth applied to the target's datasheet bandwidth. A class that is a sequence of
+Memory-bound kernels. A class's point of ``B`` bytes took ``t_s = B / (bw_s eff_s)`` on the source, where the
+copy kernel moves the same bytes in ``B / bw_s`` (``bw``: the measured copy bandwidth). Only that copy time is HBM
+time; the rest, ``u = t_s - B / bw_s``, is spent in the SMs (instruction issue, reductions, the latency of
+dependent loads, start-up), which a faster HBM does not shorten: it scales with the SMs' issue rate, SM count x
+clock (the boost clock where both GPUs state it, else the SM count alone). On the target
+``t_t = B / bw_t + u x (sms_s f_s) / (sms_t f_t)``, stored as ``B / (bw_t t_t)`` at the same bytes. Tested
+leave-one-GPU-out on H200 <-> H100 (same SMs and clock, 1.41x the bandwidth; ``tools/transfer_logo.py``,
+validation/transfer-rule-logo_h100-h200_2026-12-02; H200 -> H100 / H100 -> H200, 128 points): mean |time error|
+14.9% / 15.8%, bias +5.7% / +3.5%, where keeping each point's efficiency at ``bytes x bw_t / bw_s`` (all of the time
+HBM time, the rule before 2026-12-02) gave 22.1% / 19.0% and a bias of +20.2% / -14.8%: too fast on the faster-HBM
+GPU. Which share of
+a class is SM time differs by class (the H200 runs RoPE at 1.06x the H100's speed, SwiGLU at 1.40x), and one GPU's
+table cannot tell them apart: that is the held-out error the class carries. The achievable copy bandwidth itself is
+the source's measured fraction of its datasheet bandwidth applied to the target's datasheet bandwidth. A class that is a sequence of
 kernels with GEMMs in it (eager attention: ``q k^T``, scale, mask, softmax, ``@ v``) has the *sum*
 of the two roofline parts as its roofline (kernels one after another); its time scales by that sum.
 
@@ -37,7 +45,8 @@ SMs could do at the clock it ran at. Where both GPUs state both clocks
 (:meth:`~clustersim.config.topology.GPUSpec.boost_ratio`), the roofline on each side uses the peak at the
 boost clock, and the stored efficiency is converted back to the target's datasheet peak: an H100 table
 transferred to A100 loses the 1,980 / 1,830 it had against its datasheet; H100 to H200 is unchanged (same
-clocks). Where either clock is unknown (B200, GB200) no correction is made. Checked against a published
+clocks); H200 to B200 (1,980 boost over a peak at 1,856 MHz) keeps 1,856 / 1,830 of it, to GB200 (2,112 over
+2,062) 0.946 of its efficiency. Where either clock is unknown (H100 PCIe / NVL) no correction is made. Checked against a published
 per-layer measurement (Korthikanti et al. Table 4, one 22B layer on A100, five settings): 4.9-7.0% too fast
 without the correction, 0.1-2.1% with it (docs/validation.md 3c).
 
@@ -108,10 +117,14 @@ def transfer_compute(compute: dict, *, source: GPUSpec, target: GPUSpec) -> dict
     src_boost, tgt_boost = source.boost_ratio(), target.boost_ratio()
     if src_boost is None or tgt_boost is None:
         src_boost = tgt_boost = 1.0
+    # the SMs' issue rate (SM count x boost clock; the SM count alone where either clock is unknown): what the
+    # part of a memory-bound kernel's time beyond its copy time scales with (module doc, "Memory-bound kernels")
+    clocks = (source.boost_clock_MHz, target.boost_clock_MHz) if None not in (source.boost_clock_MHz,
+                                                                              target.boost_clock_MHz) else (1.0, 1.0)
     src = {"peak": (compute.get("peak_tflops") or source.peak_tflops[dtype]) * 1e12 * src_boost,
-           "bw": bw_fraction * source.hbm_bandwidth, "sms": source.sm_count}
+           "bw": bw_fraction * source.hbm_bandwidth, "sms": source.sm_count, "issue": source.sm_count * clocks[0]}
     tgt = {"peak": target.peak_flops(dtype) * tgt_boost, "bw": bw_fraction * target.hbm_bandwidth,
-           "sms": target.sm_count}
+           "sms": target.sm_count, "issue": target.sm_count * clocks[1]}
 
     # the GEMM library's kept share of a partial wave's loss, per layout (a property of the library, carried with
     # the tables): a layout not listed, the batched and the square-sweep GEMMs take the mean
@@ -128,7 +141,7 @@ def transfer_compute(compute: dict, *, source: GPUSpec, target: GPUSpec) -> dict
 
     same_power = (source.sm, source.tdp_W) == (target.sm, target.tdp_W) and source.tdp_W is not None
     out = {key: val for key, val in compute.items()
-           if key not in ("peak_tflops", "provenance") and (key not in ("clock_table", "clock_window_ms") or same_power)}
+           if key not in ("peak_tflops", "provenance", "transfer") and (key not in ("clock_table", "clock_window_ms") or same_power)}
     out["hbm_bandwidth_GBps"] = _r4(tgt["bw"] / 1e9)
     out["gemm_table"] = _gemm_table(compute, gemm, src_ds=src["peak"] / src_boost, tgt_ds=tgt["peak"] / tgt_boost)
     if compute.get("gemm_table"):
@@ -200,13 +213,15 @@ def bmm_between(points: list[dict], *, source: GPUSpec, target: GPUSpec, hbm_fra
 def _memory_point(p: dict, src: dict, tgt: dict) -> dict:
     """One ``memory_table`` point on the target (efficiency relative to the target's copy bandwidth).
 
-    A single memory-bound kernel: same efficiency at ``bytes * bw_t / bw_s`` (Little's law, module
-    doc). A sequence with GEMMs in it (:data:`SEQUENCE_FLOPS_PER_BYTE`): its kernels run one after the
+    A single memory-bound kernel: its copy time at the target's bandwidth plus its SM time at the target's issue
+    rate (``issue``: SM count x clock; module doc), at the same bytes. A sequence with GEMMs in it (:data:`SEQUENCE_FLOPS_PER_BYTE`): its kernels run one after the
     other, so its roofline is the *sum* ``F / peak + B / bw``, and its time scales by that sum's ratio.
     """
-    if p["op"] not in SEQUENCE_FLOPS_PER_BYTE:
-        return {**p, "bytes": round(p["bytes"] * tgt["bw"] / src["bw"])}
     nbytes = p["bytes"]
+    if p["op"] not in SEQUENCE_FLOPS_PER_BYTE:
+        t_s = nbytes / (src["bw"] * p["efficiency"])
+        sm_time = max(0.0, t_s - nbytes / src["bw"]) * src["issue"] / tgt["issue"]
+        return {**p, "efficiency": _r4(nbytes / (tgt["bw"] * (nbytes / tgt["bw"] + sm_time)))}
     flops = nbytes * SEQUENCE_FLOPS_PER_BYTE[p["op"]]
     t_s = nbytes / (src["bw"] * p["efficiency"])
     t_t = t_s * (flops / tgt["peak"] + nbytes / tgt["bw"]) / (flops / src["peak"] + nbytes / src["bw"])
