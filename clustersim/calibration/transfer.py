@@ -26,7 +26,8 @@ copy kernel moves the same bytes in ``B / bw_s`` (``bw``: the measured copy band
 time; the rest, ``u = t_s - B / bw_s``, is spent in the SMs (instruction issue, reductions, the latency of
 dependent loads, start-up), which a faster HBM does not shorten: it scales with the SMs' issue rate, SM count x
 clock (the boost clock where both GPUs state it, else the SM count alone). On the target
-``t_t = B / bw_t + u x (sms_s f_s) / (sms_t f_t)``, stored as ``B / (bw_t t_t)`` at the same bytes. Tested
+``t_t = B / bw_t + u x (sms_s f_s) / (sms_t f_t)``, stored as ``B / (bw_t t_t)`` at the same bytes; a point faster
+than the copy (``eff_s >= 1``: caches serve part of it) keeps its efficiency. Tested
 leave-one-GPU-out on H200 <-> H100 (same SMs and clock, 1.41x the bandwidth; ``tools/transfer_logo.py``,
 validation/transfer-rule-logo_h100-h200_2026-12-02; H200 -> H100 / H100 -> H200, 128 points): mean |time error|
 14.9% / 15.8%, bias +5.7% / +3.5%, where keeping each point's efficiency at ``bytes x bw_t / bw_s`` (all of the time
@@ -219,8 +220,9 @@ def _memory_point(p: dict, src: dict, tgt: dict) -> dict:
     """
     nbytes = p["bytes"]
     if p["op"] not in SEQUENCE_FLOPS_PER_BYTE:
-        t_s = nbytes / (src["bw"] * p["efficiency"])
-        sm_time = max(0.0, t_s - nbytes / src["bw"]) * src["issue"] / tgt["issue"]
+        if p["efficiency"] >= 1.0:  # faster than the copy (caches serve part of it): keeps its share of the copy
+            return dict(p)
+        sm_time = (nbytes / (src["bw"] * p["efficiency"]) - nbytes / src["bw"]) * src["issue"] / tgt["issue"]
         return {**p, "efficiency": _r4(nbytes / (tgt["bw"] * (nbytes / tgt["bw"] + sm_time)))}
     flops = nbytes * SEQUENCE_FLOPS_PER_BYTE[p["op"]]
     t_s = nbytes / (src["bw"] * p["efficiency"])

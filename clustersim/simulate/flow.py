@@ -51,10 +51,11 @@ def _play_segments(env, op, comm_time, private_tp: bool, coll_events, credit: fl
             acc = 0.0
         t1 = env.now
         hide = seg.overlapped_gemm_s  # a GEMM running beside it (TP overlap)
-        evs = coll_events(seg.coll, op.name)
-        if hide > 0:
-            evs = evs + [env.timeout(hide)]
-        yield env.all_of(evs)
+        yield env.all_of(coll_events(seg.coll, op.name))
+        if hide > 0:  # the pair takes max(collective x its slowdown beside the GEMM, GEMM), as segment_time
+            ran = env.now - t1
+            if max(ran * seg.comm_slowdown, hide) > ran:
+                yield env.timeout(max(ran * seg.comm_slowdown, hide) - ran)
         comp += hide
         key = inner_comm_part(seg.coll.axis)
         comm[key] = comm.get(key, 0.0) + env.now - t1 - hide

@@ -71,24 +71,32 @@ class _Passes:
     communication overlap).
     """
 
-    def __init__(self, compute: ComputeModel, split: bool = False, two_gemms: bool = False):
+    def __init__(self, compute: ComputeModel, split: bool = False, two_gemms: bool = False, chunks: int = 1):
         self.compute = compute
         self.forward: list[UnitSegment] = []
         self.backward: list[UnitSegment] = []
         self.split = split
         self.two_gemms = two_gemms
+        self.chunks = chunks  # TP overlap: a linear's forward GEMM split into this many token chunks
         self.weight: list[UnitSegment] = []
 
-    def backward_gemms(self, dgrad_s: float, wgrad_s: float) -> None:
+    def backward_gemms(self, dgrad_s: float, wgrad_s: float, flops: float = 0.0) -> None:
         """The backward of a linear layer: the input-gradient (dgrad) and weight-gradient (wgrad)
-        GEMMs, one kernel each; one segment, or two apart with ``split``."""
+        GEMMs, one kernel each (``flops`` each); one segment, or two apart with ``split``."""
         if self.split:
             self.backward.append(ComputeSegment(dgrad_s, 1))
             self.weight.append(ComputeSegment(wgrad_s, 1))
         elif self.two_gemms:  # forward order: reversed with the list, the dgrad GEMM runs first
-            self.backward += [ComputeSegment(wgrad_s, 1), ComputeSegment(dgrad_s, 1)]
+            self.backward += [ComputeSegment(wgrad_s, 1, flops=flops), ComputeSegment(dgrad_s, 1, flops=flops)]
         else:
             self.backward.append(ComputeSegment(dgrad_s + wgrad_s, 2))
+
+    def chunk_seconds(self, tokens: int, out_features: int, in_features: int) -> float:
+        """One of :attr:`chunks` token chunks of a linear's forward GEMM at that smaller shape's own efficiency
+        (the clock in force, the kernel gap; not tallied: the whole GEMM already is)."""
+        cm, m = self.compute, max(1, tokens // self.chunks)
+        eff = cm.linear_efficiency(m, out_features, in_features, "fwd") or cm.efficiency(m, out_features, in_features)
+        return 2.0 * m * out_features * in_features / (cm.peak_flops * eff) * cm.clock_slowdown + cm.kernel_launch_s
 
     def extend(self, pair: tuple[list, list]) -> None:
         """Append (forward items, backward items)."""
@@ -124,9 +132,15 @@ class _Passes:
     def linear(self, tokens: int, out_features: int, in_features: int) -> None:
         """A linear layer: forward NT GEMM, backward dgrad NN + wgrad TN (two kernels)."""
         cm = self.compute
-        self.forward.append(ComputeSegment(cm.linear(tokens, out_features, in_features, "fwd"), 1))
+        flops = 2.0 * tokens * out_features * in_features
+        fwd = cm.linear(tokens, out_features, in_features, "fwd")
+        if self.chunks > 1:
+            self.forward.append(ComputeSegment(fwd, 1, chunk_s=self.chunk_seconds(tokens, out_features, in_features),
+                                               flops=flops / self.chunks))
+        else:
+            self.forward.append(ComputeSegment(fwd, 1))
         self.backward_gemms(cm.linear(tokens, out_features, in_features, "dgrad"),
-                            cm.linear(tokens, out_features, in_features, "wgrad"))
+                            cm.linear(tokens, out_features, in_features, "wgrad"), flops)
 
 
 class LayerCosts:
@@ -179,7 +193,7 @@ class LayerCosts:
         GEMMs in ``weight_grad``)."""
         model, tp = self.model, self.tp
         overlap = self.sequence_parallel and self.tp_comm_overlap and tp > 1
-        passes = _Passes(self.compute, split, two_gemms=overlap)
+        passes = _Passes(self.compute, split, two_gemms=overlap, chunks=tp if overlap else 1)
         recompute_extra = self._attention_block(passes)
         if moe:
             moe_mlp_block(self, passes)
@@ -187,8 +201,10 @@ class LayerCosts:
             self._mlp_block(passes)
         fwd, bwd = passes.forward, passes.backward
         bwd.reverse()
-        if overlap:
-            fwd, bwd = overlap_tp(fwd), overlap_tp(bwd)
+        if overlap:  # forward chunked (ring exchange / pipelined), backward in bulk (tensor_parallel.overlap_tp)
+            def slow(flops: float, op: str) -> tuple[float, float]:
+                return self.compute.overlap_slowdowns(flops, 1.0, (op,))
+            fwd, bwd = overlap_tp(fwd, tp, slow), overlap_tp(bwd, 1, slow)
         params_local = model.layer_matmul_params / tp + model.layer_other_params
         matrices = 5 if model.mlp == "swiglu" else 4  # QKV, output, MLP matrices
         if moe:

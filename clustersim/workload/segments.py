@@ -18,17 +18,25 @@ both executors (``simulate/execute.py``, ``simulate/flow.py``) and the trace use
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from clustersim.workload.ops import Coll
 
 
 @dataclass(frozen=True, slots=True)
 class ComputeSegment:
-    """GPU work of ``kernels`` kernels taking ``seconds`` in all."""
+    """GPU work of ``kernels`` kernels taking ``seconds`` in all.
+
+    A linear layer's forward GEMM also carries, for TP communication overlap
+    (:func:`clustersim.workload.tensor_parallel.overlap_tp`), ``chunk_s``: the seconds of one of the ``tp`` chunks
+    the overlap splits it into (its tokens / tp, at that smaller shape's own efficiency), and ``flops``: FLOPs of
+    one such chunk (0: not a splittable GEMM). Neither is part of its value (repr, equality).
+    """
 
     seconds: float
     kernels: int = 1
+    chunk_s: float = field(default=0.0, repr=False, compare=False)
+    flops: float = field(default=0.0, repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +52,8 @@ class TPCommSegment:
 
     ``overlapped_gemm_s`` > 0: the collective runs beside a GEMM of that many seconds
     (``--tp-comm-overlap``, see :func:`clustersim.workload.tensor_parallel.overlap_tp`); the pair
-    takes ``max(comm, gemm)``.
+    takes ``max(comm x comm_slowdown, gemm)``: ``comm_slowdown`` is how much longer the collective takes while the
+    GEMM shares the SMs with it (the profile's overlap table; 1: not measured).
     """
 
     op: str
@@ -52,11 +61,12 @@ class TPCommSegment:
     overlapped_gemm_s: float = 0.0
     axis: str = "tp"  # tp, or ep: the MoE token dispatch/combine over the expert-parallel group
     algorithm: str = "auto"  # nvshmem: the EP dispatch/combine as one-sided puts (parallelism.ep_transport)
+    comm_slowdown: float = field(default=1.0, repr=False)
 
     def bind(self, groups: list[list[int]]) -> TPCollectiveSegment:
         """The op-level segment of this collective on the group(s) ``groups`` of its axis."""
         return TPCollectiveSegment(Coll(self.op, groups, self.size_bytes, self.axis, self.algorithm),
-                                   self.overlapped_gemm_s)
+                                   self.overlapped_gemm_s, self.comm_slowdown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +75,7 @@ class TPCollectiveSegment:
 
     coll: Coll
     overlapped_gemm_s: float = 0.0
+    comm_slowdown: float = field(default=1.0, repr=False)
 
 
 UnitSegment = ComputeSegment | HostSegment | TPCommSegment
@@ -124,8 +135,8 @@ def segment_time(seg: OpSegment, comm_time: Callable[[Coll], float]) -> tuple[fl
     """``(GPU seconds, of which compute, exposed TP communication)`` of an op segment, with the
     collective at its closed-form time ``comm_time(coll)``.
 
-    A TP collective overlapped with a GEMM of ``g`` seconds takes ``max(comm, g)``: ``g`` counts
-    as compute and only the excess ``max(0, comm - g)`` as exposed communication.
+    A TP collective overlapped with a GEMM of ``g`` seconds takes ``max(comm x comm_slowdown, g)``: ``g`` counts
+    as compute and only the excess as exposed communication.
 
     Examples
     --------
@@ -141,5 +152,6 @@ def segment_time(seg: OpSegment, comm_time: Callable[[Coll], float]) -> tuple[fl
     gemm = seg.overlapped_gemm_s
     if not gemm:
         return comm, 0.0, comm
+    comm *= seg.comm_slowdown
     # max(comm, gemm) and max(0, comm - gemm), spelled out: this runs once per TP collective of a step
     return (comm if comm >= gemm else gemm), gemm, (comm - gemm if comm > gemm else 0.0)
