@@ -69,6 +69,11 @@ def tp_region_exit(tp: int, sequence_parallel: bool, size_bytes: float) -> tuple
     return [TPCommSegment("all_reduce", size_bytes)], [HostSegment(1)]  # identity backward: a host call
 
 
+#: chunks of a pipelined reduce-scatter overlap: Transformer Engine's default ``num_splits`` of its ``pipeline``
+#: userbuffers method (the method Megatron-Core's default overlap config gives the row-parallel forward GEMMs,
+#: attention output projection and MLP down projection)
+RS_SPLITS = 4
+
 #: ``(gemm flops, collective op) -> (GEMM slowdown, collective slowdown)`` while the two share the GPU
 #: (:meth:`clustersim.workload.compute.ComputeModel.overlap_slowdowns` at compute duty 1)
 Slowdowns = Callable[[float, str], tuple[float, float]]
@@ -90,11 +95,12 @@ def overlap_tp(segments: list[UnitSegment], chunks: int = 1, slowdowns: Slowdown
     * all-gather as a ring exchange: the GEMM of the local shard runs while the next shard arrives (a
       ``send_recv`` of ``size / n`` over the group), ``n - 1`` such steps, then the last shard's GEMM alone:
       ``(n - 1) x max(s_c x p, s_g x g) + g``;
-    * reduce-scatter pipelined: the first chunk's GEMM alone, then the reduce-scatter of chunk ``i`` (``size /
-      n``) beside the GEMM of chunk ``i + 1``, the last chunk's reduce-scatter alone:
-      ``g + (n - 1) x max(s_c x r, s_g x g) + r``.
+    * reduce-scatter pipelined in ``k = min(n, RS_SPLITS)`` chunks: the first chunk's GEMM alone, then the
+      reduce-scatter of chunk ``i`` (``size / k``) beside the GEMM of chunk ``i + 1``, the last chunk's
+      reduce-scatter alone: ``g + (k - 1) x max(s_c x r, s_g x g) + r``.
 
-    ``g``: one chunk's GEMM, ``p`` / ``r``: one chunk's collective at its own size (its latency paid ``n``
+    ``g``: one chunk's GEMM (``chunk_s`` for ``n`` chunks; ``n / k`` of them for the reduce-scatter's), ``p`` /
+    ``r``: one chunk's collective at its own size (its latency paid ``n``
     times), ``s_g`` / ``s_c``: how much the GEMM and the collective slow each other while they share the SMs
     (``slowdowns(chunk FLOPs, op)``: the profile's overlap table; 1 without one). Backward (``chunks`` 1): the
     input regather beside the dgrad GEMM and the input-gradient reduce-scatter beside the wgrad GEMM, each in bulk
@@ -131,9 +137,12 @@ def overlap_tp(segments: list[UnitSegment], chunks: int = 1, slowdowns: Slowdown
                                  comm_slowdown=s_c) for _ in range(n - 1)]
                 out[i], out[j] = [], steps + [ComputeSegment(g, gemm.kernels * n)]
             else:                        # pipelined: chunk i's reduce-scatter beside chunk i + 1's GEMM
-                steps = [replace(seg, size_bytes=seg.size_bytes / n, overlapped_gemm_s=s_g * g, comm_slowdown=s_c)
-                         for _ in range(n - 1)]
-                out[j], out[i] = [ComputeSegment(g, gemm.kernels * n)], steps + [replace(seg, size_bytes=seg.size_bytes / n)]
+                k = min(n, RS_SPLITS)
+                s_g, s_c = slowdowns(gemm.flops * n / k, seg.op)
+                g *= n / k
+                steps = [replace(seg, size_bytes=seg.size_bytes / k, overlapped_gemm_s=s_g * g, comm_slowdown=s_c)
+                         for _ in range(k - 1)]
+                out[j], out[i] = [ComputeSegment(g, gemm.kernels * k)], steps + [replace(seg, size_bytes=seg.size_bytes / k)]
             continue
         s_g, s_c = slowdowns(gemm.flops or 0.0, seg.op)
         out[i] = replace(seg, overlapped_gemm_s=s_g * gemm.seconds, comm_slowdown=s_c)
