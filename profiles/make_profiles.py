@@ -488,7 +488,8 @@ def transfer_info(src_name: str, source_gpu: str, logo: dict[str, dict[str, dict
     direction = f"{source_gpu.split('-')[0]} -> {other}"
     return {"from_profile": src_name,
             "rule": "roofline residual kept per point, both peaks at the boost clock; memory-bound classes: copy time "
-                    "at the target's bandwidth, the rest at its SM issue rate (clustersim/calibration/transfer.py)",
+                    "at the target's bandwidth, the rest at its SM issue rate; sustained clock by FLOP/s per watt of "
+                    "board power, power as clock cubed (clustersim/calibration/transfer.py)",
             "logo_error": {c: round(v["mean"], 3) for c, v in logo[direction].items()},
             "logo_test": f"{direction} (both GPUs measured; same SM count, peak and clocks, 1.43x the HBM bandwidth: "
                          f"the peak and SM scaling of the rule is not tested by it), {LOGO_STUDY}"}
@@ -523,8 +524,10 @@ def transferred_compute(measured: Profile, source_gpu: str, target_gpu: str, log
         "through the target's roofline (roofline_lookup), the GEMMs' partial last wave at the library's measured "
         "share (wave_loss, a wave sweep on one H200); an eager attention core's batched GEMMs (bmm_table, measured "
         "on one H200) the same way; the square GEMM sweep's host issue time kept out of the scaling; memory-bound "
-        "classes moved in bytes by the bandwidth "
-        f"ratio; no sustained-clock table, no compute/NCCL overlap table, no device spread. Written by `{COMMAND}`.")
+        "classes: their copy time at the target's copy bandwidth, their time beyond it at the target's SM issue rate; "
+        "the sustained-clock table carried by the board "
+        "power the target's tensor cores draw at their boost clock (none where it stays under the board power); "
+        f"no compute/NCCL overlap table, no device spread. Written by `{COMMAND}`.")
     if logo is not None:
         out["transfer"] = transfer_info(measured.name, source_gpu, logo)
     return validate(Profile, {"name": "x", "compute": out}, file=None).compute.model_dump(mode="json",

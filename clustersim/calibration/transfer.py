@@ -53,9 +53,18 @@ without the correction, 0.1-2.1% with it (docs/validation.md 3c).
 
 Sustained clocks (``clock_table``: slowdown of compute-bound kernels by compute duty under the
 board's power limit; ``clock_window_ms``, the limiter's averaging window) are a property of the die and its power
-budget, not of the kernel: kept when
-source and target share the architecture (``sm``) and the board power (``tdp_W``; H100 SXM and H200
-are the same GH100 die at 700 W), otherwise left out (no slowdown). ``gemm_half_flops`` (the closed
+budget, not of the kernel: kept as they are when source and target share the architecture (``sm``) and the board
+power (``tdp_W``; H100 SXM and H200 are the same GH100 die at 700 W). Otherwise they are carried by the power the
+target's tensor cores draw at their boost clock against its board power (:func:`clock_table_between`): a measured
+slowdown ``s`` at duty ``d`` says the load at the boost clock would draw ``s^3`` x the board power (dynamic power goes
+as ``f V^2`` and the voltage with the clock, so as ``f^3``); at the same energy per FLOP (Hopper and Blackwell are
+both made on TSMC's 4N-class process) the target's load draws ``R = (peak_t / TDP_t) / (peak_s / TDP_s)`` times as
+much of its own board power, peaks at the boost clock, so its slowdown is ``max(1, s R^(1/3))``. H200 -> B200:
+``R`` = (2,250 x 1,980 / 1,856 TFLOPS / 1,000 W) / (989.4 x 1,980 / 1,830 / 700) = 1.57, full-duty GEMMs 1.137 ->
+1.32 slower than their burst (the H200 table's 0.72-0.81 of peak on a 70B layer's GEMMs becomes 0.55-0.61, where
+measurements of those shapes elsewhere show 0.46-0.65, issue 32; a check, not a fit); GB200 (1,200 W) 1.40 -> 1.27;
+H100 -> A100 (312 TFLOPS at 400 W): ``R`` = 0.51, no slowdown (as before). The energy per FLOP is the rule's one
+assumption beyond the datasheets; the H100 <-> H200 test cannot test it (same die). ``gemm_half_flops`` (the closed
 form's roll-off, used only below the table's smallest point) and ``kernel_launch_us`` (the GPU-side
 gap between dependent kernels) are kept from the source.
 """
@@ -143,6 +152,12 @@ def transfer_compute(compute: dict, *, source: GPUSpec, target: GPUSpec) -> dict
     same_power = (source.sm, source.tdp_W) == (target.sm, target.tdp_W) and source.tdp_W is not None
     out = {key: val for key, val in compute.items()
            if key not in ("peak_tflops", "provenance", "transfer") and (key not in ("clock_table", "clock_window_ms") or same_power)}
+    if not same_power and compute.get("clock_table"):
+        clock = clock_table_between(compute["clock_table"], source=source, target=target, dtype=dtype)
+        if clock:  # the target's load is over its board power: the same limiter, the same window
+            out["clock_table"] = clock
+            if compute.get("clock_window_ms"):
+                out["clock_window_ms"] = compute["clock_window_ms"]
     out["hbm_bandwidth_GBps"] = _r4(tgt["bw"] / 1e9)
     out["gemm_table"] = _gemm_table(compute, gemm, src_ds=src["peak"] / src_boost, tgt_ds=tgt["peak"] / tgt_boost)
     if compute.get("gemm_table"):
@@ -166,6 +181,29 @@ def transfer_compute(compute: dict, *, source: GPUSpec, target: GPUSpec) -> dict
     out["roofline_lookup"] = True
     out["memory_table"] = [_memory_point(p, src, tgt) for p in compute.get("memory_table", [])]
     return out
+
+
+def clock_table_between(points: list[dict], *, source: GPUSpec, target: GPUSpec, dtype: str = "bf16") -> list[dict]:
+    """``clock_table`` points measured on ``source`` carried to ``target`` by board power (module doc, "Sustained
+    clocks"): each slowdown ``s`` becomes ``max(1, s R^(1/3))``; empty when no point is slowed on the target or a
+    board power is unknown.
+
+    >>> from clustersim.config.topology import gpu_spec
+    >>> pts = [{"duty": 0.5911, "slowdown": 1.056}, {"duty": 0.9984, "slowdown": 1.137}]
+    >>> clock_table_between(pts, source=gpu_spec("H200-SXM"), target=gpu_spec("B200"))
+    [{'duty': 0.5911, 'slowdown': 1.227}, {'duty': 0.9984, 'slowdown': 1.321}]
+    >>> clock_table_between(pts, source=gpu_spec("H100-SXM"), target=gpu_spec("A100-SXM-80GB"))
+    []
+    """
+    if source.tdp_W is None or target.tdp_W is None:
+        return []
+
+    def per_watt(g: GPUSpec) -> float:
+        return g.peak_flops(dtype) * (g.boost_ratio() or 1.0) / g.tdp_W
+
+    cube = (per_watt(target) / per_watt(source)) ** (1.0 / 3.0)
+    out = [{**p, "slowdown": round(max(1.0, p["slowdown"] * cube), 3)} for p in points]
+    return out if any(p["slowdown"] > 1.0 for p in out) else []
 
 
 def _gemm_table(compute: dict, gemm, *, src_ds: float, tgt_ds: float) -> list[dict]:
