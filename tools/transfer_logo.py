@@ -74,11 +74,12 @@ def _model(comp: dict, gpu: GPUSpec) -> ComputeModel:
     return ComputeModel.from_profile(ComputeParams.model_validate(comp), gpu)
 
 
-def class_errors(predicted: dict, measured: dict, gpu: GPUSpec, bmm_rows: list[dict] | None = None
-                 ) -> dict[str, list[float]]:
+def class_errors(predicted: dict, measured: dict, gpu: GPUSpec, bmm_rows: list[dict] | None = None,
+                 by_op: dict[str, list[float]] | None = None) -> dict[str, list[float]]:
     """Per kernel class (:data:`CLASSES`), the signed time error of every measured point of ``measured`` (a compute
     section measured on ``gpu``) when priced with ``predicted`` (a section transferred to ``gpu``). ``bmm_rows``:
-    ``gpu``'s raw batched-GEMM rows that are kernel time (:func:`host_free`; none: no ``bmm`` class).
+    ``gpu``'s raw batched-GEMM rows that are kernel time (:func:`host_free`; none: no ``bmm`` class). ``by_op``: filled
+    with the memory-table points' errors per class name as well.
 
     >>> from clustersim.config.topology import gpu_spec
     >>> m = {"hbm_bandwidth_GBps": 3000.0, "memory_table": [{"op": "add", "bytes": 1e8, "efficiency": 0.9}]}
@@ -117,7 +118,10 @@ def class_errors(predicted: dict, measured: dict, gpu: GPUSpec, bmm_rows: list[d
             h = _nearest(rows, p["hidden"])
             pts = [q for q in pts if q[2] == h]
         eff = interp_log([(q[0], q[1]) for q in pts], p["bytes"])
-        out["eager_attention" if p["op"] in SEQUENCES else "memory"].append((bw_m * p["efficiency"]) / (bw_p * eff) - 1)
+        err = (bw_m * p["efficiency"]) / (bw_p * eff) - 1
+        out["eager_attention" if p["op"] in SEQUENCES else "memory"].append(err)
+        if by_op is not None:
+            by_op.setdefault(p["op"], []).append(err)
     clock_p = sorted((p["duty"], p["slowdown"]) for p in predicted.get("clock_table", []))
     for p in measured.get("clock_table", []):
         out["clock"].append(clock_slowdown(clock_p, p["duty"]) / p["slowdown"] - 1)
@@ -137,12 +141,13 @@ def summary(errors: dict[str, list[float]]) -> dict[str, dict]:
             for c, v in errors.items() if v}
 
 
-def logo(a: tuple[str, dict, GPUSpec, list[dict] | None], b: tuple[str, dict, GPUSpec, list[dict] | None]
-         ) -> dict[str, dict[str, dict]]:
+def logo(a: tuple[str, dict, GPUSpec, list[dict] | None], b: tuple[str, dict, GPUSpec, list[dict] | None],
+         by_op: dict[str, dict[str, list[float]]] | None = None) -> dict[str, dict[str, dict]]:
     """Both directions of a pair: ``{"A -> B": summary, "B -> A": summary}``, each GPU given as ``(name, its
     measured compute section, its GPUSpec, its raw batched-GEMM rows or None)``. Where a GPU has raw batched-GEMM
     rows its own ``bmm_table`` is fitted from them (at its peak and kernel gap) before its tables are transferred,
-    so a ``bmm_table`` that was itself carried from the other GPU never enters its own test."""
+    so a ``bmm_table`` that was itself carried from the other GPU never enters its own test. ``by_op``: filled with
+    each direction's memory-table errors per class name."""
     out = {}
     for (ns, cs, gs, rs), (nt, ct, gt, rt) in ((a, b), (b, a)):
         src = dict(cs)
@@ -153,7 +158,8 @@ def logo(a: tuple[str, dict, GPUSpec, list[dict] | None], b: tuple[str, dict, GP
         if held and rs:   # a shape the source timed as host issue has no source point: not a test of the transfer
             keep = {(r["kind"], r["bh"], r["s"], r["d"]) for r in host_free(rs)}
             held = [r for r in held if (r["kind"], r["bh"], r["s"], r["d"]) in keep]
-        out[f"{ns} -> {nt}"] = summary(class_errors(pred, ct, gt, held))
+        ops = by_op.setdefault(f"{ns} -> {nt}", {}) if by_op is not None else None
+        out[f"{ns} -> {nt}"] = summary(class_errors(pred, ct, gt, held, ops))
     return out
 
 
@@ -178,13 +184,13 @@ def read_rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def hopper_pair(computes: dict[str, dict] | None = None) -> dict[str, dict[str, dict]]:
+def hopper_pair(computes: dict[str, dict] | None = None, by_op: dict | None = None) -> dict[str, dict[str, dict]]:
     """:func:`logo` of H200 and H100: ``computes`` maps a measured profile name (:data:`MEASURED`) to its compute
     section (default: the shipped ``profiles/<name>.yaml``)."""
     if computes is None:
         computes = {n: yaml.safe_load((ROOT / "profiles" / f"{n}.yaml").read_text())["compute"] for n in MEASURED}
     a, b = ((NAMES[g], computes[n], gpu_spec(g), read_rows(BMM_ROWS[g])) for n, g in MEASURED.items())
-    return logo(a, b)
+    return logo(a, b, by_op)
 
 
 def markdown(table: dict[str, dict[str, dict]]) -> str:
@@ -206,9 +212,17 @@ def main(argv: list[str] | None = None) -> int:
     """Print the H200 <-> H100 LOGO table of the shipped profiles."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", action="store_true", help="the numbers as JSON")
+    ap.add_argument("--by-op", action="store_true", help="also the memory-bound classes one by one")
     args = ap.parse_args(argv)
-    table = hopper_pair()
+    ops: dict = {}
+    table = hopper_pair(by_op=ops)
     print(json.dumps(table, indent=1) if args.json else markdown(table))
+    if args.by_op:
+        print("\n| memory class | " + " | ".join(f"{d}: mean, bias" for d in ops) + " |")
+        print("|---|" + "---|" * len(ops))
+        for op in sorted(next(iter(ops.values()))):
+            cells = [summary({op: v[op]})[op] for v in ops.values()]
+            print(f"| {op} | " + " | ".join(f"{100 * c['mean']:.1f}%, {100 * c['bias']:+.1f}%" for c in cells) + " |")
     return 0
 
 
