@@ -30,7 +30,7 @@ clock (the boost clock where both GPUs state it, else the SM count alone). On th
 than the copy (``eff_s >= 1``: caches serve part of it) keeps its efficiency. Tested
 leave-one-GPU-out on H200 <-> H100 (same SMs and clock, 1.41x the bandwidth; ``tools/transfer_logo.py``,
 validation/transfer-rule-logo_h100-h200_2026-12-02; H200 -> H100 / H100 -> H200, 128 points): mean |time error|
-14.9% / 15.8%, bias +5.7% / +3.5%, where keeping each point's efficiency at ``bytes x bw_t / bw_s`` (all of the time
+12.5% / 15.7%, bias +3.4% / +0.8%, where keeping each point's efficiency at ``bytes x bw_t / bw_s`` (all of the time
 HBM time, the rule before 2026-12-02) gave 22.1% / 19.0% and a bias of +20.2% / -14.8%: too fast on the faster-HBM
 GPU. Which share of
 a class is SM time differs by class (the H200 runs RoPE at 1.06x the H100's speed, SwiGLU at 1.40x), and one GPU's
