@@ -68,6 +68,7 @@ from recipe_base import (A100_COLLECTIVES, BASE_H200, CLOCK_IDLE, CLOCK_IDLE_H20
                          H200_COMPUTE, H200_FIRST_COLLECTIVE, H200_KERNELS, H200_OVERLAP, H200_PI_GPUS, H200_WAVES,
                          LINKS_PUBLISHED, P2P_RESIDENT, P2P_RESIDENT_H200, PROFILES, ROOT, link_model_section,
                          nccl_switches, path, reading_for, reads)
+import recipe_base
 from recipe_base import merge as _merge
 from recipe_base import read as _read
 
@@ -467,10 +468,6 @@ TRANSFERRED = {
 }
 
 
-#: the study that holds the leave-one-GPU-out table of the transfer rule
-LOGO_STUDY = "validation/transfer-rule-logo_h100-h200_2026-12-02"
-
-
 def logo_table(measured: dict[str, Profile]) -> dict[str, dict[str, dict]]:
     """The transfer rule's leave-one-GPU-out table of the two measured Hopper profiles just fitted
     (``tools/transfer_logo.py``: H200 -> H100 and H100 -> H200, per kernel class)."""
@@ -481,18 +478,27 @@ def logo_table(measured: dict[str, Profile]) -> dict[str, dict[str, dict]]:
                                       for n in transfer_logo.MEASURED})
 
 
+def logo_inputs() -> list[str]:
+    """The raw files :func:`logo_table` reads beyond the measured profiles (repository paths)."""
+    import transfer_logo
+
+    return [str(p.relative_to(ROOT)) for p in transfer_logo.BMM_ROWS.values()]
+
+
 def transfer_info(src_name: str, source_gpu: str, logo: dict[str, dict[str, dict]]) -> dict:
     """``compute.transfer`` of a profile whose tables come from ``src_name``: the rule and its held-out error in
     the direction that starts at ``source_gpu`` (H200 -> H100 for tables taken from the H200)."""
     other = {"H200-SXM": "H100", "H100-SXM": "H200"}[source_gpu]
     direction = f"{source_gpu.split('-')[0]} -> {other}"
+    import transfer_logo  # (tools/transfer_logo.py, on the path since logo_table)
+
     return {"from_profile": src_name,
             "rule": "roofline residual kept per point, both peaks at the boost clock; memory-bound classes: copy time "
                     "at the target's bandwidth, the rest at its SM issue rate; sustained clock by FLOP/s per watt of "
                     "board power, power as clock cubed (clustersim/calibration/transfer.py)",
             "logo_error": {c: round(v["mean"], 3) for c, v in logo[direction].items()},
             "logo_test": f"{direction} (both GPUs measured; same SM count, peak and clocks, 1.43x the HBM bandwidth: "
-                         f"the peak and SM scaling of the rule is not tested by it), {LOGO_STUDY}"}
+                         f"the peak and SM scaling of the rule is not tested by it), {transfer_logo.STUDY}"}
 
 
 def transferred_compute(measured: Profile, source_gpu: str, target_gpu: str, logo: dict | None = None) -> dict:
@@ -778,6 +784,9 @@ def main(argv: list[str] | None = None) -> int:
         # published link / NCCL values stay as written by hand; only the compute section is generated
         shipped = (PROFILES / f"{name}.yaml").read_text(encoding="utf-8")
         compute = transferred_compute(measured[src_name], src_gpu, target, logo)
+        with reading_for(name):  # the LOGO error it carries was computed from both GPUs' batched-GEMM rows too
+            for rel in logo_inputs():
+                recipe_base.path(rel)  # (main's own `path` is a local further down)
         text = with_compute(shipped, compute)
         if name in A100_LINK_MODEL:
             with reading_for(name):

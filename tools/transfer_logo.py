@@ -174,6 +174,8 @@ ROOT = Path(__file__).resolve().parents[1]
 #: validation/attention-bmm-wave-h100-blind_h100_2026-11-27)
 BMM_ROWS = {"H200-SXM": ROOT / "profiles" / "measurements" / "h200" / "attention-bmm.jsonl",
             "H100-SXM": ROOT / "validation" / "attention-bmm-wave-h100-blind_h100_2026-11-27" / "attention-bmm" / "h100.jsonl"}
+#: the study that holds the table (repository path)
+STUDY = "validation/transfer-rule-logo_h100-h200_2026-12-02"
 #: the measured profiles and their GPUs
 MEASURED = {"hgx-h200": "H200-SXM", "dgx-h100": "H100-SXM"}
 NAMES = {"H200-SXM": "H200", "H100-SXM": "H100"}
