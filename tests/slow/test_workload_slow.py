@@ -49,5 +49,7 @@ def test_tp_comm_overlap_hides_tp_collectives_behind_gemms():
     off, on = res["false", "analytical"], res["true", "analytical"]
     assert on.step_time_s < off.step_time_s
     assert on.breakdown["comm_tp"] < 0.5 * off.breakdown["comm_tp"]
-    assert on.breakdown["compute"] == pytest.approx(off.breakdown["compute"], rel=0.02)
+    # the overlapped GEMMs run slower beside their collectives (the profile's overlap table, GEMMs 1.09-1.26x) and
+    # in smaller chunks (tensor_parallel.overlap_tp): compute grows, by less than the table's largest GEMM slowdown
+    assert off.breakdown["compute"] < on.breakdown["compute"] < 1.26 * off.breakdown["compute"]
     assert res["true", "flow"].step_time_s == pytest.approx(on.step_time_s, rel=0.02)
