@@ -94,17 +94,18 @@ def overlap_tp(segments: list[UnitSegment], chunks: int = 1, slowdowns: Slowdown
 
     * all-gather as a ring exchange: the GEMM of the local shard runs while the next shard arrives (a
       ``send_recv`` of ``size / n`` over the group), ``n - 1`` such steps, then the last shard's GEMM alone:
-      ``(n - 1) x max(s_c x p, s_g x g) + g``;
+      ``(n - 1) x pair(p, g) + g``;
     * reduce-scatter pipelined in ``k = min(n, RS_SPLITS)`` chunks: the first chunk's GEMM alone, then the
       reduce-scatter of chunk ``i`` (``size / k``) beside the GEMM of chunk ``i + 1``, the last chunk's
-      reduce-scatter alone: ``g + (k - 1) x max(s_c x r, s_g x g) + r``.
+      reduce-scatter alone: ``g + (k - 1) x pair(r, g) + r``.
 
     ``g``: one chunk's GEMM (``chunk_s`` for ``n`` chunks; ``n / k`` of them for the reduce-scatter's), ``p`` /
     ``r``: one chunk's collective at its own size (its latency paid ``n``
-    times), ``s_g`` / ``s_c``: how much the GEMM and the collective slow each other while they share the SMs
-    (``slowdowns(chunk FLOPs, op)``: the profile's overlap table; 1 without one). Backward (``chunks`` 1): the
+    times), ``pair``: the two run at once, each slowed while the other runs by ``s_c`` (the collective) and ``s_g``
+    (the GEMM; ``slowdowns(chunk FLOPs, op)``: the profile's overlap table; 1 without one;
+    :func:`clustersim.workload.segments.overlapped_pair`). Backward (``chunks`` 1): the
     input regather beside the dgrad GEMM and the input-gradient reduce-scatter beside the wgrad GEMM, each in bulk
-    (the two are independent): ``max(s_c x comm, s_g x gemm)``. A GEMM without ``chunk_s`` (not a linear's
+    (the two are independent): ``pair(comm, gemm)``. A GEMM without ``chunk_s`` (not a linear's
     forward) is paired in bulk as well. The overlapped GEMM time moves into the collective's
     ``overlapped_gemm_s`` and its segment keeps the kernel count (host issue) with the time not hidden.
 
@@ -115,8 +116,8 @@ def overlap_tp(segments: list[UnitSegment], chunks: int = 1, slowdowns: Slowdown
     >>> out = overlap_tp([ComputeSegment(1.0), TPCommSegment("all_gather", 8.0), g], chunks=4)
     >>> [(type(x).__name__, getattr(x, "op", ""), x.size_bytes if hasattr(x, "op") else x.seconds) for x in out]
     [('ComputeSegment', '', 1.0), ('TPCommSegment', 'send_recv', 2.0), ('TPCommSegment', 'send_recv', 2.0), ('TPCommSegment', 'send_recv', 2.0), ('ComputeSegment', '', 0.55)]
-    >>> [round(x.overlapped_gemm_s, 2) for x in out if hasattr(x, "op")]
-    [0.55, 0.55, 0.55]
+    >>> [(round(x.overlapped_gemm_s, 2), x.gemm_slowdown) for x in out if hasattr(x, "op")][:1]
+    [(0.55, 1.0)]
     >>> overlap_tp([ComputeSegment(1.0), TPCommSegment("all_gather", 8.0), ComputeSegment(2.0)])[1:]
     [TPCommSegment(op='all_gather', size_bytes=8.0, overlapped_gemm_s=2.0, axis='tp', algorithm='auto'), ComputeSegment(seconds=0.0, kernels=1)]
     """
@@ -133,19 +134,19 @@ def overlap_tp(segments: list[UnitSegment], chunks: int = 1, slowdowns: Slowdown
             s_g, s_c = slowdowns(gemm.flops, seg.op)
             g, n = gemm.chunk_s, chunks
             if seg.op == "all_gather":   # ring exchange: n - 1 shard transfers, each beside a shard's GEMM
-                steps = [replace(seg, op="send_recv", size_bytes=seg.size_bytes / n, overlapped_gemm_s=s_g * g,
-                                 comm_slowdown=s_c) for _ in range(n - 1)]
+                steps = [replace(seg, op="send_recv", size_bytes=seg.size_bytes / n, overlapped_gemm_s=g,
+                                 comm_slowdown=s_c, gemm_slowdown=s_g) for _ in range(n - 1)]
                 out[i], out[j] = [], steps + [ComputeSegment(g, gemm.kernels * n)]
             else:                        # pipelined: chunk i's reduce-scatter beside chunk i + 1's GEMM
                 k = min(n, RS_SPLITS)
                 s_g, s_c = slowdowns(gemm.flops * n / k, seg.op)
                 g *= n / k
-                steps = [replace(seg, size_bytes=seg.size_bytes / k, overlapped_gemm_s=s_g * g, comm_slowdown=s_c)
-                         for _ in range(k - 1)]
+                steps = [replace(seg, size_bytes=seg.size_bytes / k, overlapped_gemm_s=g, comm_slowdown=s_c,
+                                 gemm_slowdown=s_g) for _ in range(k - 1)]
                 out[j], out[i] = [ComputeSegment(g, gemm.kernels * k)], steps + [replace(seg, size_bytes=seg.size_bytes / k)]
             continue
         s_g, s_c = slowdowns(gemm.flops or 0.0, seg.op)
-        out[i] = replace(seg, overlapped_gemm_s=s_g * gemm.seconds, comm_slowdown=s_c)
+        out[i] = replace(seg, overlapped_gemm_s=gemm.seconds, comm_slowdown=s_c, gemm_slowdown=s_g)
         out[j] = ComputeSegment(0.0, gemm.kernels)
     flat: list[UnitSegment] = []
     for x in out:

@@ -103,13 +103,7 @@ def scenario_of(row) -> Scenario:
 # gradient reduce-scatter of the last micro-batch: with only 4 micro-batches per replica, 0.37 s of
 # fp32 gradient traffic (4B parameters per TP rank) cannot hide behind one micro-batch's backward;
 # the source does not state the gradient-reduction precision (bf16 would halve it).
-#
-# Known miss: B70B (2026-12-02). --tp-comm-overlap is now priced from what overlaps (chunked GEMMs, the chunks'
-# latencies, the overlap table's mutual slowdowns; docs/training.md): it gains 8% of this step where max(comm, GEMM)
-# gained 23%, and the row comes out 19% slow. Nothing here was tuned to it; what else Megatron-Core's run had that
-# the model lacks is not known from the source.
-KNOWN_MISS = {"B32B": "exposed DP gradient reduce-scatter after the last of 4 micro-batches (fp32 grads assumed)",
-              "B70B": "tp_comm_overlap priced by mechanism (issue 32): the row is 19% slow, the cause not found"}
+KNOWN_MISS = {"B32B": "exposed DP gradient reduce-scatter after the last of 4 micro-batches (fp32 grads assumed)"}
 
 
 @cache
