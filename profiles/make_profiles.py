@@ -68,6 +68,7 @@ from recipe_base import (A100_COLLECTIVES, BASE_H200, CLOCK_IDLE, CLOCK_IDLE_H20
                          H200_COMPUTE, H200_EXPERTS, H200_EXPERTS_LOOP, H200_FIRST_COLLECTIVE, H200_FP8, H200_KERNELS, H200_OVERLAP, H200_PI_GPUS, H200_WAVES,
                          LINKS_PUBLISHED, P2P_RESIDENT, P2P_RESIDENT_H200, PROFILES, ROOT, link_model_section,
                          nccl_switches, path, reading_for, reads)
+import recipe_base
 from recipe_base import merge as _merge
 from recipe_base import read as _read
 
@@ -492,9 +493,43 @@ TRANSFERRED = {
 }
 
 
-def transferred_compute(measured: Profile, source_gpu: str, target_gpu: str) -> dict:
+def logo_table(measured: dict[str, Profile]) -> dict[str, dict[str, dict]]:
+    """The transfer rule's leave-one-GPU-out table of the two measured Hopper profiles just fitted
+    (``tools/transfer_logo.py``: H200 -> H100 and H100 -> H200, per kernel class)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import transfer_logo
+
+    return transfer_logo.hopper_pair({n: measured[n].compute.model_dump(mode="json", exclude_none=True)
+                                      for n in transfer_logo.MEASURED})
+
+
+def logo_inputs() -> list[str]:
+    """The raw files :func:`logo_table` reads beyond the measured profiles (repository paths)."""
+    import transfer_logo
+
+    return [str(p.relative_to(ROOT)) for p in transfer_logo.BMM_ROWS.values()]
+
+
+def transfer_info(src_name: str, source_gpu: str, logo: dict[str, dict[str, dict]]) -> dict:
+    """``compute.transfer`` of a profile whose tables come from ``src_name``: the rule and its held-out error in
+    the direction that starts at ``source_gpu`` (H200 -> H100 for tables taken from the H200)."""
+    other = {"H200-SXM": "H100", "H100-SXM": "H200"}[source_gpu]
+    direction = f"{source_gpu.split('-')[0]} -> {other}"
+    import transfer_logo  # (tools/transfer_logo.py, on the path since logo_table)
+
+    return {"from_profile": src_name,
+            "rule": "roofline residual kept per point, both peaks at the boost clock; memory-bound classes: copy time "
+                    "at the target's bandwidth, the rest at its SM issue rate; sustained clock by FLOP/s per watt of "
+                    "board power, power as clock cubed (clustersim/calibration/transfer.py)",
+            "logo_error": {c: round(v["mean"], 3) for c, v in logo[direction].items()},
+            "logo_test": f"{direction} (both GPUs measured; same SM count, peak and clocks, 1.43x the HBM bandwidth: "
+                         f"the peak and SM scaling of the rule is not tested by it), {transfer_logo.STUDY}"}
+
+
+def transferred_compute(measured: Profile, source_gpu: str, target_gpu: str, logo: dict | None = None) -> dict:
     """The compute section of ``target_gpu``: ``measured``'s tables through
-    :func:`clustersim.calibration.transfer.transfer_compute`, with its provenance."""
+    :func:`clustersim.calibration.transfer.transfer_compute`, with its provenance and, given the ``logo`` table
+    (:func:`logo_table`), its ``transfer`` record."""
     from clustersim.calibration.transfer import transfer_compute
     from clustersim.config.topology import gpu_spec
 
@@ -520,8 +555,12 @@ def transferred_compute(measured: Profile, source_gpu: str, target_gpu: str) -> 
         "through the target's roofline (roofline_lookup), the GEMMs' partial last wave at the library's measured "
         "share (wave_loss, a wave sweep on one H200); an eager attention core's batched GEMMs (bmm_table, measured "
         "on one H200) the same way; the square GEMM sweep's host issue time kept out of the scaling; memory-bound "
-        "classes moved in bytes by the bandwidth "
-        f"ratio; no sustained-clock table, no compute/NCCL overlap table, no device spread. Written by `{COMMAND}`.")
+        "classes: their copy time at the target's copy bandwidth, their time beyond it at the target's SM issue rate; "
+        "the sustained-clock table carried by the board "
+        "power the target's tensor cores draw at their boost clock (none where it stays under the board power); "
+        f"no compute/NCCL overlap table, no device spread. Written by `{COMMAND}`.")
+    if logo is not None:
+        out["transfer"] = transfer_info(measured.name, source_gpu, logo)
     return validate(Profile, {"name": "x", "compute": out}, file=None).compute.model_dump(mode="json",
                                                                                          exclude_none=True)
 
@@ -764,11 +803,15 @@ def main(argv: list[str] | None = None) -> int:
     with reading_for("dgx-h100"):
         h100 = make_h100()
     measured = {p.name: p for p in (h200, h100)}
+    logo = logo_table(measured)
     outputs = [(p.name, render(p)) for p in measured.values()]
     for name, (target, src_name, src_gpu) in TRANSFERRED.items():
         # published link / NCCL values stay as written by hand; only the compute section is generated
         shipped = (PROFILES / f"{name}.yaml").read_text(encoding="utf-8")
-        compute = transferred_compute(measured[src_name], src_gpu, target)
+        compute = transferred_compute(measured[src_name], src_gpu, target, logo)
+        with reading_for(name):  # the LOGO error it carries was computed from both GPUs' batched-GEMM rows too
+            for rel in logo_inputs():
+                recipe_base.path(rel)  # (main's own `path` is a local further down)
         text = with_compute(shipped, compute)
         if name in A100_LINK_MODEL:
             with reading_for(name):

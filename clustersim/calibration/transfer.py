@@ -21,12 +21,21 @@ the roofline of the shape a run actually has (:mod:`clustersim.workload.compute`
 quantisation is evaluated at the run's shape, not at the nearest measured one. Tiles and byte counts:
 :mod:`clustersim.roofline`.
 
-Memory-bound kernels. A kernel of ``B`` bytes takes ``t0 + B / bw`` (a start-up latency, then the
-bandwidth); its efficiency ``B / (t0 bw + B)`` reaches half at ``B = t0 bw``, the bytes in flight
-(Little's law). With the latency unchanged between HBM generations, the target's efficiency at ``B``
-is the source's at ``B * bw_s / bw_t``: every point keeps its efficiency and moves to
-``bytes * bw_t / bw_s``. The achievable copy bandwidth itself is the source's measured fraction of
-its datasheet bandwidth applied to the target's datasheet bandwidth. A class that is a sequence of
+Memory-bound kernels. A class's point of ``B`` bytes took ``t_s = B / (bw_s eff_s)`` on the source, where the
+copy kernel moves the same bytes in ``B / bw_s`` (``bw``: the measured copy bandwidth). Only that copy time is HBM
+time; the rest, ``u = t_s - B / bw_s``, is spent in the SMs (instruction issue, reductions, the latency of
+dependent loads, start-up), which a faster HBM does not shorten: it scales with the SMs' issue rate, SM count x
+clock (the boost clock where both GPUs state it, else the SM count alone). On the target
+``t_t = B / bw_t + u x (sms_s f_s) / (sms_t f_t)``, stored as ``B / (bw_t t_t)`` at the same bytes; a point faster
+than the copy (``eff_s >= 1``: caches serve part of it) keeps its efficiency. Tested
+leave-one-GPU-out on H200 <-> H100 (same SMs and clock, 1.41x the bandwidth; ``tools/transfer_logo.py``,
+validation/transfer-rule-logo_h100-h200_2026-12-02; H200 -> H100 / H100 -> H200, 128 points): mean |time error|
+12.5% / 15.7%, bias +3.4% / +0.8%, where keeping each point's efficiency at ``bytes x bw_t / bw_s`` (all of the time
+HBM time, the rule before 2026-12-02) gave 22.1% / 19.0% and a bias of +20.2% / -14.8%: too fast on the faster-HBM
+GPU. Which share of
+a class is SM time differs by class (the H200 runs RoPE at 1.06x the H100's speed, SwiGLU at 1.40x), and one GPU's
+table cannot tell them apart: that is the held-out error the class carries. The achievable copy bandwidth itself is
+the source's measured fraction of its datasheet bandwidth applied to the target's datasheet bandwidth. A class that is a sequence of
 kernels with GEMMs in it (eager attention: ``q k^T``, scale, mask, softmax, ``@ v``) has the *sum*
 of the two roofline parts as its roofline (kernels one after another); its time scales by that sum.
 
@@ -37,15 +46,25 @@ SMs could do at the clock it ran at. Where both GPUs state both clocks
 (:meth:`~clustersim.config.topology.GPUSpec.boost_ratio`), the roofline on each side uses the peak at the
 boost clock, and the stored efficiency is converted back to the target's datasheet peak: an H100 table
 transferred to A100 loses the 1,980 / 1,830 it had against its datasheet; H100 to H200 is unchanged (same
-clocks). Where either clock is unknown (B200, GB200) no correction is made. Checked against a published
+clocks); H200 to B200 (1,980 boost over a peak at 1,856 MHz) keeps 1,856 / 1,830 of it, to GB200 (2,112 over
+2,062) 0.946 of its efficiency. Where either clock is unknown (H100 PCIe / NVL) no correction is made. Checked against a published
 per-layer measurement (Korthikanti et al. Table 4, one 22B layer on A100, five settings): 4.9-7.0% too fast
 without the correction, 0.1-2.1% with it (docs/validation.md 3c).
 
 Sustained clocks (``clock_table``: slowdown of compute-bound kernels by compute duty under the
 board's power limit; ``clock_window_ms``, the limiter's averaging window) are a property of the die and its power
-budget, not of the kernel: kept when
-source and target share the architecture (``sm``) and the board power (``tdp_W``; H100 SXM and H200
-are the same GH100 die at 700 W), otherwise left out (no slowdown). ``gemm_half_flops`` (the closed
+budget, not of the kernel: kept as they are when source and target share the architecture (``sm``) and the board
+power (``tdp_W``; H100 SXM and H200 are the same GH100 die at 700 W). Otherwise they are carried by the power the
+target's tensor cores draw at their boost clock against its board power (:func:`clock_table_between`): a measured
+slowdown ``s`` at duty ``d`` says the load at the boost clock would draw ``s^3`` x the board power (dynamic power goes
+as ``f V^2`` and the voltage with the clock, so as ``f^3``); at the same energy per FLOP (Hopper and Blackwell are
+both made on TSMC's 4N-class process) the target's load draws ``R = (peak_t / TDP_t) / (peak_s / TDP_s)`` times as
+much of its own board power, peaks at the boost clock, so its slowdown is ``max(1, s R^(1/3))``. H200 -> B200:
+``R`` = (2,250 x 1,980 / 1,856 TFLOPS / 1,000 W) / (989.4 x 1,980 / 1,830 / 700) = 1.57, full-duty GEMMs 1.137 ->
+1.32 slower than their burst (the H200 table's 0.72-0.81 of peak on a 70B layer's GEMMs becomes 0.55-0.61, where
+measurements of those shapes elsewhere show 0.46-0.65, issue 32; a check, not a fit); GB200 (1,200 W) 1.40 -> 1.27;
+H100 -> A100 (312 TFLOPS at 400 W): ``R`` = 0.51, no slowdown (as before). The energy per FLOP is the rule's one
+assumption beyond the datasheets; the H100 <-> H200 test cannot test it (same die). ``gemm_half_flops`` (the closed
 form's roll-off, used only below the table's smallest point) and ``kernel_launch_us`` (the GPU-side
 gap between dependent kernels) are kept from the source.
 """
@@ -108,10 +127,14 @@ def transfer_compute(compute: dict, *, source: GPUSpec, target: GPUSpec) -> dict
     src_boost, tgt_boost = source.boost_ratio(), target.boost_ratio()
     if src_boost is None or tgt_boost is None:
         src_boost = tgt_boost = 1.0
+    # the SMs' issue rate (SM count x boost clock; the SM count alone where either clock is unknown): what the
+    # part of a memory-bound kernel's time beyond its copy time scales with (module doc, "Memory-bound kernels")
+    clocks = (source.boost_clock_MHz, target.boost_clock_MHz) if None not in (source.boost_clock_MHz,
+                                                                              target.boost_clock_MHz) else (1.0, 1.0)
     src = {"peak": (compute.get("peak_tflops") or source.peak_tflops[dtype]) * 1e12 * src_boost,
-           "bw": bw_fraction * source.hbm_bandwidth, "sms": source.sm_count}
+           "bw": bw_fraction * source.hbm_bandwidth, "sms": source.sm_count, "issue": source.sm_count * clocks[0]}
     tgt = {"peak": target.peak_flops(dtype) * tgt_boost, "bw": bw_fraction * target.hbm_bandwidth,
-           "sms": target.sm_count}
+           "sms": target.sm_count, "issue": target.sm_count * clocks[1]}
 
     # the GEMM library's kept share of a partial wave's loss, per layout (a property of the library, carried with
     # the tables): a layout not listed, the batched and the square-sweep GEMMs take the mean
@@ -128,7 +151,13 @@ def transfer_compute(compute: dict, *, source: GPUSpec, target: GPUSpec) -> dict
 
     same_power = (source.sm, source.tdp_W) == (target.sm, target.tdp_W) and source.tdp_W is not None
     out = {key: val for key, val in compute.items()
-           if key not in ("peak_tflops", "provenance") and (key not in ("clock_table", "clock_window_ms") or same_power)}
+           if key not in ("peak_tflops", "provenance", "transfer") and (key not in ("clock_table", "clock_window_ms") or same_power)}
+    if not same_power and compute.get("clock_table"):
+        clock = clock_table_between(compute["clock_table"], source=source, target=target, dtype=dtype)
+        if clock:  # the target's load is over its board power: the same limiter, the same window
+            out["clock_table"] = clock
+            if compute.get("clock_window_ms"):
+                out["clock_window_ms"] = compute["clock_window_ms"]
     out["hbm_bandwidth_GBps"] = _r4(tgt["bw"] / 1e9)
     out["gemm_table"] = _gemm_table(compute, gemm, src_ds=src["peak"] / src_boost, tgt_ds=tgt["peak"] / tgt_boost)
     if compute.get("gemm_table"):
@@ -152,6 +181,29 @@ def transfer_compute(compute: dict, *, source: GPUSpec, target: GPUSpec) -> dict
     out["roofline_lookup"] = True
     out["memory_table"] = [_memory_point(p, src, tgt) for p in compute.get("memory_table", [])]
     return out
+
+
+def clock_table_between(points: list[dict], *, source: GPUSpec, target: GPUSpec, dtype: str = "bf16") -> list[dict]:
+    """``clock_table`` points measured on ``source`` carried to ``target`` by board power (module doc, "Sustained
+    clocks"): each slowdown ``s`` becomes ``max(1, s R^(1/3))``; empty when no point is slowed on the target or a
+    board power is unknown.
+
+    >>> from clustersim.config.topology import gpu_spec
+    >>> pts = [{"duty": 0.5911, "slowdown": 1.056}, {"duty": 0.9984, "slowdown": 1.137}]
+    >>> clock_table_between(pts, source=gpu_spec("H200-SXM"), target=gpu_spec("B200"))
+    [{'duty': 0.5911, 'slowdown': 1.227}, {'duty': 0.9984, 'slowdown': 1.321}]
+    >>> clock_table_between(pts, source=gpu_spec("H100-SXM"), target=gpu_spec("A100-SXM-80GB"))
+    []
+    """
+    if source.tdp_W is None or target.tdp_W is None:
+        return []
+
+    def per_watt(g: GPUSpec) -> float:
+        return g.peak_flops(dtype) * (g.boost_ratio() or 1.0) / g.tdp_W
+
+    cube = (per_watt(target) / per_watt(source)) ** (1.0 / 3.0)
+    out = [{**p, "slowdown": round(max(1.0, p["slowdown"] * cube), 3)} for p in points]
+    return out if any(p["slowdown"] > 1.0 for p in out) else []
 
 
 def _gemm_table(compute: dict, gemm, *, src_ds: float, tgt_ds: float) -> list[dict]:
@@ -200,13 +252,16 @@ def bmm_between(points: list[dict], *, source: GPUSpec, target: GPUSpec, hbm_fra
 def _memory_point(p: dict, src: dict, tgt: dict) -> dict:
     """One ``memory_table`` point on the target (efficiency relative to the target's copy bandwidth).
 
-    A single memory-bound kernel: same efficiency at ``bytes * bw_t / bw_s`` (Little's law, module
-    doc). A sequence with GEMMs in it (:data:`SEQUENCE_FLOPS_PER_BYTE`): its kernels run one after the
+    A single memory-bound kernel: its copy time at the target's bandwidth plus its SM time at the target's issue
+    rate (``issue``: SM count x clock; module doc), at the same bytes. A sequence with GEMMs in it (:data:`SEQUENCE_FLOPS_PER_BYTE`): its kernels run one after the
     other, so its roofline is the *sum* ``F / peak + B / bw``, and its time scales by that sum's ratio.
     """
-    if p["op"] not in SEQUENCE_FLOPS_PER_BYTE:
-        return {**p, "bytes": round(p["bytes"] * tgt["bw"] / src["bw"])}
     nbytes = p["bytes"]
+    if p["op"] not in SEQUENCE_FLOPS_PER_BYTE:
+        if p["efficiency"] >= 1.0:  # faster than the copy (caches serve part of it): keeps its share of the copy
+            return dict(p)
+        sm_time = (nbytes / (src["bw"] * p["efficiency"]) - nbytes / src["bw"]) * src["issue"] / tgt["issue"]
+        return {**p, "efficiency": _r4(nbytes / (tgt["bw"] * (nbytes / tgt["bw"] + sm_time)))}
     flops = nbytes * SEQUENCE_FLOPS_PER_BYTE[p["op"]]
     t_s = nbytes / (src["bw"] * p["efficiency"])
     t_t = t_s * (flops / tgt["peak"] + nbytes / tgt["bw"]) / (flops / src["peak"] + nbytes / src["bw"])

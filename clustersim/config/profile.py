@@ -32,6 +32,7 @@ from clustersim.config.profile_compute import (
     MemoryPoint,
     OverlapPoint,
     P2PWaitPoint,
+    TransferInfo,
 )
 from clustersim.config.profile_host import CommInit, HostParams, HostSpeedBand, OptimizerHost
 from clustersim.config.provenance import Provenance
@@ -51,7 +52,7 @@ __all__ = [
     "OP_NAMES", "AttentionPoint", "BmmPoint", "ClockPoint", "CollectiveEntry", "CollectiveUncertainty", "CommInit",
     "ComputeParams", "GemmLayoutPoint", "GemmPoint", "HostParams", "HostSpeedBand", "LinkModelOpParams",
     "LinkModelParams", "LinkModelProvenance", "LinkParams", "MemoryPoint", "OptimizerHost", "OverlapPoint",
-    "P2PWaitPoint", "Profile", "ProtocolLink", "Segment", "Source",
+    "P2PWaitPoint", "Profile", "ProtocolLink", "Segment", "Source", "TransferInfo",
 ]
 
 

@@ -5,7 +5,8 @@
 (:class:`AttentionPoint`), an eager attention core's batched GEMMs (:class:`BmmPoint`),
 memory-bound kernel classes (:class:`MemoryPoint`), the sustained clock (:class:`ClockPoint`),
 compute and collectives slowing each other (:class:`OverlapPoint`) and compute beside a waiting
-point-to-point kernel (:class:`P2PWaitPoint`). Part of :class:`clustersim.config.profile.Profile`,
+point-to-point kernel (:class:`P2PWaitPoint`); a transferred section's source and held-out error
+(:class:`TransferInfo`). Part of :class:`clustersim.config.profile.Profile`,
 which re-exports every name here.
 """
 
@@ -173,6 +174,25 @@ class P2PWaitPoint(StrictModel):
     compute_slowdown: Pos = Field(description="Kernel time beside the waiting kernel / kernel time alone; a ratio.")
 
 
+class TransferInfo(StrictModel):
+    """Where a transferred ``compute`` section came from and how far its rule is off when tested
+    (``compute.transfer``; written by ``profiles/make_profiles.py``).
+
+    The rule is stated in ``clustersim/calibration/transfer.py``; ``logo_error`` is its leave-one-GPU-out error
+    (``tools/transfer_logo.py``): the source GPU's tables carried to another GPU that has its own measurements and
+    compared point by point there, per kernel class. It is the width a transferred figure's band carries.
+    """
+
+    from_profile: str = Field(description="The measured profile whose tables were transferred (e.g. hgx-h200).")
+    rule: str = Field(description="The transfer rule, in a few words, and the module that states it.")
+    logo_error: dict[str, Annotated[float, Field(ge=0.0)]] = Field(
+        default_factory=dict, description="Per kernel class (gemm_layout, gemm_square, attention, bmm, memory, "
+        "eager_attention, clock, hbm_copy), the mean |time error| of the rule held out: this source's tables carried "
+        "to the other measured GPU and priced at its measured points; a fraction (0.05 = 5%).")
+    logo_test: str = Field(description="Which pair and direction the held-out error is from, and where the table is "
+                           "(a validation study).")
+
+
 class ComputeParams(StrictModel):
     """GPU compute model."""
 
@@ -181,6 +201,8 @@ class ComputeParams(StrictModel):
         "(other dtypes use the GPU spec's peak and no slowdown).")
     provenance: str | None = Field(None, description="Where the tables come from when they were not measured on this "
                                    "GPU (transferred from another GPU: source, method, date).")
+    transfer: TransferInfo | None = Field(None, description="Set on a section transferred from another GPU: its "
+                                          "source, rule and the rule's leave-one-GPU-out error per kernel class.")
     peak_tflops: Pos | None = Field(None, description="Override the GPU spec's dense peak of dtype, TFLOP/s.")
     gemm_efficiency: Pos = Field(0.75, le=1.0, description="Large-GEMM efficiency (fraction of peak, 0-1) when no table point applies.")
     gemm_half_flops: NonNeg = Field(2.0e9, description="GEMM FLOPs at which efficiency falls to half the large-GEMM value (small-GEMM roll-off).")

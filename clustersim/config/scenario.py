@@ -113,6 +113,9 @@ class Scenario(StrictModel):
                 raise ValueError(f"interleaved schedule needs micro-batches per step ({m_count}) divisible by pp ({par.pp})")
         if par.zero == 3 and par.pp > 1:
             raise ValueError("parallelism.zero: 3 (FSDP) with pp > 1 is not supported; use zero <= 1 with pipelines")
+        if tr.optimizer_impl == "distributed" and par.zero == 0:
+            raise ValueError("training.optimizer_impl: distributed (Megatron's distributed optimizer) shards the "
+                             "optimizer states: it needs parallelism.zero >= 1")
         return self
 
     @property

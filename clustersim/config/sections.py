@@ -189,6 +189,11 @@ class TrainingSection(StrictModel):
     global_batch: Batch = Field(8, description="Sequences per optimizer step (all DP replicas together).")
     micro_batch: Batch = Field(1, description="Sequences per forward/backward pass on one rank.")
     optimizer: Literal["adamw", "sgd"] = Field("adamw", description="adamw keeps two moments per parameter; sgd none (no momentum).")
+    optimizer_impl: Literal["foreach", "fused", "distributed"] = Field(
+        "foreach", description="How the optimizer step is run, which decides its temporaries: foreach (torch.optim "
+        "AdamW's default multi-tensor path, which allocates sqrt(v) for every parameter it updates), fused (torch "
+        "fused=True, apex / Transformer Engine FusedAdam: one kernel per tensor chunk, no temporary) or distributed "
+        "(Megatron's distributed optimizer: the fused kernel on the rank's shard; needs parallelism.zero >= 1).")
     recompute: Literal["none", "selective", "full"] = Field("none", description="Activation recomputation.")
     precision: PrecisionSection = Field(default_factory=PrecisionSection)
     kernel_fusion: Literal["fused", "none"] = Field(

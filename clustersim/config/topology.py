@@ -106,7 +106,7 @@ class GPUSpec(StrictModel):
 
         >>> round(GPU_CATALOG["H100-SXM"].boost_ratio(), 4), GPU_CATALOG["A100-SXM-80GB"].boost_ratio()
         (1.082, 1.0)
-        >>> GPU_CATALOG["B200"].boost_ratio() is None
+        >>> GPU_CATALOG["H100-PCIe"].boost_ratio() is None
         True
         """
         if self.peak_clock_MHz is None or self.boost_clock_MHz is None:
@@ -163,7 +163,11 @@ _H100_NVL_SRC = ("NVIDIA H100 NVL datasheet (2023), per GPU: BF16 1,671 / FP8 3,
 #: 1410 MHz"). H100 SXM5: 1830 (H100 whitepaper, 2022: 132 SMs x 4,096 x 1.83 GHz = 989.4 TFLOPS) and 1980
 #: (the part's maximum SM clock, nvidia-smi; the clock every lent H100 and H200 ran the project's probe kernels at,
 #: validation/probes/pi-timed-section/pi-h100/clocks.csv, pi-h200x4/pi-clocks.csv). H200 SXM: the same die and clocks as H100 SXM.
-#: B200, GB200, H100 PCIe / NVL: not stated here (unknown: the transfer then makes no clock correction).
+#: B200 and GB200: the clock of the dense peak from the peak itself, peak / (148 SMs x 8,192 dense BF16 FLOP/clock,
+#: twice Hopper's 4,096 per SM): B200 2,250 TFLOPS -> 1,856 MHz, GB200 2,500 -> 2,062 MHz; the boost clock from a
+#: third-party specification table (hmc-tech.com/gpus/nvidia-b200-vs-nvidia-gb200, 2026: B200 boost 1.98 GHz and
+#: 'tensor clock' 1.86 GHz, GB200 2.11 and 2.06 GHz, the latter two matching the peaks above), not an NVIDIA
+#: datasheet. H100 PCIe / NVL: not stated here (unknown: the transfer then makes no clock correction).
 #: Max TDP (W) from the same datasheets as the peaks: A100 SXM 400, H100 SXM 700, H100 PCIe 350, H100 NVL
 #: 400 (datasheet 350-400), H200 SXM 700, B200 (HGX B200) 1000, GB200 (per GPU of the NVL72 superchip) 1200
 _B200_SRC = ("NVIDIA HGX B200 datasheet (2024), 8 GPUs: FP8 72 PFLOPS, FP16/BF16 36 PFLOPS, TF32 18 PFLOPS "
@@ -206,10 +210,12 @@ GPU_CATALOG: dict[str, GPUSpec] = {
                 visible_memory_MiB=143156),
         GPUSpec(name="B200", vendor_name="NVIDIA B200", sm=100,
                 peak_tflops={"bf16": 2250, "fp16": 2250, "fp8": 4500, "tf32": 1125, "fp32": 75},
-                hbm_GB=180, hbm_bandwidth_GBps=8000, nvlink_generation=5, sm_count=148, tdp_W=1000, source=_B200_SRC),
+                hbm_GB=180, hbm_bandwidth_GBps=8000, nvlink_generation=5, sm_count=148, tdp_W=1000,
+                peak_clock_MHz=1856, boost_clock_MHz=1980, source=_B200_SRC),
         GPUSpec(name="GB200", vendor_name="NVIDIA GB200", sm=100,
                 peak_tflops={"bf16": 2500, "fp16": 2500, "fp8": 5000, "tf32": 1250, "fp32": 80},
-                hbm_GB=186, hbm_bandwidth_GBps=8000, nvlink_generation=5, sm_count=148, tdp_W=1200, source=_GB200_SRC),
+                hbm_GB=186, hbm_bandwidth_GBps=8000, nvlink_generation=5, sm_count=148, tdp_W=1200,
+                peak_clock_MHz=2062, boost_clock_MHz=2112, source=_GB200_SRC),
     ]
 }
 

@@ -276,7 +276,7 @@ def _scaled(seg, f: float):
     if isinstance(seg, ComputeSegment):
         return ComputeSegment(seg.seconds * f, seg.kernels)
     if isinstance(seg, TPCollectiveSegment) and seg.overlapped_gemm_s:
-        return TPCollectiveSegment(seg.coll, seg.overlapped_gemm_s * f)
+        return TPCollectiveSegment(seg.coll, seg.overlapped_gemm_s * f, seg.comm_slowdown, seg.gemm_slowdown)
     return seg
 
 

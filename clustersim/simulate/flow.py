@@ -19,7 +19,7 @@ from __future__ import annotations
 from clustersim.breakdown import inner_comm_part
 from clustersim.simulate.execute import Timeline, host_issue
 from clustersim.workload.ops import Graph
-from clustersim.workload.segments import ComputeSegment, segment_time
+from clustersim.workload.segments import ComputeSegment, overlapped_pair, segment_time
 
 
 def _play_segments(env, op, comm_time, private_tp: bool, coll_events, credit: float = 0.0):
@@ -51,10 +51,12 @@ def _play_segments(env, op, comm_time, private_tp: bool, coll_events, credit: fl
             acc = 0.0
         t1 = env.now
         hide = seg.overlapped_gemm_s  # a GEMM running beside it (TP overlap)
-        evs = coll_events(seg.coll, op.name)
-        if hide > 0:
-            evs = evs + [env.timeout(hide)]
-        yield env.all_of(evs)
+        yield env.all_of(coll_events(seg.coll, op.name))
+        if hide > 0:  # the pair with the collective's flow time, as segment_time (overlapped_pair)
+            ran = env.now - t1
+            total = overlapped_pair(ran, hide, seg.comm_slowdown, seg.gemm_slowdown)
+            if total > ran:
+                yield env.timeout(total - ran)
         comp += hide
         key = inner_comm_part(seg.coll.axis)
         comm[key] = comm.get(key, 0.0) + env.now - t1 - hide

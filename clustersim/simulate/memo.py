@@ -44,7 +44,7 @@ def _segments_key(segments: list) -> tuple:
         if isinstance(s, ComputeSegment):
             out.append(("c", s.seconds, s.kernels))
         elif isinstance(s, TPCollectiveSegment):
-            out.append(("t", _coll_key(s.coll), s.overlapped_gemm_s))
+            out.append(("t", _coll_key(s.coll), s.overlapped_gemm_s, s.comm_slowdown, s.gemm_slowdown))
         else:  # an op segment the executors do not know yet: compare it by value
             out.append(("?", repr(s)))
     return tuple(out)

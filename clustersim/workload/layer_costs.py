@@ -75,26 +75,40 @@ class _Passes:
     communication overlap).
     """
 
-    def __init__(self, compute: ComputeModel, split: bool = False, two_gemms: bool = False):
+    def __init__(self, compute: ComputeModel, split: bool = False, two_gemms: bool = False, chunks: int = 1):
         self.compute = compute
         self.forward: list[UnitSegment] = []
         self.backward: list[UnitSegment] = []
         self.split = split
         self.two_gemms = two_gemms
+        self.chunks = chunks  # TP overlap: a linear's forward GEMM split into this many token chunks
         self.weight: list[UnitSegment] = []
         #: FP8 casts as fused (generated) kernels, not the unfused PyTorch sequence (training.kernel_fusion)
         self.fused = True
 
-    def backward_gemms(self, dgrad_s: float, wgrad_s: float) -> None:
+    def backward_gemms(self, dgrad_s: float, wgrad_s: float, flops: float = 0.0) -> None:
         """The backward of a linear layer: the input-gradient (dgrad) and weight-gradient (wgrad)
-        GEMMs, one kernel each; one segment, or two apart with ``split``."""
+        GEMMs, one kernel each (``flops`` each); one segment, or two apart with ``split``."""
         if self.split:
             self.backward.append(ComputeSegment(dgrad_s, 1))
             self.weight.append(ComputeSegment(wgrad_s, 1))
         elif self.two_gemms:  # forward order: reversed with the list, the dgrad GEMM runs first
-            self.backward += [ComputeSegment(wgrad_s, 1), ComputeSegment(dgrad_s, 1)]
+            self.backward += [ComputeSegment(wgrad_s, 1, flops=flops), ComputeSegment(dgrad_s, 1, flops=flops)]
         else:
             self.backward.append(ComputeSegment(dgrad_s + wgrad_s, 2))
+
+    def chunk_seconds(self, tokens: int, out_features: int, in_features: int, fp8: bool = False) -> float:
+        """One of :attr:`chunks` token chunks of a linear's forward GEMM at that smaller shape's own efficiency
+        (the clock in force, the kernel gap; not tallied: the whole GEMM already is); in FP8 for a block's linear
+        under an FP8 recipe."""
+        cm, m = self.compute, max(1, tokens // self.chunks)
+        if fp8 and cm.fp8_recipe is not None:
+            tally = list(cm.tally)
+            t = cm.block_linear(m, out_features, in_features, "fwd")
+            cm.tally[:] = tally  # not tallied: the whole GEMM already is
+            return t
+        eff = cm.linear_efficiency(m, out_features, in_features, "fwd") or cm.efficiency(m, out_features, in_features)
+        return 2.0 * m * out_features * in_features / (cm.peak_flops * eff) * cm.clock_slowdown + cm.kernel_launch_s
 
     def extend(self, pair: tuple[list, list]) -> None:
         """Append (forward items, backward items)."""
@@ -133,14 +147,22 @@ class _Passes:
         before each pass's GEMMs."""
         cm = self.compute
         gemm = cm.block_linear if fp8 else cm.linear
-        self.forward.append(ComputeSegment(gemm(tokens, out_features, in_features, "fwd"), 1))
-        if fp8 and cm.fp8_recipe is not None:
-            fwd, bwd = cast_segments(cm, cm.fp8_recipe, tokens, out_features, in_features, fused=self.fused)
-            self.forward[-1:-1] = fwd
+        flops = 2.0 * tokens * out_features * in_features
+        fwd = gemm(tokens, out_features, in_features, "fwd")
+        if self.chunks > 1:
+            self.forward.append(ComputeSegment(fwd, 1, chunk_s=self.chunk_seconds(tokens, out_features, in_features,
+                                                                                  fp8=fp8),
+                                               flops=flops / self.chunks))
+        else:
+            self.forward.append(ComputeSegment(fwd, 1))
+        casts = fp8 and cm.fp8_recipe is not None
+        if casts:
+            cast_fwd, cast_bwd = cast_segments(cm, cm.fp8_recipe, tokens, out_features, in_features, fused=self.fused)
+            self.forward[-1:-1] = cast_fwd
         self.backward_gemms(gemm(tokens, out_features, in_features, "dgrad"),
-                            gemm(tokens, out_features, in_features, "wgrad"))
-        if fp8 and cm.fp8_recipe is not None:
-            self.backward += bwd  # forward order: once reversed they run before the backward GEMMs
+                            gemm(tokens, out_features, in_features, "wgrad"), flops)
+        if casts:
+            self.backward += cast_bwd  # forward order: once reversed they run before the backward GEMMs
 
 
 class LayerCosts:
@@ -193,7 +215,7 @@ class LayerCosts:
         GEMMs in ``weight_grad``)."""
         model, tp = self.model, self.tp
         overlap = self.sequence_parallel and self.tp_comm_overlap and tp > 1
-        passes = _Passes(self.compute, split, two_gemms=overlap)
+        passes = _Passes(self.compute, split, two_gemms=overlap, chunks=tp if overlap else 1)
         passes.fused = not self.unfused
         recompute_extra = self._attention_block(passes)
         if moe:
@@ -202,8 +224,10 @@ class LayerCosts:
             self._mlp_block(passes)
         fwd, bwd = passes.forward, passes.backward
         bwd.reverse()
-        if overlap:
-            fwd, bwd = overlap_tp(fwd), overlap_tp(bwd)
+        if overlap:  # forward chunked (ring exchange / pipelined), backward in bulk (tensor_parallel.overlap_tp)
+            def slow(flops: float, op: str) -> tuple[float, float]:
+                return self.compute.overlap_slowdowns(flops, 1.0, (op,))
+            fwd, bwd = overlap_tp(fwd, tp, slow), overlap_tp(bwd, 1, slow)
         replicated = model.attention_replicated_params  # MLA's down-projections: whole on every TP rank
         params_local = (model.layer_matmul_params - replicated) / tp + replicated + model.layer_other_params
         matrices = model.attention_matrices + (3 if model.mlp == "swiglu" else 2)  # QKV, output, MLP matrices

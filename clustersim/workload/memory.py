@@ -216,8 +216,17 @@ through the caching allocator once per cuBLAS handle, i.e. per thread: the forwa
 and autograd's device thread run the GEMMs of the backward."""
 FRAGMENTATION_FRACTION = 0.132
 """Caching-allocator rounding and fragmentation, reserved over allocated minus one: 4.6% to 13.2% in the
-7 H100 runs (largest with full recompute and with 8k sequences); the largest is taken, so that ``fits``
-errs on the safe side."""
+7 H100 runs (largest with full recompute and with 8k sequences); the largest is taken, so that the total needed
+(the device memory a run holds where it has room) errs on the safe side."""
+FRAGMENTATION_FLOOR_FRACTION = 0.016
+"""What the caching allocator keeps over the allocated peak when memory runs short: before it raises out-of-memory,
+PyTorch's CUDACachingAllocator frees every cached block no tensor uses (``release_cached_blocks``) and retries the
+cudaMalloc, so the reserved excess of a run with room (:data:`FRAGMENTATION_FRACTION`) is given back under pressure;
+what stays is rounding and blocks split between live tensors. Taken as the smallest reserved-over-allocated excess
+of the measured runs, 1.6% (a 2x and a 4x H100 DDP run at 33.8 GiB, validation/blind11-fsdp2-skew_h100x2_2026-11-27,
+validation/blind12-4gpu_h100x4_2026-11-27; 1.6-44% over the 282 run rows of validation/ with both numbers), an upper
+bound of what the allocator cannot give back. ``fits`` uses it (an 8-micro-batch run held 136.7 GiB reserved on a 139.8 GiB H200,
+issue 32, where the 13.2% allowance said it would not fit)."""
 
 
 def _act_bytes(precision) -> int:
@@ -300,10 +309,14 @@ def _stage_row(step, stage: int, state_bytes: StateBytes, act_layer: float) -> d
                                                               step.cp, act)) if step.context is not None else 0.0
     forward_backward = (CUBLAS_WORKSPACE_BYTES + states["params"] + states["optimizer"] + ddp_buckets + gathered_root
                         + step_transient + acts + grads_during + pipeline_outputs + cp_buffers + recv_buffers)
-    # the optimizer step: AdamW (torch foreach) allocates sqrt(v) for every parameter it updates
-    opt_temp = states["optimizer"] / 2 if training.optimizer == "adamw" and not training.precision.master_weights \
-        else (n_params / (dp if par.zero >= 1 else 1) * DTYPE_BYTES[training.precision.optimizer_states]
-              if training.optimizer == "adamw" else 0.0)
+    # the optimizer step: torch's foreach AdamW allocates sqrt(v) for every parameter it updates
+    # (torch/optim/adamw.py _multi_tensor_adamw: exp_avg_sq_sqrt = torch._foreach_sqrt(exp_avg_sq)); the fused
+    # kernels (torch fused=True, apex / TE FusedAdam, Megatron's distributed optimizer on its shard) compute it in
+    # registers and allocate nothing (training.optimizer_impl)
+    opt_temp = 0.0
+    if training.optimizer == "adamw" and training.optimizer_impl == "foreach":
+        opt_temp = states["optimizer"] / 2 if not training.precision.master_weights \
+            else n_params / (dp if par.zero >= 1 else 1) * DTYPE_BYTES[training.precision.optimizer_states]
     optimizer_step = CUBLAS_WORKSPACE_BYTES + states["params"] + states["grads"] + states["optimizer"] + ddp_buckets + opt_temp
     optimizer_step += pipeline_outputs + recv_buffers  # output_chunks are cleared at the next step's start
     step_end = (CUBLAS_WORKSPACE_BYTES + states["params"] + states["grads"] + states["optimizer"] + ddp_buckets
@@ -383,8 +396,10 @@ def step_memory(step, capacity_bytes: float) -> dict:
     * the pipeline step's end: those outputs and their concatenation.
 
     The total a GPU needs adds the CUDA context and allocator fragmentation (measured on an H100) and
-    NCCL's communicators (measured by a probe, :func:`nccl_bytes`), each stated in this module; ``fits`` compares
-    that total with ``capacity_bytes``. ``ddp_rebuild_transient_bytes``: what torch DDP may hold once more at its
+    NCCL's communicators (measured by a probe, :func:`nccl_bytes`), each stated in this module: the device memory a
+    run holds where it has room. ``fits`` compares ``min_needed_bytes`` with ``capacity_bytes``: the same with only
+    the fragmentation the allocator cannot give back under pressure (:data:`FRAGMENTATION_FLOOR_FRACTION`);
+    ``tight``: it fits, but not with the full allowance (the allocator will free its cache and retry). ``ddp_rebuild_transient_bytes``: what torch DDP may hold once more at its
     second step (its bucket set), beside the total.
     Returns the fullest rank's row (``peak_bytes_per_gpu`` is kept as the peak allocated).
     """
@@ -409,7 +424,12 @@ def step_memory(step, capacity_bytes: float) -> dict:
     best["total_needed_bytes"] = (peak + best["cuda_context_bytes"] + best["nccl_buffer_bytes"]
                                   + best["fragmentation_bytes"])
     best["capacity_bytes"] = capacity_bytes
-    best["fits"] = best["total_needed_bytes"] <= capacity_bytes
+    # the least the GPU must hold: under memory pressure the allocator gives back its cached blocks
+    best["min_needed_bytes"] = (peak * (1 + FRAGMENTATION_FLOOR_FRACTION) + best["cuda_context_bytes"]
+                                + best["nccl_buffer_bytes"])
+    best["fits"] = best["min_needed_bytes"] <= capacity_bytes
+    # fits only with the allocator at its limit (it will free and retry cudaMalloc; no room for its cache)
+    best["tight"] = best["fits"] and best["total_needed_bytes"] > capacity_bytes
     # torch DDP (no pipeline): the reducer rebuilds its buckets at the second step, and in some runs the first set is
     # still alive then -- once, one more bucket set above the steady peak (4 of 23 multi-GPU DDP runs, every run of the
     # one-rank probe; docs/validation.md 6g, 6p). Stated beside the total, not in it: most runs never hold it

@@ -18,17 +18,25 @@ both executors (``simulate/execute.py``, ``simulate/flow.py``) and the trace use
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from clustersim.workload.ops import Coll
 
 
 @dataclass(frozen=True, slots=True)
 class ComputeSegment:
-    """GPU work of ``kernels`` kernels taking ``seconds`` in all."""
+    """GPU work of ``kernels`` kernels taking ``seconds`` in all.
+
+    A linear layer's forward GEMM also carries, for TP communication overlap
+    (:func:`clustersim.workload.tensor_parallel.overlap_tp`), ``chunk_s``: the seconds of one of the ``tp`` chunks
+    the overlap splits it into (its tokens / tp, at that smaller shape's own efficiency), and ``flops``: FLOPs of
+    one such chunk (0: not a splittable GEMM). Neither is part of its value (repr, equality).
+    """
 
     seconds: float
     kernels: int = 1
+    chunk_s: float = field(default=0.0, repr=False, compare=False)
+    flops: float = field(default=0.0, repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,8 +51,9 @@ class TPCommSegment:
     """A tensor-parallel collective of a unit (nccl-tests ``size_bytes``), not yet bound to a group.
 
     ``overlapped_gemm_s`` > 0: the collective runs beside a GEMM of that many seconds
-    (``--tp-comm-overlap``, see :func:`clustersim.workload.tensor_parallel.overlap_tp`); the pair
-    takes ``max(comm, gemm)``.
+    (``--tp-comm-overlap``, see :func:`clustersim.workload.tensor_parallel.overlap_tp`); the pair takes
+    :func:`overlapped_pair`: ``comm_slowdown`` and ``gemm_slowdown`` are how much slower the collective and the GEMM
+    run while both share the SMs (the profile's overlap table; 1: not measured).
     """
 
     op: str
@@ -52,11 +61,13 @@ class TPCommSegment:
     overlapped_gemm_s: float = 0.0
     axis: str = "tp"  # tp, or ep: the MoE token dispatch/combine over the expert-parallel group
     algorithm: str = "auto"  # nvshmem: the EP dispatch/combine as one-sided puts (parallelism.ep_transport)
+    comm_slowdown: float = field(default=1.0, repr=False)
+    gemm_slowdown: float = field(default=1.0, repr=False)
 
     def bind(self, groups: list[list[int]]) -> TPCollectiveSegment:
         """The op-level segment of this collective on the group(s) ``groups`` of its axis."""
         return TPCollectiveSegment(Coll(self.op, groups, self.size_bytes, self.axis, self.algorithm),
-                                   self.overlapped_gemm_s)
+                                   self.overlapped_gemm_s, self.comm_slowdown, self.gemm_slowdown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +76,22 @@ class TPCollectiveSegment:
 
     coll: Coll
     overlapped_gemm_s: float = 0.0
+    comm_slowdown: float = field(default=1.0, repr=False)
+    gemm_slowdown: float = field(default=1.0, repr=False)
+
+
+def overlapped_pair(comm: float, gemm: float, comm_slowdown: float = 1.0, gemm_slowdown: float = 1.0) -> float:
+    """Seconds of a collective of ``comm`` seconds and a GEMM of ``gemm`` seconds (each alone) run at once, each
+    slowed by its factor only while the other runs: the one that ends first ran slowed all along; the other made
+    ``1 / slowdown`` of progress meanwhile and finishes the rest at full speed. ``max(comm, gemm)`` when neither
+    slows.
+
+    >>> overlapped_pair(2.0, 3.0), overlapped_pair(1.0, 3.0, 1.5, 1.2)
+    (3.0, 3.25)
+    """
+    if comm * comm_slowdown <= gemm * gemm_slowdown:   # the collective ends first
+        return gemm + comm * comm_slowdown * (1.0 - 1.0 / gemm_slowdown)
+    return comm + gemm * gemm_slowdown * (1.0 - 1.0 / comm_slowdown)
 
 
 UnitSegment = ComputeSegment | HostSegment | TPCommSegment
@@ -124,8 +151,8 @@ def segment_time(seg: OpSegment, comm_time: Callable[[Coll], float]) -> tuple[fl
     """``(GPU seconds, of which compute, exposed TP communication)`` of an op segment, with the
     collective at its closed-form time ``comm_time(coll)``.
 
-    A TP collective overlapped with a GEMM of ``g`` seconds takes ``max(comm, g)``: ``g`` counts
-    as compute and only the excess ``max(0, comm - g)`` as exposed communication.
+    A TP collective overlapped with a GEMM of ``g`` seconds takes :func:`overlapped_pair` (``max(comm, g)`` without
+    slowdowns): ``g`` counts as compute and only the excess as exposed communication.
 
     Examples
     --------
@@ -141,5 +168,8 @@ def segment_time(seg: OpSegment, comm_time: Callable[[Coll], float]) -> tuple[fl
     gemm = seg.overlapped_gemm_s
     if not gemm:
         return comm, 0.0, comm
+    if seg.comm_slowdown != 1.0 or seg.gemm_slowdown != 1.0:
+        total = overlapped_pair(comm, gemm, seg.comm_slowdown, seg.gemm_slowdown)
+        return total, gemm, total - gemm
     # max(comm, gemm) and max(0, comm - gemm), spelled out: this runs once per TP collective of a step
     return (comm if comm >= gemm else gemm), gemm, (comm - gemm if comm > gemm else 0.0)

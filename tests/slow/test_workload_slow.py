@@ -48,6 +48,9 @@ def test_tp_comm_overlap_hides_tp_collectives_behind_gemms():
                                         overrides=base + [f"parallelism.tp_comm_overlap={ov}"])
     off, on = res["false", "analytical"], res["true", "analytical"]
     assert on.step_time_s < off.step_time_s
-    assert on.breakdown["comm_tp"] < 0.5 * off.breakdown["comm_tp"]
-    assert on.breakdown["compute"] == pytest.approx(off.breakdown["compute"], rel=0.02)
+    # part of the TP communication stays exposed: the chunks' first transfer / last reduce-scatter, their latencies
+    # and the slowdowns beside the GEMMs (tensor_parallel.overlap_tp; tests/unit/test_tp_overlap_mechanism.py)
+    assert on.breakdown["comm_tp"] < off.breakdown["comm_tp"]
+    # the GEMMs themselves: the same, a little more in smaller chunks (each chunk's shape at its own efficiency)
+    assert off.breakdown["compute"] <= on.breakdown["compute"] < 1.05 * off.breakdown["compute"]
     assert res["true", "flow"].step_time_s == pytest.approx(on.step_time_s, rel=0.02)
