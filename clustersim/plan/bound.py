@@ -189,7 +189,9 @@ class UnitCache:
     A ``TransformerStep``'s units (the kernels and TP collectives of one layer, the embedding and
     the head, with the sustained-clock slowdown they imply) depend on the model, the profile and
     only these knobs of a mix: ``tp``, ``micro_batch``, ``sequence_parallel``, ``recompute``, ``cp``
-    (and ``tp_comm_overlap`` and ``cp_algorithm``, scenario settings). Computing them is ~90 % of a screen (the GEMM
+    (and ``tp_comm_overlap`` and ``cp_algorithm``, scenario settings), and for an MoE model its
+    expert grid and routing load (``TransformerStep.experts``: ep, expert TP, the nodes an EP group
+    spans, the tokens per expert). Computing them is ~90 % of a screen (the GEMM
     efficiency table is interpolated per shape), so they are computed once per key and handed to
     every later step with the same key.
     """
@@ -203,12 +205,15 @@ class UnitCache:
         """Give ``step`` the units of its key (computing them on the first call)."""
         key = (step.tp, step.micro_batch, step.sequence_parallel, step.training.recompute,
                step.parallelism.tp_comm_overlap, step.cp, step.parallelism.cp_algorithm)
+        if step.experts is not None:  # an MoE layer's units (and the duty they weigh in) follow its EP grid and load
+            key += (step.experts,)
         hit = self._units.get(key)
         if hit is None:
             units = step.units  # computes them and sets compute_duty / compute.clock_slowdown
-            hit = self._units[key] = (units, step.compute_duty, step.compute.clock_slowdown)
+            hit = self._units[key] = (units, step.compute_duty, step.compute.clock_slowdown, step.moe_units)
         else:
-            step.use_units(*hit)
+            step.use_units(*hit[:3])
+            step._moe_units = hit[3]
         if step.split_backward:  # the split backward's units: the same key decides them
             split = self._split.get(key)
             if split is None:

@@ -56,7 +56,7 @@ def mix_from_text(text: str, base, n_gpus: int) -> Mix:
             except ValueError:
                 raise ClusterSimError(f"--why: {k} needs an integer, not {v!r}", field="--why") from None
     if "dp" not in given:
-        d["dp"] = max(1, n_gpus // (d["tp"] * d["pp"] * d["ep"] * d["cp"]))
+        d["dp"] = max(1, n_gpus // (d["tp"] * d["pp"] * d["cp"]))  # ep is carved out of dp*tp
     return Mix(**d)
 
 

@@ -26,6 +26,9 @@ class Plan:
     bound_s: float
     breakdown: dict = field(default_factory=dict)
     placement: str = ""
+    #: labels of the other mixes whose simulated run is this one (same DAG: same step time and
+    #: breakdown; their memory may differ, this plan's is the least)
+    same_run: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         """JSON row: the mix's fields, then the predictions."""
@@ -33,7 +36,7 @@ class Plan:
                 "tokens_per_s": self.tokens_per_s, "peak_bytes_per_gpu": self.peak_bytes_per_gpu,
                 "fits": self.fits, "fidelity": self.fidelity,
                 "analytical_step_time_s": self.analytical_step_time_s, "lower_bound_s": self.bound_s,
-                "breakdown": dict(self.breakdown), "placement": self.placement}
+                "breakdown": dict(self.breakdown), "placement": self.placement, "same_run": list(self.same_run)}
 
 
 @dataclass
@@ -43,7 +46,8 @@ class PlanReport:
     ``evaluated``: mixes enumerated and judged; ``feasible``: those passing every constraint;
     ``simulated``: feasible mixes run through the analytical simulator; ``pruned_by_bound``:
     feasible mixes skipped because their step-time lower bound could not beat the kept plans.
-    ``plans`` holds every simulated mix, best first.
+    ``plans`` holds every simulated run, best first: mixes with one run are one plan (its
+    ``same_run`` names the others), so no two plans are the same run.
     """
 
     scenario: str

@@ -131,6 +131,24 @@ class _no_gc:
             gc.enable()
 
 
+def run_key(mix: Mix, r: dict) -> tuple:
+    """What names a simulated run: the digest of its executed DAG (equal digests: equal timelines,
+    :mod:`clustersim.simulate.memo`), or without one (``reuse=False``) its step time and breakdown."""
+    if r.get("digest") is not None:
+        return ("digest", r["digest"])
+    return ("result", r["step_time_s"], tuple(sorted(r["breakdown"].items())))
+
+
+def distinct_runs(done: list) -> list[list]:
+    """``done`` (``(mix, bound, result)`` in rank order) grouped by :func:`run_key`, in order of each
+    run's first entry: the mixes of one group are one simulated run (ZeRO-1 and ZeRO-2 issue the
+    same collectives, say), which the top of a plan lists once."""
+    out: dict[tuple, list] = {}
+    for e in done:
+        out.setdefault(run_key(e[0], e[2]), []).append(e)
+    return list(out.values())
+
+
 def _shape_key(mix: Mix) -> tuple:
     """What decides a mix's pipeline schedule (its orders and in-flight counts), then its label."""
     return mix.schedule, mix.pp, mix.virtual_stages, mix.dp * mix.micro_batch, mix.label()
@@ -156,14 +174,21 @@ def _context(ev: Evaluator, tp_across_nodes: bool) -> Context:
     m, tr = ev.base.model, ev.base.training
     return Context(heads=m.heads, kv_heads=m.kv_heads, ffn_hidden=m.ffn_hidden, layers=m.layers, seq_len=m.seq_len,
                    global_batch=tr.global_batch, gpus_per_node=ev.gpus_per_node, attention=m.attention,
-                   tp_across_nodes=tp_across_nodes)
+                   tp_across_nodes=tp_across_nodes, experts=m.moe.experts if m.moe is not None else 0,
+                   expert_tp=ev.base.parallelism.expert_tp)
 
 
 def _placement(ev: Evaluator, mix: Mix) -> str:
     gpn = ev.gpus_per_node
     order = ev.base.parallelism.order
     where = "inside one node's NVLink domain" if mix.tp <= gpn else f"across {mix.tp // gpn} nodes"
-    return f"order {order} (innermost first): TP groups of {mix.tp} adjacent GPUs {where}, pipeline stages outermost"
+    ep = ""
+    if mix.ep > 1:  # EP groups: ep ranks, tp apart (order tp-...-ep: each EP group spans ep*tp adjacent GPUs)
+        span = mix.ep * mix.tp
+        ep = (f", EP groups of {mix.ep} over {span} adjacent GPUs "
+              + ("inside one node's NVLink domain" if span <= gpn else f"across {-(-span // gpn)} nodes"))
+    return (f"order {order} (innermost first): TP groups of {mix.tp} adjacent GPUs {where}{ep}, "
+            "pipeline stages outermost")
 
 
 class _Pool:
@@ -228,7 +253,7 @@ def _search(pool: _Pool, feasible: list, keep: int, n_flow: int, opts: PlanOptio
     """
     groups = _groups(feasible) if opts.reuse else [[e] for e in feasible]
     done: list = []
-    times: list[float] = []
+    times: dict = {}  # run key -> step time: the bound protects `keep` different runs
     flow: dict[str, dict] = {}
     sent: set[str] = set()
     in_flight: dict[int, tuple] = {}  # task id -> ("ana", group index) | ("flow", labels)
@@ -237,7 +262,7 @@ def _search(pool: _Pool, feasible: list, keep: int, n_flow: int, opts: PlanOptio
     while True:
         while not stopped and gi < len(groups) and sum(k == "ana" for k, _ in in_flight.values()) < cap:
             if not opts.exhaustive and len(times) >= keep:
-                cut = sorted(times)[keep - 1]
+                cut = sorted(times.values())[keep - 1]
                 if opts.simulate_below_s is not None:
                     cut = max(cut, opts.simulate_below_s)
                 if groups[gi][0][1] >= cut:
@@ -251,8 +276,9 @@ def _search(pool: _Pool, feasible: list, keep: int, n_flow: int, opts: PlanOptio
             if not stopped and gi < len(groups):
                 pending.append(groups[gi][0][1])
             threshold = min(pending, default=math.inf)
-            best = sorted(done, key=lambda x: (x[2]["step_time_s"], x[0].label()))[:n_flow]
-            new = [e for e in best if e[2]["step_time_s"] < threshold and e[0].label() not in sent]
+            best = distinct_runs(sorted(done, key=lambda x: (x[2]["step_time_s"], x[0].label())))[:n_flow]
+            new = [g[0] for g in best if g[0][2]["step_time_s"] < threshold and not sent & {e[0].label() for e in g}]
+            new = [e for e in new if e[0].label() not in sent]
             by: dict[object, list] = {}
             for e in new:
                 d = e[2]["digest"]
@@ -270,7 +296,7 @@ def _search(pool: _Pool, feasible: list, keep: int, n_flow: int, opts: PlanOptio
         if kind == "ana":
             for (m, b, _), r in zip(groups[what], res):
                 done.append((m, b, r))
-                times.append(r["step_time_s"])
+                times[run_key(m, r)] = r["step_time_s"]
             t_ana = time.perf_counter()
         else:
             flow.update(zip(what, res))
@@ -293,7 +319,8 @@ def plan(source, overrides: list[str] | None = None, options: PlanOptions | None
     tally = Tally()
     survivors = []
     evaluated = 0
-    for mix in enumerate_mixes(ev.n_gpus, ctx.layers, opts.space, seq_len=ctx.seq_len):
+    for mix in enumerate_mixes(ev.n_gpus, ctx.layers, opts.space, seq_len=ctx.seq_len, experts=ctx.experts or None,
+                               attention=ctx.attention):
         evaluated += 1
         bad = structural_violation(mix, ctx)
         if bad is None:
@@ -328,14 +355,19 @@ def plan(source, overrides: list[str] | None = None, options: PlanOptions | None
         keep = opts.keep or max(opts.top, opts.flow_top, 1)
         done, flow, t_ana = _search(pool, feasible, keep, max(opts.flow_top, 0), opts, workers)
         done.sort(key=lambda x: (x[2]["step_time_s"], x[0].label()))
-        plans = [Plan(mix=mx, step_time_s=r["step_time_s"], mfu=r["mfu"], tokens_per_s=r["tokens_per_s"],
-                      peak_bytes_per_gpu=r["peak_bytes_per_gpu"], fits=r["fits"], fidelity="analytical",
-                      analytical_step_time_s=r["step_time_s"], bound_s=b, breakdown=r["breakdown"],
-                      placement=_placement(ev, mx)) for mx, b, r in done]
+        plans = []
+        for group in distinct_runs(done):
+            # one plan per simulated run: the mix of least memory stands for the others (same step)
+            mx, b, r = min(group, key=lambda e: (e[2]["peak_bytes_per_gpu"], e[0].label()))
+            plans.append(Plan(mix=mx, step_time_s=r["step_time_s"], mfu=r["mfu"], tokens_per_s=r["tokens_per_s"],
+                              peak_bytes_per_gpu=r["peak_bytes_per_gpu"], fits=r["fits"], fidelity="analytical",
+                              analytical_step_time_s=r["step_time_s"], bound_s=b, breakdown=r["breakdown"],
+                              placement=_placement(ev, mx),
+                              same_run=[e[0].label() for e in group if e[0] is not mx]))
         n_flow = min(opts.flow_top, len(plans))
         if n_flow:
             for p in plans[:n_flow]:
-                r = flow[p.mix.label()]
+                r = next(flow[lb] for lb in [p.mix.label(), *p.same_run] if lb in flow)
                 p.step_time_s, p.mfu, p.tokens_per_s = r["step_time_s"], r["mfu"], r["tokens_per_s"]
                 p.breakdown, p.fidelity = r["breakdown"], "flow"
             plans[:n_flow] = sorted(plans[:n_flow], key=lambda p: (p.step_time_s, p.mix.label()))
@@ -355,8 +387,8 @@ def why_dropped(source, mix: Mix, overrides: list[str] | None = None, tp_across_
     ev = Evaluator(source, overrides)
     _EV = ev
     ctx = _context(ev, tp_across_nodes)
-    if mix.dp * mix.tp * mix.pp * mix.ep * mix.cp != ev.n_gpus:
-        return "world-size", f"dp*tp*pp*ep*cp = {mix.dp * mix.tp * mix.pp * mix.ep * mix.cp} is not the {ev.n_gpus} GPUs"
+    if mix.dp * mix.tp * mix.pp * mix.cp != ev.n_gpus:
+        return "world-size", f"dp*tp*pp*cp = {mix.dp * mix.tp * mix.pp * mix.cp} is not the {ev.n_gpus} GPUs"
     bad = structural_violation(mix, ctx)
     if bad is not None:
         return bad

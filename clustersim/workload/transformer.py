@@ -486,7 +486,9 @@ class TransformerStep:
         if cm.clock_table and cm.clock_window_s:  # the clock follows each rank's own load (simulate.overlap)
             _ = self.units  # sets the duty and the slowdown the kernels are costed at
             graph.clock = (self.compute_duty, cm.clock_slowdown, tuple(cm.clock_table), cm.clock_window_s)
-        if self.parallelism.zero == 3:
+        # FSDP over one rank shards nothing: the step is plain gradient accumulation, as ZeRO-0's
+        # (FSDP2's hooks and per-parameter copies only run where a shard group has peers)
+        if self.parallelism.zero == 3 and self.grad_dp > 1:
             build_fsdp(graph, self)
             return graph
         grad_sync = self.grad_dp > 1
