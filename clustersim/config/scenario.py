@@ -207,6 +207,11 @@ def _cp_rules(m: ModelSection | None, par: ParallelismSection) -> None:
     if par.sequence_parallel and par.tp > 1 and (m.seq_len // par.cp) % par.tp:
         raise ValueError(f"parallelism.tp ({par.tp}) must divide the local sequence seq_len/cp "
                          f"({m.seq_len}/{par.cp}) with sequence_parallel")
+    if par.cp_algorithm == "alltoall":
+        for name, n in (("heads", m.heads), ("kv_heads", m.kv_heads)):
+            if (n // par.tp) % par.cp:
+                raise ValueError(f"parallelism.cp_algorithm: alltoall splits each TP rank's {name} over the CP ranks: "
+                                 f"model.{name}/tp ({n}/{par.tp}) must be divisible by cp ({par.cp})")
     if m.moe is not None:
         raise ValueError("parallelism.cp > 1 with model.moe is not simulated; use cp: 1 for MoE models")
     if par.zero == 3:
@@ -285,7 +290,8 @@ def estimate_events(scenario: Scenario, n_gpus: int, *, reduced: bool = True) ->
     if scenario.model is not None:
         par = scenario.parallelism
         # context parallelism: ring, cp - 1 K/V steps forward and cp backward; all-gather, 3 collectives
-        cp_segments = 0 if par.cp == 1 else (2 * par.cp - 1 if par.cp_algorithm == "ring" else 3)
+        cp_segments = 0 if par.cp == 1 else (2 * par.cp - 1 if par.cp_algorithm == "ring" else
+                                             4 if par.cp_algorithm == "alltoall" else 3)
         return transformer_events(layers=scenario.model.layers, micro_batches=scenario.micro_batches, pp=par.pp,
                                   virtual_stages=par.virtual_stages, tp=par.tp,
                                   pipelines=1 if (reduced or par.zero == 3) else par.dp, zero=par.zero,

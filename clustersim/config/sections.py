@@ -155,10 +155,12 @@ class ParallelismSection(StrictModel):
                                   "another micro-batch; modelled as hidden behind the same amount of the layer's own dense compute.")
     cp: GPUs = Field(1, description="Context-parallel degree: the sequence split over cp ranks (zig-zag, 2*cp chunks); "
                        "the ranks hold the same weights, so gradients reduce over dp*cp.")
-    cp_algorithm: Literal["ring", "allgather"] = Field(
+    cp_algorithm: Literal["ring", "allgather", "alltoall"] = Field(
         "ring", description="ring: K/V blocks passed point to point around the CP group, each overlapped with the "
                             "attention block it feeds (TransformerEngine p2p); allgather: K/V all-gathered before "
-                            "attention, dK/dV reduce-scattered after it (Llama 3).")
+                            "attention, dK/dV reduce-scattered after it (Llama 3); alltoall: DeepSpeed-Ulysses, "
+                            "Q/K/V all-to-all from sequence to head split before attention and the output back "
+                            "after it (TE a2a; needs heads/tp and kv_heads/tp divisible by cp).")
     sequence_parallel: bool = Field(False, description="With tp > 1: norms/dropout split along the sequence (RS/AG instead of AR).")
     tp_comm_overlap: bool = Field(False, description="With tp > 1 and sequence_parallel: each TP all-gather/reduce-scatter "
                                   "runs beside the GEMM it feeds or drains (Megatron-Core --tp-comm-overlap, TE userbuffers).")

@@ -66,6 +66,8 @@ class Evaluator:
         #: executed DAGs by digest: mixes with the same DAG (ZeRO-1/2, selective recompute under
         #: flash attention) are executed once (one per fidelity, see clustersim.simulate.memo)
         self.memo = StepMemo()
+        #: the screen may drop a memory group's later mixes once one does not fit (PlanOptions.memory_monotone)
+        self.memory_monotone = False
 
     @property
     def n_gpus(self) -> int:

@@ -285,7 +285,8 @@ def _stage_row(step, stage: int, state_bytes: StateBytes, act_layer: float) -> d
     step_transient = max(loss, gathered_layers)
     grads_during = states["grads"] if (step.micro_batches > 1 or step.pp > 1) else 0.0
     cp_buffers = cp_buffer_bytes(step.context, kv_block_bytes(step.micro_batch, model.seq_len, model.kv_hidden, tp,
-                                                              step.cp, act)) if step.context is not None else 0.0
+                                                              step.cp, act), model.heads / model.kv_heads) \
+        if step.context is not None else 0.0
     forward_backward = (CUBLAS_WORKSPACE_BYTES + states["params"] + states["optimizer"] + ddp_buckets + gathered_root
                         + step_transient + acts + grads_during + pipeline_outputs + cp_buffers + recv_buffers)
     # the optimizer step: AdamW (torch foreach) allocates sqrt(v) for every parameter it updates
