@@ -34,6 +34,9 @@ class ScenarioClusterSection(StrictModel):
     topology: str = Field(description="Shipped topology name (hgx-h200) or a path, resolved against the scenario's folder, then the cwd.")
     gpus: GPUs | None = Field(None, description="Use the first N GPUs of the topology (default: all).")
     nodes: Nodes | None = Field(None, description="Replicate the node preset N times on the topology's fabric (clusters).")
+    gpus_per_node: GPUs | None = Field(None, description="Place ranks on the first N GPUs of every node only (default: all): "
+                                       "rack-aware placement, e.g. 64 of each NVL72 rack's 72 so that one EP64 group "
+                                       "lies in each rack of a 256-GPU job on four racks.")
     profile: str | None = Field(None, description="Calibration profile file or shipped name; default: the topology's default profile.")
     nvls: bool | None = Field(None, description="In-network reduction on NVSwitch/SHARP: true, false, or null (the profile decides).")
     p2p: bool = Field(True, description="GPU peer-to-peer over NVLink/PCIe; false stages through host memory.")

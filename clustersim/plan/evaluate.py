@@ -77,7 +77,7 @@ class Evaluator:
     @property
     def gpus_per_node(self) -> int:
         """GPUs sharing one host (the NVLink domain of the shipped NVSwitch nodes)."""
-        return int(self.rs.cluster.gpus_per_host)
+        return int(getattr(self.rs.cluster, "ranks_per_host", self.rs.cluster.gpus_per_host))
 
     def scenario_for(self, mix: Mix, fidelity: str = "analytical") -> Scenario:
         """The validated scenario of ``mix`` (raises ``ValueError``/``ClusterSimError`` when invalid)."""
