@@ -110,6 +110,11 @@ class Scenario(StrictModel):
             m_count = tr.global_batch // (tr.micro_batch * par.dp)
             if m_count % par.pp:
                 raise ValueError(f"interleaved schedule needs micro-batches per step ({m_count}) divisible by pp ({par.pp})")
+        if par.fsdp_shard_size is not None:
+            if par.zero != 3:
+                raise ValueError("parallelism.fsdp_shard_size (HSDP) needs zero: 3")
+            if par.fsdp_shard_size < 2 or par.dp % par.fsdp_shard_size:
+                raise ValueError(f"parallelism.fsdp_shard_size ({par.fsdp_shard_size}) must be >= 2 and divide dp ({par.dp})")
         if par.zero == 3 and par.pp > 1:
             raise ValueError("parallelism.zero: 3 (FSDP) with pp > 1 is not supported; use zero <= 1 with pipelines")
         return self

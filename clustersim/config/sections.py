@@ -169,6 +169,11 @@ class ParallelismSection(StrictModel):
                                   "runs beside the GEMM it feeds or drains (Megatron-Core --tp-comm-overlap, TE userbuffers).")
     vocab_parallel: bool = Field(True, description="With tp > 1: embedding and LM head split across TP ranks; false replicates them.")
     zero: Literal[0, 1, 2, 3] = Field(0, description="0 = DDP, 1 = shard optimizer states, 2 = + gradients, 3 = + parameters (FSDP).")
+    fsdp_shard_size: GPUs | None = Field(
+        None, description="HSDP (zero: 3): parameters, gradients and optimizer states shard over groups of this many "
+        "consecutive DP ranks (8: one node with tp 1) and replicate across the groups: all-gathers and "
+        "reduce-scatters inside a shard group, then an all-reduce of each gradient shard across the replicas "
+        "(torch fully_shard on a 2-D mesh). null: one shard group of all dp ranks (FSDP). Divides dp, at least 2.")
     schedule: Literal["gpipe", "1f1b", "interleaved", "zb_h1", "zb_v", "dualpipe", "dualpipe_v"] = Field(
         "1f1b", description="Pipeline schedule (zb_*: zero-bubble, backward split into input and weight "
                             "gradients; dualpipe*: DeepSeek-V3's bidirectional schedules).")

@@ -222,7 +222,8 @@ def _loss_kind(step) -> str:
 def _stage_row(step, stage: int, state_bytes: StateBytes, act_layer: float) -> dict:
     """Peak allocated bytes of pipeline rank ``stage`` and the terms it is made of (see :func:`step_memory`)."""
     model, training, par = step.model, step.training, step.parallelism
-    tp, dp = step.tp, step.grad_dp  # ZeRO shards over the ranks holding the same weights: dp * cp
+    # ZeRO shards over the ranks holding the same weights: dp * cp (HSDP: its shard group)
+    tp, dp = step.tp, getattr(step, "shard_dp", step.grad_dp)
     eager = training.kernel_fusion == "none"
     act = _act_bytes(training.precision)
     tokens = step.micro_batch * model.seq_len // step.cp  # this CP rank's tokens of a micro-batch

@@ -119,6 +119,8 @@ class TransformerStep:
         # gradient reduction and ZeRO sharding span dp * cp ranks
         self.context = ContextParallel(par.cp, par.cp_algorithm) if par.cp > 1 else None
         self.grad_dp = par.dp * par.cp
+        # FSDP's shard group: all of them, or HSDP's fsdp_shard_size consecutive DP ranks (replicated across groups)
+        self.shard_dp = par.fsdp_shard_size if par.zero == 3 and par.fsdp_shard_size else self.grad_dp
         # the schedule that runs (one pipeline rank without chunks: plain gradient accumulation)
         self.schedule = par.schedule if par.pp > 1 or par.virtual_stages > 1 else "1f1b"
         self.virtual_stages = chunks_per_rank(self.schedule, par.virtual_stages)  # model chunks per rank
