@@ -110,6 +110,8 @@ class Scenario(StrictModel):
             m_count = tr.global_batch // (tr.micro_batch * par.dp)
             if m_count % par.pp:
                 raise ValueError(f"interleaved schedule needs micro-batches per step ({m_count}) divisible by pp ({par.pp})")
+        if tr.recompute_layers is not None and tr.recompute != "full":
+            raise ValueError("training.recompute_layers needs recompute: full (the layers it names recompute in full)")
         if par.fsdp_shard_size is not None:
             if par.zero != 3:
                 raise ValueError("parallelism.fsdp_shard_size (HSDP) needs zero: 3")

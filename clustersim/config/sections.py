@@ -124,6 +124,10 @@ class TrainingSection(StrictModel):
     micro_batch: Batch = Field(1, description="Sequences per forward/backward pass on one rank.")
     optimizer: Literal["adamw", "sgd"] = Field("adamw", description="adamw keeps two moments per parameter; sgd none (no momentum).")
     recompute: Literal["none", "selective", "full"] = Field("none", description="Activation recomputation.")
+    recompute_layers: Layers | None = Field(
+        None, description="With recompute: full, only the first N layers of each model chunk (pipeline stage, or "
+        "virtual stage) recompute; the others keep their activations (Megatron --recompute-method block "
+        "--recompute-num-layers N). null: every layer.")
     precision: PrecisionSection = Field(default_factory=PrecisionSection)
     kernel_fusion: Literal["fused", "none"] = Field(
         "fused", description="fused: one kernel per RoPE, SwiGLU and masked softmax, native GQA (Megatron-LM, "
