@@ -90,7 +90,23 @@ class Evaluator:
         tr = dict(d["training"])
         tr.update(micro_batch=mix.micro_batch, recompute=mix.recompute)
         d.update(parallelism=par, training=tr, simulation={**d["simulation"], "fidelity": fidelity})
-        return Scenario.model_validate(d)
+        sc = Scenario.model_validate(d)
+        limit = sc.parallelism.ep_max_nodes
+        if limit is not None and (spanned := self._ep_nodes(sc)) < limit:
+            # a limit above the nodes this mix's EP group spans limits to those nodes (the same network
+            # copies per token, workload.moe.target_nodes): written so, `clustersim run` of the plan
+            # accepts it (check_ep_max_nodes: at most the nodes spanned)
+            d["parallelism"] = {**par, "ep_max_nodes": spanned}
+            sc = Scenario.model_validate(d)
+        return sc
+
+    def _ep_nodes(self, sc: Scenario) -> int:
+        """Most nodes an EP group of ``sc`` spans on the resolved cluster."""
+        from clustersim.workload.layout import Layout
+        from clustersim.workload.moe import ep_nodes_spanned
+
+        par = sc.parallelism
+        return ep_nodes_spanned(Layout.from_parallelism(par), par.ep, par.expert_tp, self.rs.cluster.host_of)
 
     def resolved(self, scenario: Scenario) -> ResolvedScenario:
         """``scenario`` on the already built cluster and profile."""

@@ -30,13 +30,26 @@ def test_mixtral_plan_finds_ep8_or_better():
     assert {p.mix.ep for p in rep.plans} >= {4, 8}
 
 
-def test_deepseek_v3_plan_beats_the_published_layout():
+def test_deepseek_v3_plan_beats_the_published_layout(tmp_path):
     ev = Evaluator(ROOT / "scenarios" / "deepseek-v3-2048-h100.yaml")
     published = ev.simulate(Mix(128, 1, 16, 1, 64, 1, False, 1, "dualpipe", 1, "none"))
     planned = ev.simulate(Mix(128, 2, 8, 2, 16, 1, True, 2, "dualpipe_v", 1, "none"))
     assert planned.memory["fits"], "the planner's winner fits in HBM"
     assert not published.memory["fits"]  # 117 GiB: no per-op recompute or FP8 activations here (docs/planning.md)
     assert planned.step_time_s < published.step_time_s
+    # the plan as a file is a scenario `clustersim run` accepts: its node limit cut to the 2 nodes its EP16 spans
+    import yaml
+
+    from clustersim.simulate.resolve import resolve_scenario
+
+    sc = ev.scenario_for(Mix(128, 2, 8, 2, 16, 1, True, 2, "dualpipe_v", 1, "none"))
+    assert sc.parallelism.ep_max_nodes == 2
+    path = tmp_path / "best.yaml"
+    d = sc.model_dump(mode="json")
+    d["cluster"]["topology"] = "dgx-h100-superpod"
+    path.write_text(yaml.safe_dump(d))
+    rs = resolve_scenario(path)
+    assert rs.scenario.parallelism.ep == 16
 
 
 def test_deepseek_v3_space_has_every_axis():
