@@ -68,6 +68,7 @@ class Evaluator:
         self.memo = StepMemo()
         #: the screen may drop a memory group's later mixes once one does not fit (PlanOptions.memory_monotone)
         self.memory_monotone = False
+        self._spans: dict[tuple, int] = {}  # EP degrees -> nodes an EP group spans (_ep_nodes)
 
     @property
     def n_gpus(self) -> int:
@@ -101,12 +102,18 @@ class Evaluator:
         return sc
 
     def _ep_nodes(self, sc: Scenario) -> int:
-        """Most nodes an EP group of ``sc`` spans on the resolved cluster."""
+        """Most nodes an EP group of ``sc`` spans on the resolved cluster (memoised by the degrees:
+        walking every EP group of 2,048 ranks costs more than the screen of a mix)."""
         from clustersim.workload.layout import Layout
         from clustersim.workload.moe import ep_nodes_spanned
 
         par = sc.parallelism
-        return ep_nodes_spanned(Layout.from_parallelism(par), par.ep, par.expert_tp, self.rs.cluster.host_of)
+        key = (par.tp, par.cp, par.ep, par.dp, par.pp, par.expert_tp, par.order)
+        hit = self._spans.get(key)
+        if hit is None:
+            hit = self._spans[key] = ep_nodes_spanned(Layout.from_parallelism(par), par.ep, par.expert_tp,
+                                                      self.rs.cluster.host_of)
+        return hit
 
     def resolved(self, scenario: Scenario) -> ResolvedScenario:
         """``scenario`` on the already built cluster and profile."""
