@@ -3,7 +3,7 @@
 Mixtral 8x7B on 64 H100 (scenarios/mixtral-8x7b-ep8.yaml): the file's EP8 layout, 2.265 s analytical;
 before EP was searched the planner returned EP1 at 2.405 s. DeepSeek-V3 on 2,048 H100
 (scenarios/deepseek-v3-2048-h100.yaml, the technical report's PP16 DualPipe EP64 ZeRO-1 layout): the
-full search (``clustersim plan scenarios/deepseek-v3-2048-h100.yaml``, ~84 CPU-seconds, docs/planning.md)
+full search (``clustersim plan scenarios/deepseek-v3-2048-h100.yaml``, 58 s on 2 cores, docs/planning.md)
 returns tp2 pp8 dp128 ep16 DualPipeV; here its winner and the published layout are simulated side by side."""
 
 from __future__ import annotations
