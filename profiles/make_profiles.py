@@ -483,13 +483,15 @@ def make_h100() -> Profile:
 
 #: profiles of GPUs without kernel measurements -> (target GPU in the catalogue, measured profile the
 #: tables come from, its GPU). Source: the measured GPU whose HBM bandwidth is nearest (A100 2.0 TB/s
-#: <- H100 3.35; B200, GB200 8 TB/s <- H200 4.8).
+#: <- H100 3.35; B200, GB200, GB300 8 TB/s <- H200 4.8), or the same die (H100 96GB HBM2e <- H100 80GB).
 TRANSFERRED = {
     "dgx-a100": ("A100-SXM-80GB", "dgx-h100", "H100-SXM"),
     "azure-ndv4": ("A100-SXM-40GB", "dgx-h100", "H100-SXM"),
     "cannon-4xa100": ("A100-SXM-40GB", "dgx-h100", "H100-SXM"),
     "dgx-b200": ("B200", "hgx-h200", "H200-SXM"),
     "gb200-nvl72": ("GB200", "hgx-h200", "H200-SXM"),
+    "gb300-nvl72": ("GB300", "hgx-h200", "H200-SXM"),
+    "grand-teton-h100": ("H100-SXM-96GB", "dgx-h100", "H100-SXM"),
 }
 
 

@@ -1380,6 +1380,39 @@ FIGURES["scale.growth.analytical"] = lambda: _pct(
 # Command line
 # --------------------------------------------------------------------------------------------
 
+# -- docs/training.md and docs/planning.md: issue 33's configurations ---------------------------
+
+def _s(name: str, *overrides: str, fidelity: str | None = None) -> str:
+    return f"{_run(name, tuple(overrides), fidelity)['step_time_s']:.2f} s"
+
+
+def _gib(name: str, *overrides: str) -> str:
+    return f"{_run(name, tuple(overrides))['memory']['peak_bytes_per_gpu'] / 2**30:.1f} GiB"
+
+
+_PACKED = "cluster.gpus_per_node=null"
+FIGURES["training.rack-ep.rack"] = lambda: _s("deepseek-v3-gb300-rack-ep")
+FIGURES["training.rack-ep.packed"] = lambda: _s("deepseek-v3-gb300-rack-ep", _PACKED)
+FIGURES["training.rack-ep.packed-flow"] = lambda: _s("deepseek-v3-gb300-rack-ep", _PACKED, fidelity="flow")
+FIGURES["training.ulysses"] = lambda: _s("llama2-7b-ulysses-cp")
+FIGURES["training.ulysses.ring"] = lambda: _s("llama2-7b-nemo-cp")
+_NONE, _FULL = ("training.recompute=none", "training.recompute_layers=null"), ("training.recompute_layers=null",)
+FIGURES["training.block-recompute"] = lambda: f"{_s('gpt3-175b-block-recompute')} and {_gib('gpt3-175b-block-recompute')}"
+FIGURES["training.block-recompute.none"] = lambda: f"{_s('gpt3-175b-block-recompute', *_NONE)} / {_gib('gpt3-175b-block-recompute', *_NONE)}"
+FIGURES["training.block-recompute.full"] = lambda: f"{_s('gpt3-175b-block-recompute', *_FULL)} / {_gib('gpt3-175b-block-recompute', *_FULL)}"
+FIGURES["training.hsdp"] = lambda: f"{_s('llama3-8b-hsdp-h100-96gb')}, {_gib('llama3-8b-hsdp-h100-96gb')}"
+FIGURES["training.hsdp.fsdp"] = lambda: (f"{_s('llama3-8b-hsdp-h100-96gb', 'parallelism.fsdp_shard_size=null')}, "
+                                         f"{_gib('llama3-8b-hsdp-h100-96gb', 'parallelism.fsdp_shard_size=null')}")
+_DS_WINNER = ("parallelism.tp=2", "parallelism.pp=8", "parallelism.dp=128", "parallelism.ep=16",
+              "parallelism.sequence_parallel=true", "parallelism.zero=2", "parallelism.schedule=dualpipe_v",
+              "parallelism.virtual_stages=2", "parallelism.ep_max_nodes=2")
+FIGURES["planning.dsv3.published"] = lambda: _s("deepseek-v3-2048-h100")
+FIGURES["planning.dsv3.published.gib"] = lambda: _gib("deepseek-v3-2048-h100")
+FIGURES["planning.dsv3.winner"] = lambda: f"{_s('deepseek-v3-2048-h100', *_DS_WINNER)} ({_gib('deepseek-v3-2048-h100', *_DS_WINNER)})"
+FIGURES["planning.mixtral.ep8"] = lambda: _s("mixtral-8x7b-ep8")
+
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: ``--check`` (exit 1 on any stale or unknown marker), ``--write`` or ``--list``."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -64,19 +64,24 @@ def render_plan(run, top: int, explain: bool) -> None:
 
     short = {"interleaved": "interl", "selective": "sel", "dualpipe_v": "dualpv"}
     t = Table(title="best plans", box=box.SIMPLE_HEAD, pad_edge=False)
-    for col, just in (("#", "right"), ("tp/pp/dp/v", "right"), ("sp", "left"), ("z", "right"),
+    # ep and cp columns only where a listed plan uses them (a dense model's table keeps its shape)
+    extra = [k for k in ("ep", "cp") if any(p[k] > 1 for p in d["plans"])]
+    degrees = "/".join(["tp", "pp", "dp", *extra, "v"])
+    for col, just in (("#", "right"), (degrees, "right"), ("sp", "left"), ("z", "right"),
                       ("sched", "left"), ("mb", "right"), ("recomp", "left"), ("step", "right"),
                       ("MFU", "right"), ("GiB", "right"), ("+-", "right"), ("", "left")):
         t.add_column(col, justify=just, no_wrap=True)
     for i, p in enumerate(d["plans"], 1):
         step = format_time(p["step_time_s"]) + ("*" if p["fidelity"] == "flow" else "")
-        t.add_row(str(i), f"{p['tp']}/{p['pp']}/{p['dp']}/{p['virtual_stages']}",
+        t.add_row(str(i), "/".join(str(p[k]) for k in ["tp", "pp", "dp", *extra, "virtual_stages"]),
                   "y" if p["sequence_parallel"] else "n", str(p["zero"]), short.get(p["schedule"], p["schedule"]),
                   str(p["micro_batch"]), short.get(p["recompute"], p["recompute"]), step, f"{100 * p['mfu']:.1f}%" if p["mfu"] is not None else "-",
                   f"{p['peak_bytes_per_gpu'] / 2**30:.1f}", f"{100 * p['evidence'].get('half_width', 0):.0f}%",
                   "~" if i > 1 and not p["distinguishable_from_best"] else "")
     console.print(t)
-    console.print("v: virtual stages; sp: sequence parallel; z: ZeRO stage; mb: micro-batch; GiB: peak per GPU; "
+    console.print(("ep: expert parallel (within dp*tp); " if "ep" in extra else "")
+                  + ("cp: context parallel; " if "cp" in extra else "")
+                  + "v: virtual stages; sp: sequence parallel; z: ZeRO stage; mb: micro-batch; GiB: peak per GPU; "
                   "*: step time at flow fidelity (the rest analytical); +-: the evidence band; "
                   "~: not distinguishable from #1 (the bands overlap).", highlight=False)
     if d["plans"]:

@@ -111,6 +111,13 @@ class Scenario(StrictModel):
             m_count = tr.global_batch // (tr.micro_batch * par.dp)
             if m_count % par.pp:
                 raise ValueError(f"interleaved schedule needs micro-batches per step ({m_count}) divisible by pp ({par.pp})")
+        if tr.recompute_layers is not None and tr.recompute != "full":
+            raise ValueError("training.recompute_layers needs recompute: full (the layers it names recompute in full)")
+        if par.fsdp_shard_size is not None:
+            if par.zero != 3:
+                raise ValueError("parallelism.fsdp_shard_size (HSDP) needs zero: 3")
+            if par.fsdp_shard_size < 2 or par.dp % par.fsdp_shard_size:
+                raise ValueError(f"parallelism.fsdp_shard_size ({par.fsdp_shard_size}) must be >= 2 and divide dp ({par.dp})")
         if par.zero == 3 and par.pp > 1:
             raise ValueError("parallelism.zero: 3 (FSDP) with pp > 1 is not supported; use zero <= 1 with pipelines")
         if tr.optimizer_impl == "distributed" and par.zero == 0:
@@ -214,6 +221,11 @@ def _cp_rules(m: ModelSection | None, par: ParallelismSection) -> None:
     if par.sequence_parallel and par.tp > 1 and (m.seq_len // par.cp) % par.tp:
         raise ValueError(f"parallelism.tp ({par.tp}) must divide the local sequence seq_len/cp "
                          f"({m.seq_len}/{par.cp}) with sequence_parallel")
+    if par.cp_algorithm == "alltoall":
+        for name, n in (("heads", m.heads), ("kv_heads", m.kv_heads)):
+            if (n // par.tp) % par.cp:
+                raise ValueError(f"parallelism.cp_algorithm: alltoall splits each TP rank's {name} over the CP ranks: "
+                                 f"model.{name}/tp ({n}/{par.tp}) must be divisible by cp ({par.cp})")
     if m.moe is not None:
         raise ValueError("parallelism.cp > 1 with model.moe is not simulated; use cp: 1 for MoE models")
     if par.zero == 3:
@@ -292,7 +304,8 @@ def estimate_events(scenario: Scenario, n_gpus: int, *, reduced: bool = True) ->
     if scenario.model is not None:
         par = scenario.parallelism
         # context parallelism: ring, cp - 1 K/V steps forward and cp backward; all-gather, 3 collectives
-        cp_segments = 0 if par.cp == 1 else (2 * par.cp - 1 if par.cp_algorithm == "ring" else 3)
+        cp_segments = 0 if par.cp == 1 else (2 * par.cp - 1 if par.cp_algorithm == "ring" else
+                                             4 if par.cp_algorithm == "alltoall" else 3)
         return transformer_events(layers=scenario.model.layers, micro_batches=scenario.micro_batches, pp=par.pp,
                                   virtual_stages=par.virtual_stages, tp=par.tp,
                                   pipelines=1 if (reduced or par.zero == 3) else par.dp, zero=par.zero,

@@ -34,6 +34,9 @@ class ScenarioClusterSection(StrictModel):
     topology: str = Field(description="Shipped topology name (hgx-h200) or a path, resolved against the scenario's folder, then the cwd.")
     gpus: GPUs | None = Field(None, description="Use the first N GPUs of the topology (default: all).")
     nodes: Nodes | None = Field(None, description="Replicate the node preset N times on the topology's fabric (clusters).")
+    gpus_per_node: GPUs | None = Field(None, description="Place ranks on the first N GPUs of every node only (default: all): "
+                                       "rack-aware placement, e.g. 64 of each NVL72 rack's 72 so that one EP64 group "
+                                       "lies in each rack of a 256-GPU job on four racks.")
     profile: str | None = Field(None, description="Calibration profile file or shipped name; default: the topology's default profile.")
     nvls: bool | None = Field(None, description="In-network reduction on NVSwitch/SHARP: true, false, or null (the profile decides).")
     p2p: bool = Field(True, description="GPU peer-to-peer over NVLink/PCIe; false stages through host memory.")
@@ -195,6 +198,10 @@ class TrainingSection(StrictModel):
         "fused=True, apex / Transformer Engine FusedAdam: one kernel per tensor chunk, no temporary) or distributed "
         "(Megatron's distributed optimizer: the fused kernel on the rank's shard; needs parallelism.zero >= 1).")
     recompute: Literal["none", "selective", "full"] = Field("none", description="Activation recomputation.")
+    recompute_layers: Layers | None = Field(
+        None, description="With recompute: full, only the first N layers of each model chunk (pipeline stage, or "
+        "virtual stage) recompute; the others keep their activations (Megatron --recompute-method block "
+        "--recompute-num-layers N). null: every layer.")
     precision: PrecisionSection = Field(default_factory=PrecisionSection)
     kernel_fusion: Literal["fused", "none"] = Field(
         "fused", description="fused: one kernel per RoPE, SwiGLU and masked softmax, native GQA (Megatron-LM, "
@@ -229,15 +236,22 @@ class ParallelismSection(StrictModel):
                                   "another micro-batch; modelled as hidden behind the same amount of the layer's own dense compute.")
     cp: GPUs = Field(1, description="Context-parallel degree: the sequence split over cp ranks (zig-zag, 2*cp chunks); "
                        "the ranks hold the same weights, so gradients reduce over dp*cp.")
-    cp_algorithm: Literal["ring", "allgather"] = Field(
+    cp_algorithm: Literal["ring", "allgather", "alltoall"] = Field(
         "ring", description="ring: K/V blocks passed point to point around the CP group, each overlapped with the "
                             "attention block it feeds (TransformerEngine p2p); allgather: K/V all-gathered before "
-                            "attention, dK/dV reduce-scattered after it (Llama 3).")
+                            "attention, dK/dV reduce-scattered after it (Llama 3); alltoall: DeepSpeed-Ulysses, "
+                            "Q/K/V all-to-all from sequence to head split before attention and the output back "
+                            "after it (TE a2a; needs heads/tp and kv_heads/tp divisible by cp).")
     sequence_parallel: bool = Field(False, description="With tp > 1: norms/dropout split along the sequence (RS/AG instead of AR).")
     tp_comm_overlap: bool = Field(False, description="With tp > 1 and sequence_parallel: each TP all-gather/reduce-scatter "
                                   "runs beside the GEMM it feeds or drains (Megatron-Core --tp-comm-overlap, TE userbuffers).")
     vocab_parallel: bool = Field(True, description="With tp > 1: embedding and LM head split across TP ranks; false replicates them.")
     zero: Literal[0, 1, 2, 3] = Field(0, description="0 = DDP, 1 = shard optimizer states, 2 = + gradients, 3 = + parameters (FSDP).")
+    fsdp_shard_size: GPUs | None = Field(
+        None, description="HSDP (zero: 3): parameters, gradients and optimizer states shard over groups of this many "
+        "consecutive DP ranks (8: one node with tp 1) and replicate across the groups: all-gathers and "
+        "reduce-scatters inside a shard group, then an all-reduce of each gradient shard across the replicas "
+        "(torch fully_shard on a 2-D mesh). null: one shard group of all dp ranks (FSDP). Divides dp, at least 2.")
     schedule: Literal["gpipe", "1f1b", "interleaved", "zb_h1", "zb_v", "dualpipe", "dualpipe_v"] = Field(
         "1f1b", description="Pipeline schedule (zb_*: zero-bubble, backward split into input and weight "
                             "gradients; dualpipe*: DeepSeek-V3's bidirectional schedules).")

@@ -178,6 +178,12 @@ _GB200_SRC = ("NVIDIA GB200 NVL72 datasheet (2024), 72 GPUs: FP8 720 PFLOPS, FP1
               "(13.4 TB / 72), 8 TB/s per GPU. FP32 (non-tensor) is not in the datasheet: 80 TFLOPS is inferred "
               "from third-party Blackwell tables (B200 75, GB300 80)")
 
+_GB300_SRC = ("NVIDIA GB300 NVL72 product page (2025), 72 GPUs: FP8 720 PFLOPS, FP16/BF16 360 PFLOPS (sparse) -> per GPU "
+              "dense 5,000 / 2,500; up to 288 GB HBM3e and 8 TB/s per GPU; 1.4 kW per GPU; 160 SMs (NVIDIA technical blog "
+              "'Inside NVIDIA Blackwell Ultra', 2025); FP32 80 TFLOPS and TF32 1,250 from third-party Blackwell Ultra tables")
+_H100_96_SRC = ("torchtitan benchmarks/llama3_h100_202412_torchtitan.md (reference/published-runs.md section 9): Grand Teton "
+                "H100 hosts, 96 GB HBM2e at 2.4 TB/s, 500 W power limit; compute and SMs as H100 SXM (the same GH100 "
+                "SXM5 part, six HBM2e stacks instead of five HBM3)")
 _VISIBLE_SRC = ("; visible memory: cudaMemGetInfo's total on the lent machines, 81,079 MiB on an H100 80GB HBM3 and "
                 "143,156 MiB on an H200 (nvidia-smi: 81,559 and 143,771; validation/probes/nccl-memory-outside-allocator/h100x2/device-total.txt)")
 
@@ -197,6 +203,10 @@ GPU_CATALOG: dict[str, GPUSpec] = {
                 hbm_GB=80, hbm_bandwidth_GBps=3350, nvlink_generation=4, sm_count=132, tdp_W=700,
                 peak_clock_MHz=1830, boost_clock_MHz=1980, source=_H100_SRC + _VISIBLE_SRC,
                 visible_memory_MiB=81079),
+        GPUSpec(name="H100-SXM-96GB", vendor_name="NVIDIA H100 96GB HBM2e", sm=90,
+                peak_tflops={"bf16": 989.4, "fp16": 989.4, "fp8": 1979, "tf32": 494.5, "fp32": 67},
+                hbm_GB=96, hbm_bandwidth_GBps=2400, nvlink_generation=4, sm_count=132, tdp_W=500,
+                peak_clock_MHz=1830, boost_clock_MHz=1980, source=_H100_96_SRC),
         GPUSpec(name="H100-PCIe", vendor_name="NVIDIA H100 PCIe", sm=90,
                 peak_tflops={"bf16": 756.5, "fp16": 756.5, "fp8": 1513, "tf32": 378, "fp32": 51},
                 hbm_GB=80, hbm_bandwidth_GBps=2000, nvlink_generation=4, sm_count=114, tdp_W=350, source=_H100_SRC),
@@ -216,6 +226,9 @@ GPU_CATALOG: dict[str, GPUSpec] = {
                 peak_tflops={"bf16": 2500, "fp16": 2500, "fp8": 5000, "tf32": 1250, "fp32": 80},
                 hbm_GB=186, hbm_bandwidth_GBps=8000, nvlink_generation=5, sm_count=148, tdp_W=1200,
                 peak_clock_MHz=2062, boost_clock_MHz=2112, source=_GB200_SRC),
+        GPUSpec(name="GB300", vendor_name="NVIDIA GB300", sm=100,
+                peak_tflops={"bf16": 2500, "fp16": 2500, "fp8": 5000, "tf32": 1250, "fp32": 80},
+                hbm_GB=288, hbm_bandwidth_GBps=8000, nvlink_generation=5, sm_count=160, tdp_W=1400, source=_GB300_SRC),
     ]
 }
 

@@ -21,8 +21,14 @@ Host issue time, collectives and recompute-extra kernels only add to ``T``.
 
 from __future__ import annotations
 
+from clustersim.workload.moe_costs import EP_AXES
 from clustersim.workload.step_pipeline import overlap_pair
 from clustersim.workload.segments import ComputeSegment, TPCommSegment, segment_time
+
+
+#: collective axes of an MoE layer the bound counts on their own groups: the dispatch/combine
+#: (one all-to-all, or the node-limited rail and node stages) and the expert-TP gather
+EXPERT_AXES = (*EP_AXES, "etp")
 
 
 class _Busy:
@@ -48,9 +54,29 @@ class _Busy:
             t = self.seg_times[key] = segment_time(seg.bind([tp_group]), self.comm)[0]
         return t
 
-    def unit(self, u, tp_group) -> float:
-        """GPU seconds of unit ``u`` with its TP collectives on ``tp_group`` (None: no TP)."""
-        gk = None if tp_group is None else tuple(tp_group)
+    def seg_on(self, seg, groups) -> float:
+        """Seconds of segment ``seg`` bound to ``groups`` (an expert axis: every group of the
+        collective, as the DAG binds it, :func:`~clustersim.workload.segments.op_segments`)."""
+        key = (seg, tuple(map(tuple, groups)))
+        t = self.seg_times.get(key)
+        if t is None:
+            t = self.seg_times[key] = segment_time(seg.bind(groups), self.comm)[0]
+        return t
+
+    def comm_seconds(self, seg, tp_group, axes) -> float:
+        """GPU seconds of collective segment ``seg``: on its TP group, or on the groups of its
+        expert axis (``axes``: the stage's ``expert_axis_groups``: EP dispatch/combine, expert TP);
+        else (no ``comm``, CP collectives) the compute beside it only (a weaker bound)."""
+        if self.comm is not None and seg.axis == "tp" and tp_group is not None:
+            return self.seg(seg, tp_group)
+        if self.comm is not None and seg.axis in EXPERT_AXES and axes and seg.axis in axes:
+            return self.seg_on(seg, axes[seg.axis])
+        return seg.overlapped_gemm_s
+
+    def unit(self, u, tp_group, axes=None, stage=None) -> float:
+        """GPU seconds of unit ``u`` with its TP collectives on ``tp_group`` (None: no TP) and its
+        expert-axis ones on ``axes`` (those of pipeline rank ``stage``)."""
+        gk = (None if tp_group is None else tuple(tp_group), stage if axes else None)
         hit = self._units.get((id(u), gk))
         if hit is not None and hit[0] is u:
             return hit[1]
@@ -59,14 +85,11 @@ class _Busy:
             if isinstance(seg, ComputeSegment):
                 tot += seg.seconds
             elif isinstance(seg, TPCommSegment):
-                if self.comm is None or tp_group is None or seg.axis == "cp":
-                    tot += seg.overlapped_gemm_s  # CP collectives: their attention blocks at least (a weaker bound)
-                else:
-                    tot += self.seg(seg, tp_group)
+                tot += self.comm_seconds(seg, tp_group, axes)
         self._units[(id(u), gk)] = (u, tot)
         return tot
 
-    def units(self, units, tp_group) -> float:
+    def units(self, units, tp_group, axes=None, stage=None) -> float:
         """Summed :meth:`unit` of ``units`` (a chunk repeats one layer unit: summed once per object)."""
         seen: dict[int, list] = {}
         for u in units:
@@ -75,7 +98,7 @@ class _Busy:
                 seen[id(u)] = [u, 1]
             else:
                 e[1] += 1
-        return sum(self.unit(u, tp_group) * n for u, n in seen.values())
+        return sum(self.unit(u, tp_group, axes, stage) * n for u, n in seen.values())
 
 
 def _busy(units, tp_group, comm) -> float:
@@ -107,14 +130,23 @@ def step_lower_bound(step, comm=None, seg_times: dict | None = None) -> float:
     if step.split_backward:  # zero-bubble and DualPipe schedules: every chunk a rank runs, at its own count
         return _split_schedule_bound(step, bz)
     groups = [step.layout.group("tp", dp=0, pp=j) if step.tp > 1 else None for j in range(p)]
-    fwd = [bz.units(step.chunk_units(vs, "F"), groups[vs % p]) for vs in range(nvs)]
-    bwd = [bz.units(step.chunk_units(vs, "B"), groups[vs % p]) for vs in range(nvs)]
+    axes = [_expert_axes(step, j) for j in range(p)]
+    fwd = [bz.units(step.chunk_units(vs, "F"), groups[vs % p], axes[vs % p], vs % p) for vs in range(nvs)]
+    bwd = [bz.units(step.chunk_units(vs, "B"), groups[vs % p], axes[vs % p], vs % p) for vs in range(nvs)]
     work = [m * sum(fwd[c * p + j] + bwd[c * p + j] for c in range(v)) for j in range(p)]
     opt = _optimizer_seconds(step)
     bound = max(w + o for w, o in zip(work, opt))
     if p > 1:
         bound = max(bound, work[p - 1] + sum(fwd[: p - 1]) + sum(bwd[: p - 1]) + min(opt))
     return bound
+
+
+def _expert_axes(step, stage: int) -> dict | None:
+    """The expert-axis groups (EP, expert TP) of pipeline rank ``stage`` of replica 0, as the DAG
+    binds that rank's MoE collectives; None for a dense model."""
+    if not step.experts:
+        return None
+    return {k: v for k, v in (step.expert_axis_groups(0, stage) or {}).items() if k in EXPERT_AXES}
 
 
 def _compute_seconds(units) -> float:
@@ -148,30 +180,39 @@ def _split_schedule_bound(step, bz: _Busy) -> float:
     out = 0.0
     for j in range(step.pp):
         group = step.layout.group("tp", dp=0, pp=j) if step.tp > 1 else None
+        axes = _expert_axes(step, j)
         work = 0.0
         for sig, n in step.slot_counts(j).items():
             units = [step.chunk_units(step.vstage(j, chunk), kind, step.micro_batch_like(later, last))
                      for kind, chunk, later, last in sig]
             if len(sig) > 1 and sig[0][0] == "F":  # an overlapped F&B pair (schedule.is_overlapped)
                 first, second = units[0], [u for us in units[1:] for u in us]
-                key = (tuple(map(id, first)), tuple(map(id, second)), None if group is None else tuple(group))
+                key = (tuple(map(id, first)), tuple(map(id, second)), None if group is None else tuple(group),
+                       j if axes else None)
                 hit = pairs.get(key)
                 if hit is None:
-                    hit = pairs[key] = ((first, second), _pair_busy(first, second, group, bz))
+                    hit = pairs[key] = ((first, second), _pair_busy(first, second, group, bz, axes))
                 work += n * hit[1]
             else:
-                work += n * sum(bz.units(us, group) for us in units)
+                work += n * sum(bz.units(us, group, axes, j) for us in units)
         start = min(before[step.vstage(j, c)] for c in range(step.virtual_stages))
         out = max(out, start + work + opt[j])
     return out
 
 
-def _pair_busy(first, second, tp_group, bz: _Busy) -> float:
+def _pair_busy(first, second, tp_group, bz: _Busy, axes: dict | None = None) -> float:
     """GPU seconds of the overlapped pair of the units ``first`` and ``second`` (as
     :func:`~clustersim.workload.step_pipeline._fused_slot` makes it), or their compute only
-    where that cannot be read here (no ``comm``, or a collective of another axis)."""
+    where that cannot be read here (no ``comm``, or a collective of another axis than TP and the
+    expert axes of ``axes``)."""
     a = [seg for u in first for seg in u.segments]
     b = [seg for u in second for seg in u.segments]
+    axes_used = {x.axis for x in a + b if isinstance(x, TPCommSegment)}
+    if bz.comm is not None and axes and axes_used & set(EXPERT_AXES) and axes_used <= {"tp", *axes} \
+            and (tp_group is not None or "tp" not in axes_used):
+        # an MoE pair: each collective on its own groups beside the other chunk's compute
+        return sum(seg.seconds if isinstance(seg, ComputeSegment) else bz.comm_seconds(seg, tp_group, axes)
+                   for seg in overlap_pair(a, b) if isinstance(seg, (ComputeSegment, TPCommSegment)))
     if bz.comm is None or tp_group is None or any(isinstance(x, TPCommSegment) and x.axis != "tp" for x in a + b):
         return _compute_seconds(first) + _compute_seconds(second)
     total = 0.0
@@ -189,7 +230,9 @@ class UnitCache:
     A ``TransformerStep``'s units (the kernels and TP collectives of one layer, the embedding and
     the head, with the sustained-clock slowdown they imply) depend on the model, the profile and
     only these knobs of a mix: ``tp``, ``micro_batch``, ``sequence_parallel``, ``recompute``, ``cp``
-    (and ``tp_comm_overlap`` and ``cp_algorithm``, scenario settings). Computing them is ~90 % of a screen (the GEMM
+    (and ``tp_comm_overlap`` and ``cp_algorithm``, scenario settings), and for an MoE model its
+    expert grid and routing load (``TransformerStep.experts``: ep, expert TP, the nodes an EP group
+    spans, the tokens per expert). Computing them is ~90 % of a screen (the GEMM
     efficiency table is interpolated per shape), so they are computed once per key and handed to
     every later step with the same key.
     """
@@ -203,12 +246,15 @@ class UnitCache:
         """Give ``step`` the units of its key (computing them on the first call)."""
         key = (step.tp, step.micro_batch, step.sequence_parallel, step.training.recompute,
                step.parallelism.tp_comm_overlap, step.cp, step.parallelism.cp_algorithm)
+        if step.experts is not None:  # an MoE layer's units (and the duty they weigh in) follow its EP grid and load
+            key += (step.experts,)
         hit = self._units.get(key)
         if hit is None:
             units = step.units  # computes them and sets compute_duty / compute.clock_slowdown
-            hit = self._units[key] = (units, step.compute_duty, step.compute.clock_slowdown)
+            hit = self._units[key] = (units, step.compute_duty, step.compute.clock_slowdown, step.moe_units)
         else:
-            step.use_units(*hit)
+            step.use_units(*hit[:3])
+            step._moe_units = hit[3]
         if step.split_backward:  # the split backward's units: the same key decides them
             split = self._split.get(key)
             if split is None:

@@ -30,6 +30,8 @@ class Context:
     gpus_per_node: int
     tp_across_nodes: bool = False
     attention: str = "flash"
+    experts: int = 0  # routed experts of an MoE model (0: dense)
+    expert_tp: int = 1  # the scenario's parallelism.expert_tp
 
 
 def _tp_shapes(m: Mix, c: Context) -> str | None:
@@ -81,9 +83,18 @@ def _fsdp_pipeline(m: Mix, c: Context) -> str | None:
     return None
 
 
-def _axes_simulated(m: Mix, c: Context) -> str | None:
-    if m.ep > 1:
-        return f"ep={m.ep}: the planner does not search expert parallelism yet"
+def _expert_parallel(m: Mix, c: Context) -> str | None:
+    """The expert grid of ``Scenario._moe_rules``: EP x expert-TP tiles the dp*tp ranks of a stage."""
+    if not c.experts:
+        return f"ep={m.ep} needs an MoE model (model.moe)" if m.ep > 1 else None
+    if c.experts % m.ep:
+        return f"ep={m.ep} does not divide model.moe.experts={c.experts}"
+    if (m.dp * m.tp) % (m.ep * c.expert_tp):
+        return f"ep*expert_tp={m.ep}*{c.expert_tp} does not divide dp*tp={m.dp}*{m.tp} (EP is carved out of them)"
+    if m.tp > 1 and not m.sequence_parallel:
+        return f"tp={m.tp} with experts needs sequence parallel (Megatron-Core)"
+    if m.zero == 3:
+        return "zero 3 (FSDP) with model.moe is not simulated (use zero <= 2)"
     return None
 
 
@@ -103,7 +114,7 @@ def _context_parallel(m: Mix, c: Context) -> str | None:
 
 #: (name, check) in the order they are applied; ``memory`` and ``scenario-rules`` follow them.
 STRUCTURAL = (
-    ("ep-not-simulated", _axes_simulated),
+    ("expert-parallel", _expert_parallel),
     ("tp-divides-model", _tp_shapes),
     ("tp-in-nvlink-domain", _tp_placement),
     ("pipeline-depth", _pipeline_depth),
@@ -117,7 +128,7 @@ STRUCTURAL = (
 
 #: what each constraint means, for ``--explain``
 DESCRIPTIONS = {
-    "ep-not-simulated": "expert parallel degrees above 1 (not searched by the planner yet)",
+    "expert-parallel": "EP divides the experts and, with expert TP, dp*tp; MoE with tp > 1 needs SP; no ZeRO-3",
     "tp-divides-model": "TP must divide heads, kv_heads and ffn_hidden (Megatron column/row split)",
     "tp-in-nvlink-domain": "TP group stays inside one node's NVLink domain (placement)",
     "pipeline-depth": "at least one layer per virtual pipeline stage",

@@ -66,6 +66,9 @@ class Evaluator:
         #: executed DAGs by digest: mixes with the same DAG (ZeRO-1/2, selective recompute under
         #: flash attention) are executed once (one per fidelity, see clustersim.simulate.memo)
         self.memo = StepMemo()
+        #: the screen may drop a memory group's later mixes once one does not fit (PlanOptions.memory_monotone)
+        self.memory_monotone = False
+        self._spans: dict[tuple, int] = {}  # EP degrees -> nodes an EP group spans (_ep_nodes)
 
     @property
     def n_gpus(self) -> int:
@@ -75,7 +78,7 @@ class Evaluator:
     @property
     def gpus_per_node(self) -> int:
         """GPUs sharing one host (the NVLink domain of the shipped NVSwitch nodes)."""
-        return int(self.rs.cluster.gpus_per_host)
+        return int(getattr(self.rs.cluster, "ranks_per_host", self.rs.cluster.gpus_per_host))
 
     def scenario_for(self, mix: Mix, fidelity: str = "analytical") -> Scenario:
         """The validated scenario of ``mix`` (raises ``ValueError``/``ClusterSimError`` when invalid)."""
@@ -88,7 +91,29 @@ class Evaluator:
         tr = dict(d["training"])
         tr.update(micro_batch=mix.micro_batch, recompute=mix.recompute)
         d.update(parallelism=par, training=tr, simulation={**d["simulation"], "fidelity": fidelity})
-        return Scenario.model_validate(d)
+        sc = Scenario.model_validate(d)
+        limit = sc.parallelism.ep_max_nodes
+        if limit is not None and (spanned := self._ep_nodes(sc)) < limit:
+            # a limit above the nodes this mix's EP group spans limits to those nodes (the same network
+            # copies per token, workload.moe.target_nodes): written so, `clustersim run` of the plan
+            # accepts it (check_ep_max_nodes: at most the nodes spanned)
+            d["parallelism"] = {**par, "ep_max_nodes": spanned}
+            sc = Scenario.model_validate(d)
+        return sc
+
+    def _ep_nodes(self, sc: Scenario) -> int:
+        """Most nodes an EP group of ``sc`` spans on the resolved cluster (memoised by the degrees:
+        walking every EP group of 2,048 ranks costs more than the screen of a mix)."""
+        from clustersim.workload.layout import Layout
+        from clustersim.workload.moe import ep_nodes_spanned
+
+        par = sc.parallelism
+        key = (par.tp, par.cp, par.ep, par.dp, par.pp, par.expert_tp, par.order)
+        hit = self._spans.get(key)
+        if hit is None:
+            hit = self._spans[key] = ep_nodes_spanned(Layout.from_parallelism(par), par.ep, par.expert_tp,
+                                                      self.rs.cluster.host_of)
+        return hit
 
     def resolved(self, scenario: Scenario) -> ResolvedScenario:
         """``scenario`` on the already built cluster and profile."""

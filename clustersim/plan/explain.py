@@ -16,9 +16,12 @@ from clustersim.errors import ClusterSimError
 from clustersim.files import check_writable
 from clustersim.plan.result import PlanReport
 from clustersim.plan.search import PlanOptions, plan, why_dropped
-from clustersim.plan.space import Mix
+from clustersim.plan.evaluate import Evaluator
+from clustersim.plan.space import SCHEDULES, Mix
 from clustersim.plan.write import write_best as _write_best
 
+#: recompute policies a mix may name (``training.recompute``)
+RECOMPUTE = ("none", "selective", "full")
 #: the fields a mix is given by (``--why``)
 MIX_KEYS = ("dp", "tp", "pp", "virtual_stages", "ep", "cp", "sequence_parallel", "zero", "schedule",
             "micro_batch", "recompute")
@@ -45,19 +48,27 @@ def mix_from_text(text: str, base, n_gpus: int) -> Mix:
             continue
         k, sep, v = item.partition("=")
         if not sep or k not in MIX_KEYS:
-            raise ClusterSimError(f"--why: {item!r} is not key=value with key one of {', '.join(MIX_KEYS)}", field="--why")
+            raise ClusterSimError(f"{item!r} is not key=value with key one of {', '.join(MIX_KEYS)}", field="--why")
         given.add(k)
         if k in ("schedule", "recompute"):
+            allowed = SCHEDULES if k == "schedule" else RECOMPUTE
+            if v not in allowed:
+                raise ClusterSimError(f"{k}={v!r} is not one of {', '.join(allowed)}", field="--why")
             d[k] = v
         elif k == "sequence_parallel":
+            if v.lower() not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+                raise ClusterSimError(f"sequence_parallel needs true or false, not {v!r}", field="--why")
             d[k] = v.lower() in ("1", "true", "yes", "on")
         else:
             try:
                 d[k] = int(v)
             except ValueError:
-                raise ClusterSimError(f"--why: {k} needs an integer, not {v!r}", field="--why") from None
+                raise ClusterSimError(f"{k} needs an integer, not {v!r}", field="--why") from None
+            if d[k] < (0 if k == "zero" else 1) or (k == "zero" and d[k] > 3):
+                raise ClusterSimError(f"{k}={d[k]} is out of range "
+                                      f"({'0..3' if k == 'zero' else 'a positive integer'})", field="--why")
     if "dp" not in given:
-        d["dp"] = max(1, n_gpus // (d["tp"] * d["pp"] * d["ep"] * d["cp"]))
+        d["dp"] = max(1, n_gpus // (d["tp"] * d["pp"] * d["cp"]))  # ep is carved out of dp*tp
     return Mix(**d)
 
 
@@ -102,13 +113,16 @@ def plan_run(source, overrides: list[str] | None = None, options: PlanOptions | 
     """Plan ``source`` (:func:`~clustersim.plan.search.plan`), explain the mix ``why``, write the winner to ``write_best``
     (checked to be writable before planning).
 
-    ``why`` is read only after the search (a bad one is reported then); docs/python-api.md plans a
-    scenario this way.
+    ``why`` is read before the search (a typo is refused at once, exit code 2, without costing the
+    search); docs/python-api.md plans a scenario this way.
     """
     opts = options or PlanOptions()
     if write_best is not None:
         check_writable(write_best)
-    rep = plan(source, overrides=overrides, options=opts)
+    ev = Evaluator(source, overrides)  # the scenario read once: the text of --why is checked against it
+    if why is not None:
+        mix_from_text(why, ev.base, ev.n_gpus)
+    rep = plan(ev.rs, options=opts)
     row = why_row(rep, why, tp_across_nodes=opts.tp_across_nodes) if why is not None else None
     written = None
     if write_best is not None and rep.plans:

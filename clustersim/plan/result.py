@@ -39,6 +39,9 @@ class Plan:
         """(fast, slow) step time of the plan's evidence band."""
         h = self.evidence.get("half_width", 0.0)
         return self.step_time_s / (1 + h), self.step_time_s * (1 + h)
+    #: labels of the other mixes whose simulated run is this one (same DAG: same step time and
+    #: breakdown; their memory may differ, this plan's is the least)
+    same_run: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         """JSON row: the mix's fields, then the predictions."""
@@ -48,7 +51,8 @@ class Plan:
                 "analytical_step_time_s": self.analytical_step_time_s, "lower_bound_s": self.bound_s,
                 "breakdown": dict(self.breakdown), "placement": self.placement,
                 "band_s": list(self.band_s), "evidence": dict(self.evidence),
-                "distinguishable_from_best": self.distinguishable, "could_swap_with_best": self.could_swap}
+                "distinguishable_from_best": self.distinguishable, "could_swap_with_best": self.could_swap,
+                "same_run": list(self.same_run)}
 
 
 @dataclass
@@ -58,7 +62,8 @@ class PlanReport:
     ``evaluated``: mixes enumerated and judged; ``feasible``: those passing every constraint;
     ``simulated``: feasible mixes run through the analytical simulator; ``pruned_by_bound``:
     feasible mixes skipped because their step-time lower bound could not beat the kept plans.
-    ``plans`` holds every simulated mix, best first.
+    ``plans`` holds every simulated run, best first: mixes with one run are one plan (its
+    ``same_run`` names the others), so no two plans are the same run.
     """
 
     scenario: str

@@ -55,6 +55,9 @@ class PlanOptions:
     #: execute a DAG identical to one already executed only once (:mod:`clustersim.simulate.memo`);
     #: False executes every mix's DAG (the reference the tests compare against)
     reuse: bool = True
+    #: a mix that does not fit drops the larger micro-batches and less-recomputing policies of its
+    #: memory group unscreened (:func:`_memory_group`); False screens every mix (``exhaustive`` too)
+    memory_monotone: bool = True
 
 
 #: Most mixes one plan screens (scenario rules, memory, the analytical bound), each 4-13 ms of one
@@ -75,6 +78,29 @@ def check_screen_work(n: int, enumerated: int) -> None:
 
 def _gib(x: float) -> str:
     return f"{x / 2**30:.1f} GiB"
+
+
+#: recompute policies from least to most activation memory (full keeps each layer's input only;
+#: selective drops the attention scores none keeps)
+RECOMPUTE_MEMORY = ("full", "selective", "none")
+
+
+def _memory_group(mix: Mix) -> Mix:
+    """Mixes that differ only in micro-batch and recompute policy: their states are one, and their
+    activations grow with the micro-batch and from full to selective to none recompute. Screened in
+    that order, a mix that does not fit drops every later one of its group unscreened
+    (``PlanOptions.memory_monotone``; the in-flight micro-batches of a schedule at half as many
+    micro-batches are at least half as many, so twice the micro-batch never holds less; checked
+    against screening all on 520 groups of DeepSeek-V3, Mixtral, GPT-3 175B and Llama 3 405B)."""
+    return replace(mix, micro_batch=0, recompute="")
+
+
+def _screen_order(mix: Mix) -> tuple:
+    """Screening order: mixes of one pipeline shape together (schedule, depth, chunks, dp: they share
+    the schedule's orders and counts, TransformerStep's caches), a memory group's
+    members contiguous in micro-batch, then recompute-memory order (:func:`_memory_group`)."""
+    return (mix.schedule, mix.pp, mix.virtual_stages, mix.dp, _memory_group(mix).label(), mix.micro_batch,
+            RECOMPUTE_MEMORY.index(mix.recompute))
 
 
 def _screen(mixes: list[Mix], keys: list | None = None) -> tuple[list[tuple[Mix, float, dict]], Tally, dict]:
@@ -101,7 +127,12 @@ def _screen_all(mixes: list[Mix], keys: list) -> tuple[list[tuple[Mix, float, di
         if name not in first or key < first[name][0]:
             first[name] = (key, mix, reason)
 
+    failed: dict[Mix, list[tuple[int, int]]] = {}  # memory group -> (micro-batch, recompute rank) that did not fit
     for mix, key in zip(mixes, keys):
+        group, rank = _memory_group(mix), RECOMPUTE_MEMORY.index(mix.recompute)
+        if ev.memory_monotone and any(mb <= mix.micro_batch and r <= rank for mb, r in failed.get(group, ())):
+            tally.removed["memory"] = tally.removed.get("memory", 0) + 1  # counted, not an example: not screened
+            continue
         try:
             sc = ev.scenario_for(mix)
         except (ValueError, ClusterSimError) as exc:
@@ -110,6 +141,7 @@ def _screen_all(mixes: list[Mix], keys: list) -> tuple[list[tuple[Mix, float, di
         s = ev.screen(sc)
         mem = s.memory
         if not mem["fits"]:
+            failed.setdefault(group, []).append((mix.micro_batch, rank))
             drop("memory", mix, f"pipeline stage {mem['stage']} needs {_gib(mem['peak_bytes_per_gpu'])} "
                                 f"(states {_gib(mem['params'] + mem['grads'] + mem['optimizer'])}, activations "
                                 f"{_gib(mem['activations'])}) > {_gib(mem['capacity_bytes'])} HBM", key)
@@ -148,9 +180,22 @@ class _no_gc:
             gc.enable()
 
 
-def _shape_key(mix: Mix) -> tuple:
-    """What decides a mix's pipeline schedule (its orders and in-flight counts), then its label."""
-    return mix.schedule, mix.pp, mix.virtual_stages, mix.dp * mix.micro_batch, mix.label()
+def run_key(mix: Mix, r: dict) -> tuple:
+    """What names a simulated run: the digest of its executed DAG (equal digests: equal timelines,
+    :mod:`clustersim.simulate.memo`), or without one (``reuse=False``) its step time and breakdown."""
+    if r.get("digest") is not None:
+        return ("digest", r["digest"])
+    return ("result", r["step_time_s"], tuple(sorted(r["breakdown"].items())))
+
+
+def distinct_runs(done: list) -> list[list]:
+    """``done`` (``(mix, bound, result)`` in rank order) grouped by :func:`run_key`, in order of each
+    run's first entry: the mixes of one group are one simulated run (ZeRO-1 and ZeRO-2 issue the
+    same collectives, say), which the top of a plan lists once."""
+    out: dict[tuple, list] = {}
+    for e in done:
+        out.setdefault(run_key(e[0], e[2]), []).append(e)
+    return list(out.values())
 
 
 def _share_key(mix: Mix, bound: float) -> tuple:
@@ -173,14 +218,21 @@ def _context(ev: Evaluator, tp_across_nodes: bool) -> Context:
     m, tr = ev.base.model, ev.base.training
     return Context(heads=m.heads, kv_heads=m.kv_heads, ffn_hidden=m.ffn_hidden, layers=m.layers, seq_len=m.seq_len,
                    global_batch=tr.global_batch, gpus_per_node=ev.gpus_per_node, attention=m.attention,
-                   tp_across_nodes=tp_across_nodes)
+                   tp_across_nodes=tp_across_nodes, experts=m.moe.experts if m.moe is not None else 0,
+                   expert_tp=ev.base.parallelism.expert_tp)
 
 
 def _placement(ev: Evaluator, mix: Mix) -> str:
     gpn = ev.gpus_per_node
     order = ev.base.parallelism.order
     where = "inside one node's NVLink domain" if mix.tp <= gpn else f"across {mix.tp // gpn} nodes"
-    return f"order {order} (innermost first): TP groups of {mix.tp} adjacent GPUs {where}, pipeline stages outermost"
+    ep = ""
+    if mix.ep > 1:  # EP groups: ep ranks, tp apart (order tp-...-ep: each EP group spans ep*tp adjacent GPUs)
+        span = mix.ep * mix.tp
+        ep = (f", EP groups of {mix.ep} over {span} adjacent GPUs "
+              + ("inside one node's NVLink domain" if span <= gpn else f"across {-(-span // gpn)} nodes"))
+    return (f"order {order} (innermost first): TP groups of {mix.tp} adjacent GPUs {where}{ep}, "
+            "pipeline stages outermost")
 
 
 class _Pool:
@@ -245,7 +297,7 @@ def _search(pool: _Pool, feasible: list, keep: int, n_flow: int, opts: PlanOptio
     """
     groups = _groups(feasible) if opts.reuse else [[e] for e in feasible]
     done: list = []
-    times: list[float] = []
+    times: dict = {}  # run key -> step time: the bound protects `keep` different runs
     flow: dict[str, dict] = {}
     sent: set[str] = set()
     in_flight: dict[int, tuple] = {}  # task id -> ("ana", group index) | ("flow", labels)
@@ -254,7 +306,7 @@ def _search(pool: _Pool, feasible: list, keep: int, n_flow: int, opts: PlanOptio
     while True:
         while not stopped and gi < len(groups) and sum(k == "ana" for k, _ in in_flight.values()) < cap:
             if not opts.exhaustive and len(times) >= keep:
-                cut = sorted(times)[keep - 1]
+                cut = sorted(times.values())[keep - 1]
                 if opts.simulate_below_s is not None:
                     cut = max(cut, opts.simulate_below_s)
                 if groups[gi][0][1] >= cut:
@@ -268,8 +320,9 @@ def _search(pool: _Pool, feasible: list, keep: int, n_flow: int, opts: PlanOptio
             if not stopped and gi < len(groups):
                 pending.append(groups[gi][0][1])
             threshold = min(pending, default=math.inf)
-            best = sorted(done, key=lambda x: (x[2]["step_time_s"], x[0].label()))[:n_flow]
-            new = [e for e in best if e[2]["step_time_s"] < threshold and e[0].label() not in sent]
+            best = distinct_runs(sorted(done, key=lambda x: (x[2]["step_time_s"], x[0].label())))[:n_flow]
+            new = [g[0] for g in best if g[0][2]["step_time_s"] < threshold and not sent & {e[0].label() for e in g}]
+            new = [e for e in new if e[0].label() not in sent]
             by: dict[object, list] = {}
             for e in new:
                 d = e[2]["digest"]
@@ -287,7 +340,7 @@ def _search(pool: _Pool, feasible: list, keep: int, n_flow: int, opts: PlanOptio
         if kind == "ana":
             for (m, b, _), r in zip(groups[what], res):
                 done.append((m, b, r))
-                times.append(r["step_time_s"])
+                times[run_key(m, r)] = r["step_time_s"]
             t_ana = time.perf_counter()
         else:
             flow.update(zip(what, res))
@@ -305,12 +358,14 @@ def plan(source, overrides: list[str] | None = None, options: PlanOptions | None
     ev = Evaluator(source, overrides)
     if not opts.reuse:
         ev.memo = None
+    ev.memory_monotone = opts.memory_monotone and not opts.exhaustive
     _EV = ev
     ctx = _context(ev, opts.tp_across_nodes)
     tally = Tally()
     survivors = []
     evaluated = 0
-    for mix in enumerate_mixes(ev.n_gpus, ctx.layers, opts.space, seq_len=ctx.seq_len):
+    for mix in enumerate_mixes(ev.n_gpus, ctx.layers, opts.space, seq_len=ctx.seq_len, experts=ctx.experts or None,
+                               attention=ctx.attention):
         evaluated += 1
         bad = structural_violation(mix, ctx)
         if bad is None:
@@ -327,7 +382,7 @@ def plan(source, overrides: list[str] | None = None, options: PlanOptions | None
         # A constraint's example is the dropped mix first in (index mod 4 x workers, index) order of
         # the enumeration, whatever the split (the order of the strided parts of earlier versions).
         n_chunks = max(1, workers * 4)
-        order = sorted(range(len(survivors)), key=lambda k: _shape_key(survivors[k]))
+        order = sorted(range(len(survivors)), key=lambda k: _screen_order(survivors[k]))
         size = max(1, -(-len(order) // n_chunks))
         parts = [([survivors[k] for k in ks], [(k % n_chunks, k) for k in ks])
                  for ks in (order[i:i + size] for i in range(0, len(order), size))]
@@ -346,14 +401,19 @@ def plan(source, overrides: list[str] | None = None, options: PlanOptions | None
         keep = opts.keep or max(opts.top, opts.flow_top, 1)
         done, flow, t_ana = _search(pool, feasible, keep, max(opts.flow_top, 0), opts, workers)
         done.sort(key=lambda x: (x[2]["step_time_s"], x[0].label()))
-        plans = [Plan(mix=mx, step_time_s=r["step_time_s"], mfu=r["mfu"], tokens_per_s=r["tokens_per_s"],
-                      peak_bytes_per_gpu=r["peak_bytes_per_gpu"], fits=r["fits"], fidelity="analytical",
-                      analytical_step_time_s=r["step_time_s"], bound_s=b, breakdown=r["breakdown"],
-                      placement=_placement(ev, mx), evidence=r["evidence"]) for mx, b, r in done]
+        plans = []
+        for group in distinct_runs(done):
+            # one plan per simulated run: the mix of least memory stands for the others (same step)
+            mx, b, r = min(group, key=lambda e: (e[2]["peak_bytes_per_gpu"], e[0].label()))
+            plans.append(Plan(mix=mx, step_time_s=r["step_time_s"], mfu=r["mfu"], tokens_per_s=r["tokens_per_s"],
+                              peak_bytes_per_gpu=r["peak_bytes_per_gpu"], fits=r["fits"], fidelity="analytical",
+                              analytical_step_time_s=r["step_time_s"], bound_s=b, breakdown=r["breakdown"],
+                              placement=_placement(ev, mx),
+                              same_run=[e[0].label() for e in group if e[0] is not mx], evidence=r["evidence"]))
         n_flow = min(opts.flow_top, len(plans))
         if n_flow:
             for p in plans[:n_flow]:
-                r = flow[p.mix.label()]
+                r = next(flow[lb] for lb in [p.mix.label(), *p.same_run] if lb in flow)
                 p.step_time_s, p.mfu, p.tokens_per_s = r["step_time_s"], r["mfu"], r["tokens_per_s"]
                 p.breakdown, p.fidelity, p.evidence = r["breakdown"], "flow", r["evidence"]
             plans[:n_flow] = sorted(plans[:n_flow], key=lambda p: (p.step_time_s, p.mix.label()))
@@ -374,8 +434,8 @@ def why_dropped(source, mix: Mix, overrides: list[str] | None = None, tp_across_
     ev = Evaluator(source, overrides)
     _EV = ev
     ctx = _context(ev, tp_across_nodes)
-    if mix.dp * mix.tp * mix.pp * mix.ep * mix.cp != ev.n_gpus:
-        return "world-size", f"dp*tp*pp*ep*cp = {mix.dp * mix.tp * mix.pp * mix.ep * mix.cp} is not the {ev.n_gpus} GPUs"
+    if mix.dp * mix.tp * mix.pp * mix.cp != ev.n_gpus:
+        return "world-size", f"dp*tp*pp*cp = {mix.dp * mix.tp * mix.pp * mix.cp} is not the {ev.n_gpus} GPUs"
     bad = structural_violation(mix, ctx)
     if bad is not None:
         return bad

@@ -156,7 +156,7 @@ def build_resolved(inputs: ScenarioInputs, check_world: bool = True) -> Resolved
     c = inputs.scenario.cluster
     try:
         try:
-            cluster = Cluster(inputs.topology, nodes=c.nodes, gpus=c.gpus)
+            cluster = Cluster(inputs.topology, nodes=c.nodes, gpus=c.gpus, gpus_per_node=c.gpus_per_node)
         except ClusterSimError as exc:
             raise exc.with_file(str(inputs.topology_file)) from None
     except ClusterSimError as exc:

@@ -86,7 +86,8 @@ def transformer_step(rs: ResolvedScenario, reduced: bool = True) -> TransformerS
     host_kernel = max(host_call, cm.issue_floor_s)
     # FSDP2 shards over the data-parallel ranks (dp x cp with context parallelism): the hook's host
     # work is measured per shard-group size
-    hook_us = profile.host.fsdp_hook_us_at(sc.parallelism.dp * getattr(sc.parallelism, "cp", 1))
+    hook_us = profile.host.fsdp_hook_us_at(getattr(sc.parallelism, "fsdp_shard_size", None)
+                                           or sc.parallelism.dp * getattr(sc.parallelism, "cp", 1))
     opt = profile.host.fsdp_optimizer_us
     return TransformerStep(sc, cm, host_call_s=host_call, reduced=reduced, host_kernel_s=host_kernel,
                            fsdp_hook_s=None if hook_us is None else hook_us * 1e-6,

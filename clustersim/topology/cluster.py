@@ -23,7 +23,9 @@ _EMPTY.setflags(write=False)
 class Cluster:
     """GPUs, devices and links of a (possibly replicated) node preset, with structured routing.
 
-    Build it with :func:`load_cluster` or ``Cluster(spec, nodes=, gpus=)``.
+    Build it with :func:`load_cluster` or ``Cluster(spec, nodes=, gpus=, gpus_per_node=)``
+    (``gpus_per_node``: ranks on the first N GPUs of every node only, e.g. 64 of an NVL72 rack's 72,
+    so that a job smaller than its racks puts one EP group of 64 in each rack).
 
     Attributes
     ----------
@@ -57,10 +59,16 @@ class Cluster:
     450.0
     """
 
-    def __init__(self, spec: TopologySpec, nodes: int | None = None, gpus: int | None = None):
+    def __init__(self, spec: TopologySpec, nodes: int | None = None, gpus: int | None = None,
+                 gpus_per_node: int | None = None):
         self.spec = spec
         node = spec.node
         gpn = node.gpus
+        # ranks per node: all of its GPUs, or the first gpus_per_node of each (a job placed per rack)
+        used = gpn if gpus_per_node is None else gpus_per_node
+        if not 1 <= used <= gpn:
+            raise ClusterSimError(f"gpus_per_node ({gpus_per_node}) must be 1..{gpn} (the GPUs of one {spec.name} node)",
+                                  field="gpus_per_node")
         if nodes is not None and nodes < 1:
             raise ClusterSimError(f"nodes must be >= 1, got {nodes}", field="nodes")
         if gpus is not None and gpus < 1:
@@ -72,12 +80,12 @@ class Cluster:
             check_bound("nodes", nodes, field="nodes")
         if nodes is None:
             nodes = spec.cluster.nodes if spec.cluster is not None else 1
-            if gpus is not None and gpus > nodes * gpn:
+            if gpus is not None and gpus > nodes * used:
                 # e.g. cannon-4xa100 with gpus=8: the 2 x 4-GPU nodes the FASRC pi runs used
-                nodes = math.ceil(gpus / gpn)
-        if gpus is not None and gpus > nodes * gpn:
-            raise ClusterSimError(f"asked for {gpus} GPUs but {nodes} node(s) of {spec.name} have {nodes * gpn}",
-                                  field="gpus")
+                nodes = math.ceil(gpus / used)
+        if gpus is not None and gpus > nodes * used:
+            raise ClusterSimError(f"asked for {gpus} GPUs but {nodes} node(s) of {spec.name} have {nodes * used}"
+                                  + (f" in use ({used} of each)" if used != gpn else ""), field="gpus")
         if nodes > 1 and node.nics == 0:
             raise ClusterSimError(f"{spec.name} has no NICs, so it cannot be replicated over a network "
                                   f"(asked for {nodes} nodes)", field="nodes")
@@ -113,10 +121,12 @@ class Cluster:
         self.link_latency = np.concatenate(lat)
         self.link_kind = np.asarray(kinds, dtype=object).astype(str)
         self.link_names = names
-        n_ranks = gpus if gpus is not None else nodes * gpn
-        self.gpus = [f"h{r // gpn}.gpu{r % gpn}" for r in range(n_ranks)]
-        self.host_of = np.arange(n_ranks, dtype=np.int64) // gpn
-        self.local_of = np.arange(n_ranks, dtype=np.int64) % gpn
+        n_ranks = gpus if gpus is not None else nodes * used
+        self.gpus = [f"h{r // used}.gpu{r % used}" for r in range(n_ranks)]
+        self.host_of = np.arange(n_ranks, dtype=np.int64) // used
+        self.local_of = np.arange(n_ranks, dtype=np.int64) % used
+        #: ranks placed on each node (the first of its GPUs): gpus_per_host unless gpus_per_node is given
+        self.ranks_per_host = used
         self.p2p = True
         self.gdr = True
         self._cache: dict[tuple[int, int], np.ndarray] = {}

@@ -452,6 +452,29 @@ class ComputeModel:
         m = max(tokens, 1)
         return interp_log([(p[2], p[3]) for p in pts], m), interp_log([(p[2], p[4]) for p in pts], m)
 
+    def linears(self, Ms, N: int, K: int, role: str = "fwd") -> list[float]:
+        """:meth:`linear` of each ``M`` of ``Ms`` (a grouped GEMM's experts, most at one token
+        count): the same seconds, tallied in the same order, the efficiency looked up once per
+        distinct ``M`` (256 local experts of equal load: one lookup, not 256).
+
+        >>> cm = ComputeModel(peak_flops=1e15, hbm_bandwidth=3e12, kernel_launch_s=1e-6,
+        ...                   gemm_layout_table=[("NT", 8192, 8192, 2048, 0.8)])
+        >>> cm.linears([4096, 4096, 8192], 8192, 2048) == [cm.linear(m, 8192, 2048) for m in (4096, 4096, 8192)]
+        True
+        """
+        eff: dict[int, float | None] = {}
+        out = []
+        for M in Ms:
+            if M not in eff:
+                eff[M] = self.linear_efficiency(M, N, K, role) if 2.0 * M * N * K > 0 else None
+            e = eff[M]
+            flops = 2.0 * M * N * K
+            if flops <= 0 or e is None:
+                out.append(self.linear(M, N, K, role))
+            else:
+                out.append(self._cb(flops / (self.peak_flops * e)) + self.kernel_launch_s)
+        return out
+
     def bmm(self, kind: str, batch_heads: int, seq: int, head_dim: int) -> float | None:
         """Seconds for one batched GEMM of an eager attention core (``kind``: score, context or context_t;
         :func:`clustersim.roofline.bmm_shape`), or None when the profile has no ``bmm_table`` (or no SM count).

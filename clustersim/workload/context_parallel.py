@@ -28,9 +28,20 @@ Conventions (Megatron-Core with TransformerEngine, Llama 3 §3.3.2; ``docs/train
   before attention (``cp`` blocks gathered, nccl-tests size), exposed (Llama 3: "the all-gather
   latency is exposed"); backward re-gathers them (only the local K, V are saved) and
   reduce-scatters dK, dV.
+* ``alltoall`` (DeepSpeed-Ulysses, arXiv 2309.14509; Megatron-Core ``cp_comm_type=a2a``): before
+  attention one all-to-all over the CP group turns the rank's Q, K and V of its local tokens and
+  all its heads into the whole sequence of ``1 / cp`` of the heads; attention runs there (every
+  rank the full causal ``s x s`` of its heads, the same FLOPs as a ring rank), and a second
+  all-to-all turns the output back. Both are exposed (the attention needs the whole of its
+  heads). Backward: the output gradient goes the same way (an all-to-all before the attention
+  backward) and dQ, dK, dV return by one after it. Sizes (nccl-tests ``all_to_all``: the per-rank
+  buffer): ``b (s / cp) (h_q + 2 h_kv) / tp`` and ``b (s / cp) h_q / tp`` values of 2 bytes. The
+  query and KV heads of a TP rank must split over the CP ranks (``heads / tp`` and
+  ``kv_heads / tp`` divisible by ``cp``, Ulysses' head constraint).
 * Memory: activations follow the local tokens (``1 / cp``). Buffers beside them: ring, the KV and
   dKV blocks being sent and received (4 blocks); all-gather, one layer's gathered K, V and dK, dV
-  (``2 cp`` blocks).
+  (``2 cp`` blocks); all-to-all, one layer's exchanged Q, K, V and output, sent and received
+  (``2 (h_q + 2 h_kv + h_q) / (2 h_kv)`` blocks, :func:`cp_buffer_bytes`).
 * Data parallelism: the CP ranks hold the same weights, so gradients are reduced and ZeRO shards
   over the ``dp * cp`` ranks (Megatron's data-parallel group with context parallelism).
 """
@@ -41,7 +52,7 @@ from dataclasses import dataclass
 
 from clustersim.workload.segments import ComputeSegment, TPCommSegment
 
-ALGORITHMS = ("ring", "allgather")
+ALGORITHMS = ("ring", "allgather", "alltoall")
 ACT_BYTES = 2  # 16-bit K, V and their gradients
 ACC_BYTES = 4  # fp32 accumulators of the partial outputs and query gradients (TE)
 
@@ -91,6 +102,8 @@ def cp_send_bytes(cp: int, algorithm: str, kv_bytes: float) -> dict[str, float]:
     """
     if cp <= 1:
         return {"forward": 0.0, "backward": 0.0}
+    if algorithm == "alltoall":  # kv_bytes here: the Q, K, V and output buffers of one all-to-all pair
+        return {"forward": (cp - 1) / cp * kv_bytes, "backward": (cp - 1) / cp * kv_bytes}
     if algorithm == "ring":
         return {"forward": (cp - 1) * kv_bytes, "backward": (2 * cp - 1) * kv_bytes}
     return {"forward": (cp - 1) * kv_bytes, "backward": 2.0 * (cp - 1) * kv_bytes}
@@ -116,6 +129,17 @@ def attention_segments(ctx: ContextParallel, compute, *, micro_batch: int, seq_l
     kv = 2.0 * micro_batch * local * kv_hidden_local * ACT_BYTES
     flops = 4.0 * micro_batch * local * seq_len * head_dim * heads_local * 0.5  # local queries x all keys, causal half
     q_acc = micro_batch * local * heads_local * head_dim * ACC_BYTES  # one fp32 accumulator of the local queries
+    if ctx.algorithm == "alltoall":
+        qkv = micro_batch * local * (heads_local * head_dim + 2 * kv_hidden_local) * ACT_BYTES
+        out = micro_batch * local * heads_local * head_dim * ACT_BYTES
+        # the whole sequence of heads_local / cp heads: the same causal FLOPs as the local queries x all keys
+        t_f = compute.attention(flops, 1, "fwd", seq=seq_len, head_dim=head_dim)
+        t_b = compute.attention(2.5 * flops, 3, "bwd", seq=seq_len, head_dim=head_dim)
+        fwd = [TPCommSegment("all_to_all", qkv, axis="cp"), ComputeSegment(t_f, 1),
+               TPCommSegment("all_to_all", out, axis="cp")]
+        bwd = [TPCommSegment("all_to_all", out, axis="cp"), ComputeSegment(t_b, 3),
+               TPCommSegment("all_to_all", qkv, axis="cp")]
+        return fwd, bwd
     if ctx.algorithm == "ring":
         blk = flops / cp  # zig-zag: every step the same work
         t_f = compute.attention(blk, 1, "fwd", seq=local, head_dim=head_dim)
@@ -142,14 +166,21 @@ def attention_segments(ctx: ContextParallel, compute, *, micro_batch: int, seq_l
     return fwd, bwd
 
 
-def cp_buffer_bytes(ctx: ContextParallel | None, kv_bytes: float) -> float:
+def cp_buffer_bytes(ctx: ContextParallel | None, kv_bytes: float, q_over_kv: float = 1.0) -> float:
     """Transient bytes of the CP exchange beside the activations (one layer at a time).
+
+    ``q_over_kv``: query width over KV width (``heads / kv_heads``); the all-to-all exchanges the
+    queries and the output too: Q, K, V and O sent and received, ``(2 q/kv + 2) / 2`` KV blocks each way.
 
     >>> cp_buffer_bytes(ContextParallel(8, "ring"), 1.0), cp_buffer_bytes(ContextParallel(8, "allgather"), 1.0)
     (4.0, 16.0)
+    >>> cp_buffer_bytes(ContextParallel(8, "alltoall"), 1.0, q_over_kv=4.0)
+    10.0
     """
     if ctx is None or ctx.cp <= 1:
         return 0.0
+    if ctx.algorithm == "alltoall":
+        return 2.0 * (2.0 * q_over_kv + 2.0) / 2.0 * kv_bytes
     return 4.0 * kv_bytes if ctx.algorithm == "ring" else 2.0 * ctx.cp * kv_bytes
 
 
@@ -189,6 +220,8 @@ def cp_report(step) -> dict:
     :class:`~clustersim.workload.transformer.TransformerStep` with context parallelism)."""
     ctx, model = step.context, step.model
     kv = kv_block_bytes(step.micro_batch, model.seq_len, model.kv_pair_hidden, step.tp, ctx.cp)
+    # the all-to-all's pair of buffers per pass: Q, K, V there and the output back (2 h_q + 2 h_kv wide)
+    sent = kv * (model.heads / model.kv_heads + 1.0) if ctx.algorithm == "alltoall" else kv
     return {"cp": ctx.cp, "algorithm": ctx.algorithm, "local_tokens": ctx.local(step.micro_batch * model.seq_len),
-            "kv_block_bytes": kv, "send_bytes_per_layer": cp_send_bytes(ctx.cp, ctx.algorithm, kv),
+            "kv_block_bytes": kv, "send_bytes_per_layer": cp_send_bytes(ctx.cp, ctx.algorithm, sent),
             "grad_reduction_ranks": step.grad_dp}

@@ -240,10 +240,11 @@ def _loss_kind(step) -> str:
     return "vocab_parallel_reference" if (step.tp > 1 and step.vocab_parallel) else "cross_entropy"
 
 
-def _stage_row(step, stage: int, state_bytes: StateBytes, act_layer: float) -> dict:
+def _stage_row(step, stage: int, state_bytes: StateBytes, act_layer: float, act_kept: float = 0.0) -> dict:
     """Peak allocated bytes of pipeline rank ``stage`` and the terms it is made of (see :func:`step_memory`)."""
     model, training, par = step.model, step.training, step.parallelism
-    tp, dp = step.tp, step.grad_dp  # ZeRO shards over the ranks holding the same weights: dp * cp
+    # ZeRO shards over the ranks holding the same weights: dp * cp (HSDP: its shard group)
+    tp, dp = step.tp, getattr(step, "shard_dp", step.grad_dp)
     eager = training.kernel_fusion == "none"
     act = _act_bytes(training.precision)
     tokens = step.micro_batch * model.seq_len // step.cp  # this CP rank's tokens of a micro-batch
@@ -259,9 +260,14 @@ def _stage_row(step, stage: int, state_bytes: StateBytes, act_layer: float) -> d
     layers = sum(step.layers_per_virtual_stage[vs] for vs in vstages)
     first, last = 0 in vstages, step.n_virtual_stages - 1 in vstages
     # in-flight micro-batches of each chunk: the schedule's count spread over the rank's chunks
-    acts = inflight * (layers / len(vstages)) * act_layer
+    per_chunk = layers / len(vstages)
+    acts = inflight * per_chunk * act_layer
+    kept = 0.0  # block recompute: share of a chunk's layers that keep their activations
+    if training.recompute_layers is not None and per_chunk > training.recompute_layers:
+        kept = (per_chunk - training.recompute_layers) / per_chunk
+        acts = inflight * per_chunk * ((1 - kept) * act_layer + kept * act_kept)
     if step.experts:
-        acts += inflight * moe_activation_delta(step, stage) / len(vstages)
+        acts += inflight * moe_activation_delta(step, stage, kept) / len(vstages)
     if first and not eager:  # Megatron's embedding dropout output (Korthikanti sbhp/t over the pipeline)
         acts += inflight * tokens * model.hidden * 2 / sp_shard / len(vstages)
     if step.pp > 1 and eager:  # torch.distributed.pipelining keeps each chunk's output until its backward
@@ -306,7 +312,8 @@ def _stage_row(step, stage: int, state_bytes: StateBytes, act_layer: float) -> d
     step_transient = max(loss, gathered_layers)
     grads_during = states["grads"] if (step.micro_batches > 1 or step.pp > 1) else 0.0
     cp_buffers = cp_buffer_bytes(step.context, kv_block_bytes(step.micro_batch, model.seq_len, model.kv_pair_hidden, tp,
-                                                              step.cp, act)) if step.context is not None else 0.0
+                                                              step.cp, act), model.heads / model.kv_heads) \
+        if step.context is not None else 0.0
     forward_backward = (CUBLAS_WORKSPACE_BYTES + states["params"] + states["optimizer"] + ddp_buckets + gathered_root
                         + step_transient + acts + grads_during + pipeline_outputs + cp_buffers + recv_buffers)
     # the optimizer step: torch's foreach AdamW allocates sqrt(v) for every parameter it updates
@@ -408,11 +415,17 @@ def step_memory(step, capacity_bytes: float) -> dict:
     act_layer = layer_saved_bytes(model, micro_batch=step.micro_batch, tp=step.tp, sp=step.sequence_parallel,
                                   recompute=training.recompute, kernel_fusion=training.kernel_fusion,
                                   act_bytes=_act_bytes(training.precision))
+    act_kept = 0.0  # block recompute (training.recompute_layers): a layer that does not recompute keeps these
+    if training.recompute_layers is not None:
+        act_kept = layer_saved_bytes(model, micro_batch=step.micro_batch, tp=step.tp, sp=step.sequence_parallel,
+                                     recompute="none", kernel_fusion=training.kernel_fusion,
+                                     act_bytes=_act_bytes(training.precision))
     if step.cp > 1:  # flash attention keeps no s^2 term: a layer's activations follow its local b s / cp tokens
         act_layer /= step.cp
+        act_kept /= step.cp
     best = None
     for stage in range(step.pp):
-        row = _stage_row(step, stage, state_bytes, act_layer)
+        row = _stage_row(step, stage, state_bytes, act_layer, act_kept)
         if best is None or row["peak_allocated_bytes"] > best["peak_allocated_bytes"]:
             best = row
     peak = best["peak_allocated_bytes"]
@@ -439,13 +452,14 @@ def step_memory(step, capacity_bytes: float) -> dict:
     return best
 
 
-def moe_activation_delta(step, stage: int) -> float:
+def moe_activation_delta(step, stage: int, kept: float = 0.0) -> float:
     """Activation bytes the MoE layers of pipeline rank ``stage`` keep beyond the dense layer of
     :meth:`ModelDims.layer_activation_bytes` (per micro-batch): each swaps the dense MLP's split
     intermediate tensors for its router, dispatched tokens and expert intermediates
-    (:func:`clustersim.workload.moe.moe_mlp_activation_bytes`); none under full recomputation."""
+    (:func:`clustersim.workload.moe.moe_mlp_activation_bytes`); none under full recomputation, except
+    for the ``kept`` share of the layers that block recompute leaves out."""
     model, training = step.model, step.training
-    if training.recompute == "full":
+    if training.recompute == "full" and not kept:
         return 0.0
     n_moe = sum(model.is_moe_layer(i) for vs in step.virtual_stages_of(stage) for i in step.layer_indices(vs))
     sbh = step.micro_batch * model.seq_len * model.hidden
@@ -455,4 +469,4 @@ def moe_activation_delta(step, stage: int) -> float:
     mlp_in_factor = 2 if model.mlp == "swiglu" else 1
     moe = moe_mlp_activation_bytes(model.moe, model.hidden, mlp_in_factor, tokens_routed, step.experts.routing,
                                    step.experts.expert_tp, step.tp)
-    return n_moe * (moe - dense_mlp)
+    return n_moe * (moe - dense_mlp) * (kept if training.recompute == "full" else 1.0)

@@ -108,7 +108,7 @@ def _grouped_linear(passes, tokens: tuple[int, ...], out_features: int, in_featu
         launch = cm.kernel_launch_s
 
         def role_time(role: str) -> float:
-            per = [cm.linear(m, out_features, in_features, role) - launch for m in tokens if m > 0]
+            per = [t - launch for t in cm.linears([m for m in tokens if m > 0], out_features, in_features, role)]
             return sum(per) + launch if per else 0.0
     else:
         def role_time(role: str) -> float:

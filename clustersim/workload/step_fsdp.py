@@ -1,4 +1,9 @@
-"""ZeRO-3 / FSDP2 part of a training step's DAG (``zero: 3``, ``pp = 1``).
+"""ZeRO-3 / FSDP2 part of a training step's DAG (``zero: 3``, ``pp = 1``), and HSDP.
+
+HSDP (``parallelism.fsdp_shard_size``): the all-gathers and reduce-scatters run inside shard groups
+of that many consecutive DP ranks, and every reduce-scatter is followed, on the same stream, by an
+all-reduce of the gradient shard across the groups (torch ``fully_shard`` on a 2-D device mesh:
+``foreach_reduce`` reduce-scatters, then all-reduces over the replicate dimension).
 
 Each unit (layer, embedding, head) is one compute op. Its weights are all-gathered before its
 forward and again before its backward (blocks only: FSDP2 keeps the root module, embedding and
@@ -79,14 +84,18 @@ def count_hooks(graph: Graph) -> int:
     >>> count_hooks(g)
     1
     """
-    return sum(op.stream in HOOK_STREAMS for op in graph.ops)
+    return sum(op.stream in HOOK_STREAMS and not op.name.startswith("AR ") for op in graph.ops)  # HSDP's AR: no hook
 
 
 def build_fsdp(graph: Graph, step) -> None:
     """Add the ops of one ZeRO-3 / FSDP2 step (one replica simulated; see the module docstring)."""
-    layout, cm, dp = step.layout, step.compute, step.dp
+    layout, cm = step.layout, step.compute
+    dp = step.shard_dp  # ranks one shard group spans (HSDP: fsdp_shard_size; FSDP: every dp rank)
     rank = layout.rank()
-    groups = [layout.group("dp", tp=i) for i in range(step.tp)]
+    full = [layout.group("dp", tp=i) for i in range(step.tp)]
+    # shard groups (consecutive dp ranks) and, with HSDP, the replica groups across them (same shard index)
+    groups = [g[k:k + dp] for g in full for k in range(0, len(g), dp)]
+    replicas = [g[j::dp] for g in full for j in range(dp)] if dp < len(full[0]) else None
     tp_group = layout.group("tp")
     sharded = dp > 1
     host_kernel, host_call = step.host_kernel_s, step.host_call_s
@@ -164,6 +173,10 @@ def build_fsdp(graph: Graph, step) -> None:
             last_nccl[0] = graph.add(rank, "dp_rs", f"RS {unit.name}", "comm_dp",
                                      coll=Coll("reduce_scatter", groups, unit.grad_bytes, "dp"),
                                      deps=[oid, last_nccl[0], post_hook])
+            if replicas is not None:  # HSDP: the gradient shard all-reduced across the replicas
+                last_nccl[0] = graph.add(rank, "dp_rs", f"AR {unit.name}", "comm_dp",
+                                         coll=Coll("all_reduce", replicas, unit.grad_bytes / dp, "dp"),
+                                         deps=[last_nccl[0]])
             reduce_scatters.append(last_nccl[0])
     shard = step.stage_params(0) / dp
     graph.add(rank, "compute", "optimizer", "optimizer", duration=step.optimizer_seconds(shard),

@@ -119,6 +119,8 @@ class TransformerStep:
         # gradient reduction and ZeRO sharding span dp * cp ranks
         self.context = ContextParallel(par.cp, par.cp_algorithm) if par.cp > 1 else None
         self.grad_dp = par.dp * par.cp
+        # FSDP's shard group: all of them, or HSDP's fsdp_shard_size consecutive DP ranks (replicated across groups)
+        self.shard_dp = par.fsdp_shard_size if par.zero == 3 and par.fsdp_shard_size else self.grad_dp
         # the schedule that runs (one pipeline rank without chunks: plain gradient accumulation)
         self.schedule = par.schedule if par.pp > 1 or par.virtual_stages > 1 else "1f1b"
         self.virtual_stages = chunks_per_rank(self.schedule, par.virtual_stages)  # model chunks per rank
@@ -355,6 +357,10 @@ class TransformerStep:
         first, last = vstage == 0, vstage == self.n_virtual_stages - 1
         if kind == "F":
             return ([embed_f] if first else []) + [lu.forward for lu in layers] + ([head_f] if last else [])
+        n_rc = self.training.recompute_layers
+        if n_rc is not None:  # block recompute: the chunk's first n_rc layers recompute, the rest keep theirs
+            return (([head_b] if last else []) + [self._layer_backward(lu, i < n_rc) for i, lu in
+                                                   reversed(list(enumerate(layers)))] + ([embed_b] if first else []))
         backward = {}
         for lu in {id(lu): lu for lu in layers}.values():  # dense and MoE layers: one backward unit each
             backward[id(lu)] = self._layer_backward(lu)
@@ -385,7 +391,9 @@ class TransformerStep:
         layers = [self._split_moe_layer if self.model.is_moe_layer(i) else dense for i in self.layer_indices(vstage)]
         first, last = vstage == 0, vstage == self.n_virtual_stages - 1
         head_b, embed_b = split.head.backward, split.embedding.backward
-        units = ([head_b] if last else []) + [self._layer_backward(lu) for lu in reversed(layers)] \
+        n_rc = self.training.recompute_layers
+        units = ([head_b] if last else []) + [self._layer_backward(lu, n_rc is None or i < n_rc)
+                                               for i, lu in reversed(list(enumerate(layers)))] \
             + ([embed_b] if first else [])
         # one B (W) unit per distinct full backward unit: the layers of every chunk share them
         made = self._split_made
@@ -404,12 +412,15 @@ class TransformerStep:
             out.append(hit[1])
         return out
 
-    def _layer_backward(self, layer_units) -> Unit:
+    def _layer_backward(self, layer_units, recompute: bool = True) -> Unit:
         """Backward unit of a layer with the forward work recomputation repeats before it (one
-        object per layer units, shared by every chunk)."""
-        hit = self._split_made.get(("layer", id(layer_units)))
+        object per layer units, shared by every chunk; ``recompute`` False: a layer that block
+        recompute, ``training.recompute_layers``, leaves out)."""
+        key = ("layer", id(layer_units)) if recompute else ("layer-kept", id(layer_units))
+        hit = self._split_made.get(key)
         if hit is None:
-            hit = self._split_made[("layer", id(layer_units))] = (layer_units, self._make_layer_backward(layer_units))
+            hit = self._split_made[key] = (layer_units, self._make_layer_backward(layer_units) if recompute
+                                           else layer_units[1])
         return hit[1]
 
     def _make_layer_backward(self, layer_units) -> Unit:
@@ -486,7 +497,9 @@ class TransformerStep:
         if cm.clock_table and cm.clock_window_s:  # the clock follows each rank's own load (simulate.overlap)
             _ = self.units  # sets the duty and the slowdown the kernels are costed at
             graph.clock = (self.compute_duty, cm.clock_slowdown, tuple(cm.clock_table), cm.clock_window_s)
-        if self.parallelism.zero == 3:
+        # FSDP over one rank shards nothing: the step is plain gradient accumulation, as ZeRO-0's
+        # (FSDP2's hooks and per-parameter copies only run where a shard group has peers)
+        if self.parallelism.zero == 3 and self.grad_dp > 1:
             build_fsdp(graph, self)
             return graph
         grad_sync = self.grad_dp > 1

@@ -24,10 +24,13 @@ def small_report():
 def test_report_counts_and_ranking(small_report):
     rep = small_report
     rows = {r["constraint"]: r for r in rep.constraints}
-    assert rep.evaluated == 672  # 480 before the zero-bubble and DualPipe schedules joined the space
+    # 480 before the zero-bubble and DualPipe schedules joined the space, 672 before mixes that are one run
+    # were enumerated once (ZeRO on one rank, ZeRO-1 beside ZeRO-2, selective beside none under flash)
+    assert rep.evaluated == 128
     dropped = sum(r["removed"] for r in rows.values())
     assert rep.feasible + dropped == rep.evaluated
-    assert rows["zero3-with-pipeline"]["removed"] > 0 and rows["zero3-with-pipeline"]["example"]
+    # on 2 GPUs a pipeline leaves dp = 1, where ZeRO is pinned to 0: no ZeRO-3 mix with pp > 1 to drop
+    assert rows["zero3-with-pipeline"]["removed"] == 0 and rows["memory"]["removed"] + rows["batch-divisible"]["removed"] > 0
     assert rep.simulated + rep.pruned_by_bound == rep.feasible
     analytical = [p.analytical_step_time_s for p in rep.plans[2:]]
     assert analytical == sorted(analytical)

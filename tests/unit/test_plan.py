@@ -27,8 +27,11 @@ def test_enumeration_counts_small_case():
     # 2*2 <= 4 layers) and dualpipe: 1 + 2 + 7 shapes
     assert _count(2, 4, zero=[0], micro_batch=[1], recompute=["none"]) == 10
     assert _count(2, 4, zero=[0], micro_batch=[1], recompute=["none"], schedule=["gpipe", "1f1b", "interleaved"]) == 6
-    # every other axis multiplies: 4 ZeRO stages x 4 micro-batches x 3 recompute policies
-    assert _count(2, 4) == 10 * 4 * 4 * 3
+    # every other axis multiplies: 4 micro-batches x 3 recompute policies, and ZeRO 0, 2, 3 (ZeRO-1 is
+    # ZeRO-2's run with more memory) where dp = 2 (tp 1, pp 1: 1 shape), ZeRO-0 alone where dp = 1 (9 shapes)
+    assert _count(2, 4) == (1 * 3 + 9 * 1) * 4 * 3
+    # under flash attention selective recompute is none's run: left out beside none
+    assert len(list(enumerate_mixes(2, 4, SpaceOptions(), attention="flash"))) == (1 * 3 + 9 * 1) * 4 * 2
     # 8 GPUs, 8 layers: pp in 1,2,4,8 with interleaved v such that pp*v divides 8
     mixes = list(enumerate_mixes(8, 8, SpaceOptions(zero=[0], micro_batch=[1], recompute=["none"],
                                                     sequence_parallel=[False])))
@@ -44,13 +47,34 @@ def test_enumeration_counts_small_case():
     assert not any(m.sequence_parallel for m in enumerate_mixes(8, 8) if m.tp == 1)
 
 
-def test_ep_cp_axes_slot_in():
-    mixes = list(enumerate_mixes(4, 4, SpaceOptions(ep=[1, 2], cp=[1], zero=[0], micro_batch=[1],
-                                                    recompute=["none"], sequence_parallel=[False])))
-    assert {m.ep for m in mixes} == {1, 2}
-    ctx = Context(16, 16, 4096, 4, 2048, 8, 8)
-    bad = structural_violation(next(m for m in mixes if m.ep == 2), ctx)
-    assert bad[0] == "ep-not-simulated"
+def test_ep_axis_is_carved_out_of_dp_tp():
+    mixes = list(enumerate_mixes(4, 4, SpaceOptions(cp=[1], zero=[0], micro_batch=[1], recompute=["none"],
+                                                    sequence_parallel=[False]), experts=8))
+    # dp*tp*pp = 4 GPUs; ep divides dp*tp and the 8 experts (Megatron-Core: EP re-splits dp*tp)
+    assert all(m.dp * m.tp * m.pp == 4 and (m.dp * m.tp) % m.ep == 0 for m in mixes)
+    assert {(m.tp, m.pp, m.dp, m.ep) for m in mixes if m.schedule == "1f1b" and m.pp == 1} == {
+        (1, 1, 4, 1), (1, 1, 4, 2), (1, 1, 4, 4), (2, 1, 2, 1), (2, 1, 2, 2), (2, 1, 2, 4),
+        (4, 1, 1, 1), (4, 1, 1, 2), (4, 1, 1, 4)}
+    assert {m.ep for m in enumerate_mixes(4, 4, SpaceOptions(zero=[0]))} == {1}  # a dense model: no EP
+    ctx = Context(16, 16, 4096, 4, 2048, 8, 8, experts=8)
+    tp2 = next(m for m in mixes if m.tp == 2 and m.ep == 2)
+    assert structural_violation(tp2, ctx)[0] == "expert-parallel"  # MoE with TP needs sequence parallel
+    assert "sequence parallel" in structural_violation(tp2, ctx)[1]
+    assert structural_violation(next(m for m in mixes if m.tp == 1 and m.ep == 4), ctx) is None
+    dense = Context(16, 16, 4096, 4, 2048, 8, 8)
+    assert "MoE" in structural_violation(next(m for m in mixes if m.ep == 2), dense)[1]
+
+
+def test_canonical_zero_on_one_rank():
+    # nothing to shard: every ZeRO stage is ZeRO-0's run (ZeRO-3 on one GPU was 1.2 % faster, a bug)
+    from clustersim.simulate.run import run_scenario
+    from clustersim.simulate.resolve import resolve_scenario
+
+    one = ROOT / "scenarios" / "ref-single.yaml"
+    z0, z3 = (run_scenario(resolve_scenario(one, [f"parallelism.zero={z}"]), fidelity="analytical")
+              for z in (0, 3))
+    assert z3.step_time_s == z0.step_time_s and z3.memory["peak_bytes_per_gpu"] == z0.memory["peak_bytes_per_gpu"]
+    assert {m.zero for m in enumerate_mixes(1, 4)} == {0}
 
 
 @pytest.mark.parametrize("mix, name, words", [
