@@ -560,9 +560,13 @@ def resolve_file(name: str | Path, kind: str, base: Path | None = None) -> Path:
         cands.append(base / p)
     cands.append(p)
     for c in cands:
-        if c.is_file():
-            return c
-        if c.exists() and not c.is_dir():  # a FIFO or a device named as a file: say what it is
+        try:
+            if c.is_file():
+                return c
+            exists = c.exists() and not c.is_dir()
+        except OSError as exc:  # a name the OS cannot look up (too long, a bad byte): not a file of any kind
+            raise ClusterSimError(f"{kind} {text[:80]!r}{'...' if len(text) > 80 else ''}: {exc.strerror or exc}") from None
+        if exists:  # a FIFO or a device named as a file: say what it is
             require_file(c)
     stem = p.name[:-5] if p.name.endswith(".yaml") else p.name
     if p.parent == Path(".") or str(p.parent) == "":

@@ -199,7 +199,7 @@ def scenario_from_megatron(args: str, *, topology: str, gpus: int | None = None,
     model = _model(a, tp, notes)
     training, par = _training(a, notes), _parallelism(a, model["layers"])
     if gpus is None and nodes is None:
-        nodes, gpus = cluster_for(topology, par["tp"] * par["pp"] * par.get("cp", 1))
+        nodes, gpus = cluster_for(topology, par.get("tp", 1) * par.get("pp", 1) * par.get("cp", 1))
     data = build_scenario(name, model=model, topology=topology, gpus=gpus, nodes=nodes, training=training,
                           parallelism=par, description="From Megatron-LM pretrain_gpt.py arguments.", source=source)
     warnings = [f"argument --{k} not read (check that it does not change the step)"

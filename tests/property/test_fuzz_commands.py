@@ -35,6 +35,7 @@ from cli_inprocess import limited, run_cli
 REPO = Path(__file__).resolve().parents[2]
 NT_LOG = REPO / "tests" / "data" / "h200x2" / "nt_all_reduce.txt"
 SMI = REPO / "tests" / "data" / "h200x2" / "nvidia-smi-topo-m.txt"
+DATA = REPO / "tests" / "data"
 SETTINGS = settings(max_examples=int(os.environ.get("CLUSTERSIM_FUZZ_EXAMPLES", "2")), deadline=None,
                     derandomize=os.environ.get("CLUSTERSIM_FUZZ_RANDOM") != "1", database=None,
                     suppress_health_check=list(HealthCheck))
@@ -99,7 +100,14 @@ def baselines(p: dict[str, str]) -> dict[str, list[str]]:
         "topo list": [], "topo show": ["hgx-h200"], "topo draw": ["hgx-h200", "-o", "{out}.png"],
         "topo import": [str(SMI)], "calibrate bench": ["-o", "{out}.jsonl", "--device", "cpu", "--quick"],
         "calibrate import-nccl-tests": [str(NT_LOG), "-o", "{out}.jsonl"], "calibrate slurm": ["--device", "cpu"],
-        "calibrate fit": [str(NT_LOG), "-o", "{out}.yaml"], "calibrate report": [str(NT_LOG), "-p", "hgx-h200"],
+        "calibrate fit": [str(NT_LOG), "-o", "{out}.yaml", "--topology", "hgx-h200"],
+        "calibrate report": [str(NT_LOG), "-p", "hgx-h200"],
+        "compare": [s, str(DATA / "logs" / "steps.jsonl")],
+        "scenario from-hf": [str(DATA / "importers" / "hf" / "Meta-Llama-3-8B.json"), "-o", "{out}.yaml"],
+        "scenario from-megatron": ["--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 128 "
+                                   "--micro-batch-size 1 --global-batch-size 2", "-o", "{out}.yaml"],
+        "scenario from-torchtitan": [str(DATA / "importers" / "torchtitan" / "llama3_8b.toml"), "-o", "{out}.yaml"],
+        "scenario from-torch": [f"{DATA / 'torch_models.py'}:mlp", "--input-shape", "8x784", "-o", "{out}.yaml"],
     }
 
 
