@@ -136,7 +136,7 @@ WRITERS = {
     "collective --plot": ("collective", "all_reduce", "-t", "hgx-h200", "--gpus", "2", "--sizes", "1KiB:4KiB",
                           "--plot", "{}"),
     "topo import -o": ("topo", "import", str(REPO / "tests/data/h200x2/nvidia-smi-topo-m.txt"), "-o", "{}"),
-    "calibrate fit -o": ("calibrate", "fit", str(NT_LOG), "-o", "{}"),
+    "calibrate fit -o": ("calibrate", "fit", str(NT_LOG), "--topology", "hgx-h200", "-o", "{}"),
     "import-nccl-tests -o": ("calibrate", "import-nccl-tests", str(NT_LOG), "-o", "{}"),
 }
 # plan (2.5 s a run) only where it counts: its folder and read-only targets are refused before planning
@@ -181,14 +181,15 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path, mon
         raise PermissionError(13, "Permission denied", str(dst))
 
     monkeypatch.setattr(files.os, "replace", deny)
-    cli("calibrate", "fit", str(NT_LOG), "-o", str(target)).refused(str(target), "cannot write: Permission denied")
+    cli("calibrate", "fit", str(NT_LOG), "--topology", "hgx-h200", "-o", str(target)).refused(
+        str(target), "cannot write: Permission denied")
     assert target.read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["p.yaml"]
 
 
 def test_outputs_to_a_device_are_written_in_place(tmp_path: Path) -> None:
     # /dev/null (the determinism test's target) stays a device: written, not replaced by a rename
-    r = cli("calibrate", "fit", str(NT_LOG), "-o", "/dev/null")
+    r = cli("calibrate", "fit", str(NT_LOG), "--topology", "hgx-h200", "-o", "/dev/null")
     assert r.code == 0, r.err
     assert Path("/dev/null").is_char_device()
     r = cli("calibrate", "import-nccl-tests", str(NT_LOG), "-o", str(tmp_path / "nt.jsonl"))
