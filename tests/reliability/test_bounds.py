@@ -154,7 +154,12 @@ def test_gpus_beyond_one_node_say_how_many_nodes() -> None:
     cli("topo", "show", "dgx-h100", "--gpus", "9", "--nodes", "1").refused("asked for 9 GPUs but 1 node(s)")
 
 
-def test_plan_of_the_cp_scenario_is_bounded() -> None:
-    # was: did not finish in 60 s (22,221 mixes to screen at 4-13 ms each)
+def test_plan_of_the_cp_scenario_is_bounded(monkeypatch) -> None:
+    # was: did not finish in 60 s (22,221 mixes to screen at 4-13 ms each); since the planner folds mixes that are
+    # one run and screens memory-monotonically it finishes (35 s wall on 2 workers, dev VM 2026-12-02), so the bound
+    # is checked here below that scenario's count: refused before any screening, with how to narrow the space
+    from clustersim.plan import search
+
+    monkeypatch.setattr(search, "MAX_SCREENED_MIXES", 1_000)
     cli_guarded("plan", "scenarios/llama2-7b-nemo-cp.yaml", "--flow-top", "0", "--top", "3", seconds=60).refused(
-        "22,221 of the 57,024 mixes", "more than the bound of 16,384", "--tp")
+        "mixes pass the structural rules", "more than the bound of 1,000", "--tp")
