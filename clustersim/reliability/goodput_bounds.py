@@ -15,7 +15,7 @@ Examples
 ...                       ckpt_GB=None, gpus=None, mtbf_gpu_hours=1000, mtbf_node_hours=None)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-clustersim.errors.ClusterSimError: --run-days: 1e+30 is outside 1e-06..3650 (...)
+clustersim.errors.ClusterSimError: --run-days: 1e+30 is outside 1e-06..3,650 (...)
 """
 
 from __future__ import annotations

@@ -58,6 +58,10 @@ def test_h200_source_is_the_measurement(h200):
     kern = ["profiles/measurements/h200/kernels.jsonl"] if (RAW / "h200" / "kernels.jsonl").is_file() else []
     assert set(s.files) == {"profiles/measurements/h200x2/bench-graph.jsonl", "profiles/measurements/h200x4/bench-graph.jsonl",
                             "profiles/measurements/h200x2/bench-run1.jsonl", *kern,
+                            # the FP8 and MoE kernel classes (validation/probes/fp8-and-moe-kernels, 2026-12-02)
+                            "profiles/measurements/h200/kernels-fp8-20261202.jsonl",
+                            "profiles/measurements/h200/kernels-experts-20261202.jsonl",
+                            "profiles/measurements/h200/kernels-experts-loop-20261202.jsonl",
                             # an eager attention core's batched GEMMs by shape (compute.bmm_table)
                             "profiles/measurements/h200/attention-bmm.jsonl", "profiles/measurements/h200/wave-sweep.jsonl",
                             # the compute/NCCL overlap probe and the FSDP2 host probe (2 and 4 of 4 H200)
